@@ -1,0 +1,189 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/apr-go/apr/lib/dtype"
+)
+
+// F32Tensor builds a 1-D F32 tensor from float32 values (little-endian).
+func F32Tensor(name string, v []float32) Tensor {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return Tensor{Name: name, DType: dtype.F32, Shape: []int64{int64(len(v))}, Data: b}
+}
+
+// Float32s returns the values of an F32 tensor, checking that its data length agrees
+// with its shape. Any shape is accepted; the values come out row-major.
+func (t Tensor) Float32s() ([]float32, error) {
+	if t.DType != dtype.F32 {
+		return nil, fmt.Errorf("tensor %q: dtype %v, expected F32", t.Name, t.DType)
+	}
+	n, err := dtype.Elems(t.Shape)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	if uint64(len(t.Data))%4 != 0 || int64(len(t.Data)/4) != n {
+		return nil, fmt.Errorf("tensor %q: shape %v needs %d bytes of F32, data has %d", t.Name, t.Shape, n, len(t.Data))
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
+	}
+	return out, nil
+}
+
+// vectorTensor fetches tensors[name], which must be F32 of shape [n] (n >= 0; when
+// want >= 0, n must equal want).
+func vectorTensor(tensors map[string]Tensor, name string, want int64) ([]float32, error) {
+	t, ok := tensors[name]
+	if !ok {
+		return nil, fmt.Errorf("missing tensor %q", name)
+	}
+	if len(t.Shape) != 1 {
+		return nil, fmt.Errorf("tensor %q: shape %v, expected one dimension", name, t.Shape)
+	}
+	if want >= 0 && t.Shape[0] != want {
+		return nil, fmt.Errorf("tensor %q: shape %v, expected [%d]", name, t.Shape, want)
+	}
+	return t.Float32s()
+}
+
+func checkOnlyTensors(tensors map[string]Tensor, names ...string) error {
+	for k := range tensors {
+		found := false
+		for _, n := range names {
+			if k == n {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("unexpected tensor %q (expected only %v)", k, names)
+		}
+	}
+	return nil
+}
+
+// configFloat reads a finite number from cfg[key]; def when absent.
+func configFloat(cfg map[string]any, key string, def float64) (float64, error) {
+	v, ok := cfg[key]
+	if !ok || v == nil {
+		return def, nil
+	}
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case float32:
+		f = float64(x)
+	case int:
+		f = float64(x)
+	case int8:
+		f = float64(x)
+	case int16:
+		f = float64(x)
+	case int32:
+		f = float64(x)
+	case int64:
+		f = float64(x)
+	case uint:
+		f = float64(x)
+	case uint8:
+		f = float64(x)
+	case uint16:
+		f = float64(x)
+	case uint32:
+		f = float64(x)
+	case uint64:
+		f = float64(x)
+	default:
+		return 0, fmt.Errorf("config %q: %T, expected a number", key, v)
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("config %q: %v, expected a finite number", key, f)
+	}
+	return f, nil
+}
+
+// configInt reads a whole number in [0, max] from cfg[key]; def when absent.
+func configInt(cfg map[string]any, key string, def, max int64) (int64, error) {
+	v, ok := cfg[key]
+	if !ok || v == nil {
+		return def, nil
+	}
+	var n int64
+	switch x := v.(type) {
+	case int:
+		n = int64(x)
+	case int8:
+		n = int64(x)
+	case int16:
+		n = int64(x)
+	case int32:
+		n = int64(x)
+	case int64:
+		n = x
+	case uint8:
+		n = int64(x)
+	case uint16:
+		n = int64(x)
+	case uint32:
+		n = int64(x)
+	case uint:
+		if uint64(x) > math.MaxInt64 {
+			return 0, fmt.Errorf("config %q: %d exceeds %d", key, x, max)
+		}
+		n = int64(x)
+	case uint64:
+		if x > math.MaxInt64 {
+			return 0, fmt.Errorf("config %q: %d exceeds %d", key, x, max)
+		}
+		n = int64(x)
+	case float64:
+		if x != math.Trunc(x) || x < 0 || x > float64(max) {
+			return 0, fmt.Errorf("config %q: %v, expected a whole number in [0,%d]", key, x, max)
+		}
+		n = int64(x)
+	default:
+		return 0, fmt.Errorf("config %q: %T, expected a whole number", key, v)
+	}
+	if n < 0 || n > max {
+		return 0, fmt.Errorf("config %q: %d, expected a whole number in [0,%d]", key, n, max)
+	}
+	return n, nil
+}
+
+// configBool reads a bool from cfg[key]; def when absent.
+func configBool(cfg map[string]any, key string, def bool) (bool, error) {
+	v, ok := cfg[key]
+	if !ok || v == nil {
+		return def, nil
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("config %q: %T, expected a bool", key, v)
+	}
+	return b, nil
+}
+
+func checkFeatures(x Matrix, want int) error {
+	if err := x.check(); err != nil {
+		return err
+	}
+	if x.Cols != want {
+		return fmt.Errorf("input has %d features, the model expects %d", x.Cols, want)
+	}
+	return nil
+}
+
+func dot32(w []float32, row []float64) float64 {
+	var s float64
+	for j, v := range row {
+		s += float64(w[j]) * v
+	}
+	return s
+}
