@@ -1,0 +1,13 @@
+package kernels
+
+// Kernel variables: the plain Go reference by default; an architecture file
+// may swap in a fast path from its init when the CPU supports it.
+var (
+	quantQ8_0 = quantQ8_0Generic
+	quantQ4_0 = quantQ4_0Generic
+	quantQ4_1 = quantQ4_1Generic
+	f32ToF16  = f32ToF16Generic
+	f16ToF32  = f16ToF32Generic
+	dotF32    = dotGeneric
+	axpy      = axpyGeneric
+)

@@ -1,0 +1,13 @@
+// Package kernels holds apr's numeric hot loops: float format conversions
+// (f16, bf16, f8), GGML block quantization and dequantization, and the dot
+// products and small matrix products used for inference and training.
+//
+// The quantizers reproduce ggml's reference quantizers byte for byte (the
+// bytes llama-quantize writes without an importance matrix). To get there,
+// every kernel does its arithmetic in float32 in the same order as ggml's C
+// code, and writes float32(a*b) + c wherever C rounds the product before the
+// add, so that no Go compiler may fuse the two into one multiply-add.
+//
+// Every kernel has a plain Go reference; faster variants, where they exist,
+// must produce identical bytes and are tested against the reference.
+package kernels

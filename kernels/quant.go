@@ -1,0 +1,186 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/apr-go/apr/lib/dtype"
+)
+
+// Errors returned by Quantize, Dequantize and DotQ.
+var (
+	// ErrUnsupported is returned for a dtype this package cannot convert.
+	ErrUnsupported = errors.New("kernels: unsupported dtype")
+	// ErrLength is returned when a slice length does not fit the dtype's blocks.
+	ErrLength = errors.New("kernels: length mismatch")
+)
+
+type rowFunc struct {
+	quant   func(dst []byte, src []float32)
+	dequant func(dst []float32, src []byte)
+}
+
+// codecs maps each dtype to its row kernels. The quantizers are looked up
+// through function variables so a fast path can replace the reference at
+// init time.
+func codec(t dtype.DType) (rowFunc, bool) {
+	switch t {
+	case dtype.F32:
+		return rowFunc{quantF32, dequantF32}, true
+	case dtype.F16:
+		return rowFunc{quantF16, dequantF16}, true
+	case dtype.BF16:
+		return rowFunc{quantBF16, dequantBF16}, true
+	case dtype.F8E4M3:
+		return rowFunc{nil, F8E4M3ToF32}, true
+	case dtype.F8E5M2:
+		return rowFunc{nil, F8E5M2ToF32}, true
+	case dtype.F8E8M0:
+		return rowFunc{nil, F8E8M0ToF32}, true
+	case dtype.Q8_0:
+		return rowFunc{quantQ8_0, dequantQ8_0}, true
+	case dtype.Q8_1:
+		return rowFunc{quantQ8_1Generic, dequantQ8_1}, true
+	case dtype.Q4_0:
+		return rowFunc{quantQ4_0, dequantQ4_0}, true
+	case dtype.Q4_1:
+		return rowFunc{quantQ4_1, dequantQ4_1}, true
+	case dtype.Q5_0:
+		return rowFunc{quantQ5_0Generic, dequantQ5_0}, true
+	case dtype.Q5_1:
+		return rowFunc{quantQ5_1Generic, dequantQ5_1}, true
+	case dtype.Q2_K:
+		return rowFunc{quantQ2_KGeneric, dequantQ2_K}, true
+	case dtype.Q3_K:
+		return rowFunc{quantQ3_KGeneric, dequantQ3_K}, true
+	case dtype.Q4_K:
+		return rowFunc{quantQ4_KGeneric, dequantQ4_K}, true
+	case dtype.Q5_K:
+		return rowFunc{quantQ5_KGeneric, dequantQ5_K}, true
+	case dtype.Q6_K:
+		return rowFunc{quantQ6_KGeneric, dequantQ6_K}, true
+	case dtype.Q8_K:
+		return rowFunc{quantQ8_KGeneric, dequantQ8_K}, true
+	case dtype.IQ4_NL:
+		return rowFunc{nil, dequantIQ4_NL}, true
+	case dtype.IQ4_XS:
+		return rowFunc{nil, dequantIQ4_XS}, true
+	case dtype.TQ1_0:
+		return rowFunc{nil, dequantTQ1_0}, true
+	case dtype.TQ2_0:
+		return rowFunc{nil, dequantTQ2_0}, true
+	case dtype.MXFP4:
+		return rowFunc{nil, dequantMXFP4}, true
+	}
+	return rowFunc{}, false
+}
+
+// CanQuantize reports whether Quantize supports t.
+func CanQuantize(t dtype.DType) bool { c, ok := codec(t); return ok && c.quant != nil }
+
+// CanDequantize reports whether Dequantize supports t.
+func CanDequantize(t dtype.DType) bool { c, ok := codec(t); return ok && c.dequant != nil }
+
+// sizes checks that n elements form whole blocks of t and returns the byte size.
+func sizes(t dtype.DType, n int) (int, error) {
+	info, ok := dtype.Lookup(t)
+	if !ok || info.BlockElems <= 0 {
+		return 0, fmt.Errorf("%w %v", ErrUnsupported, t)
+	}
+	if n%info.BlockElems != 0 {
+		return 0, fmt.Errorf("%w: %d elements is not a whole number of %v blocks (%d)", ErrLength, n, t, info.BlockElems)
+	}
+	return n / info.BlockElems * info.BlockBytes, nil
+}
+
+// Quantize encodes src as type t into dst, which must be exactly the encoded
+// size. len(src) must be a multiple of t's block size. For GGML block types the
+// bytes equal ggml's reference quantizer (ggml_quantize_chunk without an
+// importance matrix).
+func Quantize(t dtype.DType, dst []byte, src []float32) error {
+	c, ok := codec(t)
+	if !ok || c.quant == nil {
+		return fmt.Errorf("%w: cannot quantize to %v", ErrUnsupported, t)
+	}
+	n, err := sizes(t, len(src))
+	if err != nil {
+		return err
+	}
+	if len(dst) != n {
+		return fmt.Errorf("%w: %v needs %d bytes for %d values, dst has %d", ErrLength, t, n, len(src), len(dst))
+	}
+	c.quant(dst, src)
+	return nil
+}
+
+// Dequantize decodes src (whole blocks of type t) into dst, which must hold
+// exactly the number of encoded elements.
+func Dequantize(t dtype.DType, dst []float32, src []byte) error {
+	c, ok := codec(t)
+	if !ok || c.dequant == nil {
+		return fmt.Errorf("%w: cannot dequantize %v", ErrUnsupported, t)
+	}
+	n, err := sizes(t, len(dst))
+	if err != nil {
+		return err
+	}
+	if len(src) != n {
+		return fmt.Errorf("%w: %d %v values need %d bytes, src has %d", ErrLength, len(dst), t, n, len(src))
+	}
+	c.dequant(dst, src)
+	return nil
+}
+
+func quantF32(dst []byte, src []float32) {
+	for i, v := range src {
+		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
+	}
+}
+
+func dequantF32(dst []float32, src []byte) {
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+	}
+}
+
+// The 16-bit conversions work through a stack buffer so the fast slice
+// kernels can be used without allocating.
+const convChunk = 512
+
+func quantF16(dst []byte, src []float32) {
+	var buf [convChunk]uint16
+	for len(src) > 0 {
+		n := min(len(src), convChunk)
+		f32ToF16(buf[:n], src[:n])
+		for i, h := range buf[:n] {
+			binary.LittleEndian.PutUint16(dst[2*i:], h)
+		}
+		src, dst = src[n:], dst[2*n:]
+	}
+}
+
+func dequantF16(dst []float32, src []byte) {
+	var buf [convChunk]uint16
+	for len(dst) > 0 {
+		n := min(len(dst), convChunk)
+		for i := range buf[:n] {
+			buf[i] = binary.LittleEndian.Uint16(src[2*i:])
+		}
+		f16ToF32(dst[:n], buf[:n])
+		src, dst = src[2*n:], dst[n:]
+	}
+}
+
+func quantBF16(dst []byte, src []float32) {
+	for i, v := range src {
+		binary.LittleEndian.PutUint16(dst[2*i:], F32ToBF16Bits(v))
+	}
+}
+
+func dequantBF16(dst []float32, src []byte) {
+	for i := range dst {
+		dst[i] = BF16BitsToF32(binary.LittleEndian.Uint16(src[2*i:]))
+	}
+}
