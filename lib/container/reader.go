@@ -1,0 +1,546 @@
+package container
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"runtime"
+
+	"github.com/apr-go/apr/lib/model"
+)
+
+// FileHeader is what a reader knows once header and metadata are read.
+type FileHeader struct {
+	Major, Minor uint8
+	Type         model.Type
+	Flags        Flags
+	Metadata     *Metadata
+	MetadataSize int
+	Seal         []byte // the raw seal section of an encrypted file
+}
+
+// source reads the stream, keeping the offset and the CRC32 of every byte consumed.
+type source struct {
+	br  *bufio.Reader
+	off int64
+	crc hash.Hash32
+}
+
+func (s *source) read(b []byte) error {
+	n, err := io.ReadFull(s.br, b)
+	s.crc.Write(b[:n])
+	s.off += int64(n)
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return formatErr(s.off, "file truncated: expected %d more bytes", len(b)-n)
+		}
+		return err
+	}
+	return nil
+}
+
+// readAll reads n bytes, growing the buffer only as bytes arrive, so a hostile length
+// costs no more memory than the bytes actually present.
+func (s *source) readAll(n int64) ([]byte, error) {
+	var out []byte
+	for n > 0 {
+		step := min(n, 1<<20)
+		buf := make([]byte, step)
+		if err := s.read(buf); err != nil {
+			return nil, err
+		}
+		out = append(out, buf...)
+		n -= step
+	}
+	return out, nil
+}
+
+// skipPad consumes the zero padding up to the next 64-byte boundary.
+func (s *source) skipPad() error {
+	n := alignUp(s.off) - s.off
+	var b [Align]byte
+	if err := s.read(b[:n]); err != nil {
+		return err
+	}
+	for i, v := range b[:n] {
+		if v != 0 {
+			return formatErr(s.off-n+int64(i), "padding byte is 0x%02x, expected 0", v)
+		}
+	}
+	return nil
+}
+
+// Reader reads an APR v2 stream from any io.Reader, in order, verifying as it goes:
+// the header and metadata CRCs before NewReader returns, each record header's CRC,
+// each chunk's CRC before it is decompressed, each tensor's data CRC when its last
+// byte is read (a tensor reader returns the error instead of io.EOF), and the index,
+// blocks, footer and whole-file CRC before Next reports io.EOF. Memory stays bounded
+// by chunk size x workers whatever the file size.
+//
+// Plain (uncompressed) data reaches the caller before its tensor CRC is checked; a
+// caller that must not act on unverified bytes writes to a temporary file and keeps
+// it only when Next has returned io.EOF.
+type Reader struct {
+	src     *source
+	hdr     FileHeader
+	workers int
+	cur     *Tensor
+	seen    []Entry
+	blocks  []Block
+	done    bool
+	err     error
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+// ReaderOption configures a Reader.
+type ReaderOption func(*Reader)
+
+// WithReadWorkers sets how many chunks are decompressed at once (default GOMAXPROCS).
+func WithReadWorkers(n int) ReaderOption { return func(r *Reader) { r.workers = n } }
+
+// NewReader reads and verifies the header and metadata.
+func NewReader(r io.Reader, opts ...ReaderOption) (*Reader, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	rd := &Reader{src: &source{br: bufio.NewReaderSize(r, 1<<20), crc: crc32.NewIEEE()}, workers: runtime.GOMAXPROCS(0), ctx: ctx, cancel: cancel}
+	for _, o := range opts {
+		o(rd)
+	}
+	hb := make([]byte, HeaderSize)
+	if err := rd.src.read(hb); err != nil {
+		cancel()
+		if fe := (*FormatError)(nil); errors.As(err, &fe) && rd.src.off < 4 {
+			return nil, formatErr(0, "empty or too short to be an APR file (%d bytes)", rd.src.off)
+		}
+		if [4]byte(hb[:4]) == magicHeader && hb[4] != MajorVersion {
+			return nil, &VersionError{Major: hb[4], Minor: hb[5], SupportedMajor: MajorVersion, SupportedMinorTo: MinorVersion}
+		}
+		return nil, err
+	}
+	h, err := decodeHeader(hb)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	meta, err := rd.src.readAll(int64(h.MetaLen))
+	if err == nil {
+		err = checkMeta(h, meta)
+	}
+	var md *Metadata
+	if err == nil {
+		md, err = DecodeMetadata(meta)
+		if err != nil {
+			err = formatErr(HeaderSize, "%v", err)
+		}
+	}
+	if err == nil {
+		err = rd.src.skipPad()
+	}
+	var seal []byte
+	if err == nil && h.SealLen > 0 {
+		seal, err = rd.src.readAll(int64(h.SealLen))
+		if err == nil {
+			err = rd.src.skipPad()
+		}
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	rd.hdr = FileHeader{Major: h.Major, Minor: h.Minor, Type: h.Type, Flags: h.Flags, Metadata: md, MetadataSize: len(meta), Seal: seal}
+	return rd, nil
+}
+
+func checkMeta(h *fileHeader, meta []byte) error {
+	if got := crc32.ChecksumIEEE(meta); got != h.MetaCRC {
+		return &ChecksumError{What: "metadata", Offset: HeaderSize, Expected: h.MetaCRC, Actual: got}
+	}
+	return nil
+}
+
+// Header returns the file header and metadata.
+func (r *Reader) Header() FileHeader { return r.hdr }
+
+// Blocks returns the signature and license blocks; valid after Next returned io.EOF.
+func (r *Reader) Blocks() []Block { return r.blocks }
+
+// Entries returns the index entries verified so far (all of them after io.EOF).
+func (r *Reader) Entries() []Entry { return r.seen }
+
+// Close stops background decompression. It does not close the underlying reader.
+func (r *Reader) Close() error { r.cancel(); return nil }
+
+// Next returns the next tensor, after finishing (and verifying) the previous one. At
+// the end of the stream it verifies index, blocks and footer and returns io.EOF.
+func (r *Reader) Next() (*Tensor, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.done {
+		return nil, io.EOF
+	}
+	if r.cur != nil {
+		if err := r.cur.finish(); err != nil {
+			return nil, r.fail(err)
+		}
+		r.seen = append(r.seen, r.cur.Entry)
+		r.cur = nil
+	}
+	peek, err := r.src.br.Peek(4)
+	if err != nil {
+		return nil, r.fail(formatErr(r.src.off, "file truncated: expected a tensor record or the index"))
+	}
+	switch [4]byte(peek) {
+	case magicRecord:
+		t, err := r.readRecord()
+		if err != nil {
+			return nil, r.fail(err)
+		}
+		r.cur = t
+		return t, nil
+	case magicIndex:
+		if err := r.readEnd(); err != nil {
+			return nil, r.fail(err)
+		}
+		r.done = true
+		r.cancel()
+		return nil, io.EOF
+	}
+	return nil, r.fail(formatErr(r.src.off, "expected a tensor record or the index, found %q", peek))
+}
+
+func (r *Reader) fail(err error) error {
+	r.err = err
+	r.cancel()
+	return err
+}
+
+func (r *Reader) readRecord() (*Tensor, error) {
+	off := r.src.off
+	fixed := make([]byte, recordFixed)
+	if err := r.src.read(fixed); err != nil {
+		return nil, err
+	}
+	n, err := parseRecordFixed(fixed, off)
+	if err != nil {
+		return nil, err
+	}
+	rest := make([]byte, n-recordFixed)
+	if err := r.src.read(rest); err != nil {
+		return nil, err
+	}
+	e, err := decodeRecordHeader(append(fixed, rest...), off)
+	if err != nil {
+		return nil, err
+	}
+	if need := entryFlags(e); r.hdr.Flags&need != need {
+		return nil, &FormatError{Offset: off, Tensor: e.Name, Msg: fmt.Sprintf("tensor uses %v, which the header flags (%v) do not declare", need, r.hdr.Flags)}
+	}
+	for i := range r.seen {
+		if r.seen[i].Name == e.Name {
+			return nil, &FormatError{Offset: off, Tensor: e.Name, Msg: "duplicate tensor name"}
+		}
+	}
+	if err := r.src.skipPad(); err != nil {
+		return nil, err
+	}
+	e.DataOffset = r.src.off
+	return &Tensor{Entry: *e, r: r, left: e.RawSize, crc: crc32.NewIEEE(), start: r.src.off}, nil
+}
+
+// readEnd reads index, blocks and footer and checks them against the records seen.
+func (r *Reader) readEnd() error {
+	s := r.src
+	indexOff := s.off
+	head := make([]byte, indexFixed)
+	if err := s.read(head); err != nil {
+		return err
+	}
+	count, body := le.Uint64(head[8:]), le.Uint64(head[16:])
+	if count != uint64(len(r.seen)) {
+		return formatErr(indexOff+8, "index lists %d tensors, the file holds %d", count, len(r.seen))
+	}
+	if body > uint64(len(r.seen))*(entryFixed+8*MaxDims+MaxName) {
+		return formatErr(indexOff+16, "index body length %d too large for %d tensors", body, count)
+	}
+	rest, err := s.readAll(int64(body))
+	if err != nil {
+		return err
+	}
+	idx := append(head, rest...)
+	indexCRC := crc32.ChecksumIEEE(idx)
+	entries, err := decodeIndex(idx, indexOff, count)
+	if err != nil {
+		return err
+	}
+	for i := range entries {
+		if err := sameEntry(&entries[i], &r.seen[i]); err != nil {
+			return err
+		}
+	}
+	if err := s.skipPad(); err != nil {
+		return err
+	}
+	var blocksOff, blocksLen int64
+	if peek, err := s.br.Peek(4); err == nil && [4]byte(peek) == magicBlocks {
+		blocksOff = s.off
+		bh := make([]byte, blocksFixed)
+		if err := s.read(bh); err != nil {
+			return err
+		}
+		bl := le.Uint64(bh[8:])
+		if bl > MaxBlockCount*(MaxBlock+8) {
+			return formatErr(blocksOff+8, "blocks section length %d exceeds the cap", bl)
+		}
+		rest, err := s.readAll(int64(bl))
+		if err != nil {
+			return err
+		}
+		r.blocks, err = decodeBlocks(append(bh, rest...), blocksOff)
+		if err != nil {
+			return err
+		}
+		if need := blockFlags(r.blocks); r.hdr.Flags&need != need {
+			return formatErr(blocksOff, "blocks need flags %v, which the header (%v) does not declare", need, r.hdr.Flags)
+		}
+		blocksLen = s.off - blocksOff
+		if err := s.skipPad(); err != nil {
+			return err
+		}
+	}
+	footOff := s.off
+	fb := make([]byte, FooterSize)
+	if _, err := io.ReadFull(s.br, fb); err != nil {
+		return formatErr(footOff, "file truncated: expected the %d-byte footer", FooterSize)
+	}
+	s.crc.Write(fb[:52])
+	f, err := decodeFooter(fb, footOff)
+	if err != nil {
+		return err
+	}
+	switch {
+	case f.IndexOff != uint64(indexOff) || f.IndexLen != uint64(len(idx)) || f.Count != count:
+		return formatErr(footOff, "footer places the index at %d (%d bytes, %d tensors), found at %d (%d bytes, %d tensors)",
+			f.IndexOff, f.IndexLen, f.Count, indexOff, len(idx), count)
+	case f.BlocksOff != uint64(blocksOff) || f.BlocksLen != uint64(blocksLen):
+		return formatErr(footOff+32, "footer places blocks at %d (%d bytes), found at %d (%d bytes)", f.BlocksOff, f.BlocksLen, blocksOff, blocksLen)
+	case f.IndexCRC != indexCRC:
+		return &ChecksumError{What: "index", Offset: indexOff, Expected: f.IndexCRC, Actual: indexCRC}
+	}
+	if got := s.crc.Sum32(); got != f.FileCRC {
+		return &ChecksumError{What: "file", Offset: 0, Expected: f.FileCRC, Actual: got}
+	}
+	if _, err := s.br.Peek(1); err != io.EOF {
+		return formatErr(footOff+FooterSize, "unexpected bytes after the footer")
+	}
+	return nil
+}
+
+func sameEntry(idx, rec *Entry) error {
+	same := idx.Name == rec.Name && idx.DType == rec.DType && idx.RecordOffset == rec.RecordOffset &&
+		idx.DataOffset == rec.DataOffset && idx.StoredSize == rec.StoredSize && idx.RawSize == rec.RawSize &&
+		idx.CRC == rec.CRC && idx.ChunkSize == rec.ChunkSize && idx.Codec == rec.Codec &&
+		idx.Shuffle == rec.Shuffle && idx.Encrypted == rec.Encrypted && len(idx.Shape) == len(rec.Shape)
+	for i := 0; same && i < len(idx.Shape); i++ {
+		same = idx.Shape[i] == rec.Shape[i]
+	}
+	if !same {
+		return &FormatError{Offset: rec.RecordOffset, Tensor: rec.Name,
+			Msg: fmt.Sprintf("index entry (%q at %d) disagrees with the tensor record", idx.Name, idx.RecordOffset)}
+	}
+	return nil
+}
+
+// Tensor is the tensor being read from a stream. Read yields its raw bytes
+// (decompressed, unshuffled); the last Read reports a checksum failure, if any, in
+// place of io.EOF.
+type Tensor struct {
+	Entry
+	r     *Reader
+	left  int64 // raw bytes not yet returned
+	crc   hash.Hash32
+	start int64
+	// chunked reading
+	chunks  chan []byte
+	errc    chan error
+	pending []byte
+	ended   bool
+	err     error
+}
+
+// Read implements io.Reader over the tensor's raw bytes.
+func (t *Tensor) Read(p []byte) (int, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	if t.left == 0 {
+		if err := t.end(); err != nil {
+			return 0, err
+		}
+		return 0, io.EOF
+	}
+	if t.Encrypted {
+		return 0, t.setErr(&FormatError{Offset: t.DataOffset, Tensor: t.Name, Msg: ErrEncrypted.Error()})
+	}
+	var n int
+	if !t.Chunked() {
+		if int64(len(p)) > t.left {
+			p = p[:t.left]
+		}
+		var err error
+		n, err = t.r.src.br.Read(p)
+		t.r.src.crc.Write(p[:n])
+		t.r.src.off += int64(n)
+		t.crc.Write(p[:n])
+		if err != nil && n == 0 {
+			if err == io.EOF {
+				err = formatErr(t.r.src.off, "file truncated in tensor data: %d bytes missing", t.left)
+			}
+			return 0, t.setErr(tensorErr(t.Name, err))
+		}
+	} else {
+		if len(t.pending) == 0 {
+			if t.chunks == nil {
+				t.startChunks()
+			}
+			c, ok := <-t.chunks
+			if !ok {
+				err := <-t.errc
+				if err == nil {
+					err = formatErr(t.r.src.off, "chunks ended early")
+				}
+				return 0, t.setErr(tensorErr(t.Name, err))
+			}
+			t.pending = c
+		}
+		n = copy(p, t.pending)
+		t.pending = t.pending[n:]
+	}
+	t.left -= int64(n)
+	return n, nil
+}
+
+func (t *Tensor) setErr(err error) error {
+	t.err = err
+	return err
+}
+
+// startChunks reads the frames in order in the background and decompresses them in
+// parallel; the decoded chunks arrive in order on t.chunks.
+func (t *Tensor) startChunks() {
+	t.chunks = make(chan []byte, 1)
+	t.errc = make(chan error, 1)
+	ctx := t.r.ctx
+	go func() {
+		defer close(t.chunks)
+		i, n := int64(0), t.chunks_()
+		next := func() ([]byte, bool, error) {
+			if i == n {
+				return nil, false, nil
+			}
+			frame, err := t.readFrame(i)
+			i++
+			return frame, err == nil, err
+		}
+		work := func(idx int64, frame []byte) ([]byte, error) {
+			rawLen := int(min(int64(t.ChunkSize), t.RawSize-idx*int64(t.ChunkSize)))
+			l := le.Uint32(frame)
+			return decodeChunk(&t.Entry, idx, frame[frameHeader:], l&rawChunkFlag != 0, le.Uint32(frame[4:]), rawLen, -1)
+		}
+		emit := func(b []byte) error {
+			select {
+			case t.chunks <- b:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		t.errc <- ordered(ctx, t.r.workers, next, work, emit)
+	}()
+}
+
+func (t *Tensor) chunks_() int64 { return t.Entry.chunks() }
+
+// readFrame reads chunk frame idx from the stream and feeds the tensor CRC.
+func (t *Tensor) readFrame(idx int64) ([]byte, error) {
+	s := t.r.src
+	off := s.off
+	var h [frameHeader]byte
+	if err := s.read(h[:]); err != nil {
+		return nil, err
+	}
+	l := le.Uint32(h[:])
+	size := int64(l &^ rawChunkFlag)
+	rawLen := min(int64(t.ChunkSize), t.RawSize-idx*int64(t.ChunkSize))
+	if size > rawLen || (l&rawChunkFlag != 0 && size != rawLen) {
+		return nil, formatErr(off, "chunk %d claims %d bytes for %d raw bytes", idx, size, rawLen)
+	}
+	frame := make([]byte, frameHeader+size)
+	copy(frame, h[:])
+	if err := s.read(frame[frameHeader:]); err != nil {
+		return nil, err
+	}
+	t.crc.Write(frame)
+	return frame, nil
+}
+
+// end reads and checks the trailer once all raw bytes were delivered.
+func (t *Tensor) end() error {
+	if t.ended {
+		return t.err
+	}
+	t.ended = true
+	if t.chunks != nil {
+		if err := <-t.errc; err != nil {
+			return t.setErr(tensorErr(t.Name, err))
+		}
+	}
+	s := t.r.src
+	t.StoredSize = s.off - t.start
+	t.CRC = t.crc.Sum32()
+	trOff := s.off
+	var tr [trailerSize]byte
+	if err := s.read(tr[:]); err != nil {
+		return t.setErr(tensorErr(t.Name, err))
+	}
+	if [4]byte(tr[12:]) != magicTrailer || int64(le.Uint64(tr[:])) != t.StoredSize {
+		return t.setErr(&FormatError{Offset: trOff, Tensor: t.Name, Msg: fmt.Sprintf("bad tensor trailer (stored size %d, expected %d)", le.Uint64(tr[:]), t.StoredSize)})
+	}
+	if want := le.Uint32(tr[8:]); want != t.CRC {
+		return t.setErr(&ChecksumError{What: "tensor data", Tensor: t.Name, Offset: t.DataOffset, Expected: want, Actual: t.CRC})
+	}
+	if err := s.skipPad(); err != nil {
+		return t.setErr(tensorErr(t.Name, err))
+	}
+	return nil
+}
+
+// finish consumes what the caller did not read, verifying it, and ends the tensor.
+func (t *Tensor) finish() error {
+	if t.err != nil {
+		return t.err
+	}
+	if t.Chunked() && t.chunks == nil && t.left == t.RawSize && t.RawSize > 0 {
+		// Never started: check the frames and their CRCs without decompressing.
+		for i, n := int64(0), t.chunks_(); i < n; i++ {
+			frame, err := t.readFrame(i)
+			if err != nil {
+				return t.setErr(tensorErr(t.Name, err))
+			}
+			if want, got := le.Uint32(frame[4:]), crc32.ChecksumIEEE(frame[frameHeader:]); want != got {
+				return t.setErr(&ChecksumError{What: fmt.Sprintf("chunk %d", i), Tensor: t.Name, Offset: -1, Expected: want, Actual: got})
+			}
+		}
+		t.left = 0
+		return t.end()
+	}
+	if t.Encrypted && !t.Chunked() {
+		return t.setErr(&FormatError{Offset: t.DataOffset, Tensor: t.Name, Msg: "encrypted tensor without chunks"})
+	}
+	_, err := io.Copy(io.Discard, t)
+	return err
+}

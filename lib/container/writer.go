@@ -1,0 +1,293 @@
+package container
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"runtime"
+
+	"github.com/apr-go/apr/lib/model"
+)
+
+// Header is what a producer declares before the first tensor.
+type Header struct {
+	Type     model.Type
+	Flags    Flags // FlagSigned, FlagLicensed, FlagQuantized as the content will need; the writer adds the rest
+	Metadata Metadata
+}
+
+type writerOptions struct {
+	compression Compression
+	shuffle     bool
+	chunk       int
+	workers     int
+}
+
+// Option configures a Writer.
+type Option func(*writerOptions)
+
+// WithCompression sets the codec for every tensor (default CompressNone).
+func WithCompression(c Compression) Option { return func(o *writerOptions) { o.compression = c } }
+
+// WithShuffle turns on the byte-shuffle filter for float and integer tensors whose
+// elements are wider than one byte; it needs a codec and is ignored for other dtypes.
+func WithShuffle(on bool) Option { return func(o *writerOptions) { o.shuffle = on } }
+
+// WithChunkSize sets the raw bytes per compressed chunk (default 1 MiB).
+func WithChunkSize(n int) Option { return func(o *writerOptions) { o.chunk = n } }
+
+// WithWorkers sets how many chunks are compressed at once (default GOMAXPROCS).
+// The output bytes do not depend on it.
+func WithWorkers(n int) Option { return func(o *writerOptions) { o.workers = n } }
+
+// Writer writes an APR v2 stream: header and metadata at once, then one tensor record
+// per WriteTensor call, then index, blocks and footer on Close. It never seeks, so any
+// io.Writer works, a pipe included; memory stays bounded by chunk size x workers.
+//
+// After any error the output is incomplete and every later call returns that error.
+type Writer struct {
+	out     *bufio.Writer
+	crc     hash.Hash32 // over every byte written
+	off     int64
+	opts    writerOptions
+	flags   Flags
+	entries []Entry
+	names   map[string]bool
+	blocks  []Block
+	err     error
+	closed  bool
+}
+
+// NewWriter writes the header and metadata of a new file to w.
+func NewWriter(w io.Writer, h Header, opts ...Option) (*Writer, error) {
+	o := writerOptions{chunk: DefaultChunk, workers: runtime.GOMAXPROCS(0)}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.chunk < MinChunk || o.chunk > MaxChunk || o.chunk%8 != 0 {
+		return nil, fmt.Errorf("chunk size %d: must be a multiple of 8 from %d to %d", o.chunk, MinChunk, MaxChunk)
+	}
+	if o.compression < CompressNone || o.compression > CompressLZ4 {
+		return nil, fmt.Errorf("unknown compression %v", o.compression)
+	}
+	if !h.Type.Known() {
+		return nil, fmt.Errorf("unknown model type 0x%04X", uint16(h.Type))
+	}
+	if h.Flags&^(FlagSigned|FlagLicensed|FlagQuantized) != 0 {
+		return nil, fmt.Errorf("flags %v are set by the writer, not declared", h.Flags&^(FlagSigned|FlagLicensed|FlagQuantized))
+	}
+	flags := h.Flags
+	if o.compression != CompressNone {
+		flags |= FlagCompressed
+		if o.shuffle {
+			flags |= FlagShuffled
+		}
+	} else {
+		o.shuffle = false
+	}
+	meta, err := h.Metadata.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if len(meta) > MaxMetadata {
+		return nil, fmt.Errorf("metadata is %d bytes, the cap is %d", len(meta), MaxMetadata)
+	}
+	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), crc: crc32.NewIEEE(), opts: o, flags: flags, names: map[string]bool{}}
+	fh := fileHeader{Major: MajorVersion, Minor: MinorVersion, Type: h.Type, Flags: flags,
+		MetaLen: uint32(len(meta)), MetaCRC: crc32.ChecksumIEEE(meta)}
+	wr.write(fh.encode())
+	wr.write(meta)
+	wr.pad()
+	return wr, wr.err
+}
+
+func (w *Writer) write(b []byte) {
+	if w.err != nil {
+		return
+	}
+	_, w.err = w.out.Write(b)
+	w.crc.Write(b)
+	w.off += int64(len(b))
+}
+
+var zeros [Align]byte
+
+func (w *Writer) pad() { w.write(zeros[:alignUp(w.off)-w.off]) }
+
+// WriteTensor reads exactly the tensor's raw size from data and writes its record.
+func (w *Writer) WriteTensor(t TensorInfo, data io.Reader) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return errors.New("apr: WriteTensor after Close")
+	}
+	if err := t.validate(); err != nil {
+		return fmt.Errorf("apr: %w", err)
+	}
+	if w.names[t.Name] {
+		return fmt.Errorf("apr: duplicate tensor name %q", t.Name)
+	}
+	e := Entry{TensorInfo: t, RecordOffset: w.off}
+	e.Shape = append([]int64(nil), t.Shape...)
+	e.RawSize, _ = t.RawSize()
+	info := t.DType.Info()
+	if info.Quantized() && w.flags&FlagQuantized == 0 {
+		return fmt.Errorf("apr: tensor %q is %v but the header did not declare quantized tensors", t.Name, t.DType)
+	}
+	if w.opts.compression != CompressNone && e.RawSize > 0 {
+		e.Codec = w.opts.compression.codec()
+		e.ChunkSize = uint32(w.opts.chunk)
+		e.Shuffle = w.opts.shuffle && info.BlockElems == 1 && info.BlockBytes > 1
+	}
+	w.write(e.encodeRecordHeader())
+	w.pad()
+	e.DataOffset = w.off
+	start := w.off
+	dataCRC := crc32.NewIEEE()
+	var err error
+	if e.Chunked() {
+		err = w.writeChunks(&e, data, dataCRC)
+	} else {
+		err = w.writePlain(&e, data, dataCRC)
+	}
+	if err != nil {
+		w.err = err
+		return err
+	}
+	e.StoredSize = w.off - start
+	e.CRC = dataCRC.Sum32()
+	var tr [trailerSize]byte
+	le.PutUint64(tr[:], uint64(e.StoredSize))
+	le.PutUint32(tr[8:], e.CRC)
+	copy(tr[12:], magicTrailer[:])
+	w.write(tr[:])
+	w.pad()
+	if w.err != nil {
+		return w.err
+	}
+	w.names[t.Name] = true
+	w.entries = append(w.entries, e)
+	return nil
+}
+
+// WriteTensorBytes writes a tensor held in memory.
+func (w *Writer) WriteTensorBytes(t TensorInfo, data []byte) error {
+	if n, err := t.RawSize(); err == nil && n != int64(len(data)) {
+		return fmt.Errorf("apr: tensor %q: %d bytes given, %v of %v needs %d", t.Name, len(data), t.Shape, t.DType, n)
+	}
+	return w.WriteTensor(t, bytes.NewReader(data))
+}
+
+func (w *Writer) writePlain(e *Entry, data io.Reader, dataCRC hash.Hash32) error {
+	buf := make([]byte, 256<<10)
+	for left := e.RawSize; left > 0; {
+		n := int(min(left, int64(len(buf))))
+		if _, err := io.ReadFull(data, buf[:n]); err != nil {
+			return shortData(e, e.RawSize-left, err)
+		}
+		dataCRC.Write(buf[:n])
+		w.write(buf[:n])
+		if w.err != nil {
+			return w.err
+		}
+		left -= int64(n)
+	}
+	return nil
+}
+
+func (w *Writer) writeChunks(e *Entry, data io.Reader, dataCRC hash.Hash32) error {
+	esz := 0
+	if e.Shuffle {
+		esz = e.DType.Info().BlockBytes
+	}
+	left := e.RawSize
+	next := func() ([]byte, bool, error) {
+		if left == 0 {
+			return nil, false, nil
+		}
+		n := min(left, int64(e.ChunkSize))
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(data, buf); err != nil {
+			return nil, false, shortData(e, e.RawSize-left, err)
+		}
+		left -= n
+		return buf, true, nil
+	}
+	work := func(_ int64, raw []byte) ([]byte, error) { return encodeChunk(raw, w.opts.compression, esz) }
+	emit := func(frame []byte) error {
+		dataCRC.Write(frame)
+		w.write(frame)
+		return w.err
+	}
+	return ordered(context.Background(), w.opts.workers, next, work, emit)
+}
+
+func shortData(e *Entry, got int64, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("apr: tensor %q: data ended after %d of %d bytes", e.Name, got, e.RawSize)
+	}
+	return fmt.Errorf("apr: tensor %q: reading data: %w", e.Name, err)
+}
+
+// AddBlock queues a signature or license block for the blocks section. The header
+// must have declared FlagSigned or FlagLicensed accordingly.
+func (w *Writer) AddBlock(b Block) error {
+	need := blockFlags([]Block{b})
+	switch {
+	case b.Kind != BlockSignature && b.Kind != BlockLicense:
+		return fmt.Errorf("apr: unknown block kind %d", b.Kind)
+	case len(b.Payload) > MaxBlock:
+		return fmt.Errorf("apr: block of %d bytes exceeds the cap of %d", len(b.Payload), MaxBlock)
+	case len(w.blocks) >= MaxBlockCount:
+		return fmt.Errorf("apr: more than %d blocks", MaxBlockCount)
+	case w.flags&need != need:
+		return fmt.Errorf("apr: block needs header flags %v", need)
+	}
+	w.blocks = append(w.blocks, Block{Kind: b.Kind, Payload: append([]byte(nil), b.Payload...)})
+	return nil
+}
+
+// Close writes the index, the blocks and the footer, and flushes. It does not close
+// the underlying writer.
+func (w *Writer) Close() error {
+	if w.closed || w.err != nil {
+		return w.err
+	}
+	w.closed = true
+	idx := make([]byte, indexFixed)
+	copy(idx, magicIndex[:])
+	for i := range w.entries {
+		idx = w.entries[i].encodeIndexEntry(idx)
+	}
+	le.PutUint64(idx[8:], uint64(len(w.entries)))
+	le.PutUint64(idx[16:], uint64(len(idx)-indexFixed))
+	f := footer{IndexOff: uint64(w.off), IndexLen: uint64(len(idx)), Count: uint64(len(w.entries)), IndexCRC: crc32.ChecksumIEEE(idx)}
+	w.write(idx)
+	w.pad()
+	if len(w.blocks) > 0 {
+		b := encodeBlocks(w.blocks)
+		f.BlocksOff, f.BlocksLen = uint64(w.off), uint64(len(b))
+		w.write(b)
+		w.pad()
+	}
+	body := f.encodeBody()
+	w.crc.Write(body[:52])
+	le.PutUint32(body[52:], w.crc.Sum32())
+	if w.err == nil {
+		_, w.err = w.out.Write(body)
+		w.off += FooterSize
+	}
+	if w.err == nil {
+		w.err = w.out.Flush()
+	}
+	return w.err
+}
+
+// Entries returns the index entries written so far.
+func (w *Writer) Entries() []Entry { return w.entries }
