@@ -108,3 +108,69 @@ func dequantMXFP4(dst []float32, src []byte) {
 		}
 	}
 }
+
+// ternaryAbsMax is the tq*_0 scale: the largest magnitude in the block.
+func ternaryAbsMax(x []float32) (d, id float32) {
+	for _, v := range x {
+		if a := abs32(v); !(d > a) {
+			d = a
+		}
+	}
+	if d != 0 {
+		id = 1 / d
+	}
+	return d, id
+}
+
+// trit is round(x·id) + 1 ∈ {0, 1, 2}, as ggml's lroundf (half away from zero).
+func trit(v, id float32) uint8 { return uint8(roundAway(v*id) + 1) }
+
+// packTrits stores 5 trits (first one most significant) as the byte
+// ceil(q·256/243), the fixed-point fraction tritAt reads back.
+func packTrits(q uint8) uint8 { return uint8((uint16(q)*256 + 242) / 243) }
+
+func quantTQ1_0Generic(dst []byte, src []float32) {
+	for ; len(src) >= qkK; src, dst = src[qkK:], dst[54:] {
+		x := src[:qkK]
+		d, id := ternaryAbsMax(x)
+		putF16(dst[52:], d)
+		for m := range 32 {
+			var q uint8
+			for n := range 5 {
+				q = q*3 + trit(x[m+32*n], id)
+			}
+			dst[m] = packTrits(q)
+		}
+		for m := range 16 {
+			var q uint8
+			for n := range 5 {
+				q = q*3 + trit(x[160+m+16*n], id)
+			}
+			dst[32+m] = packTrits(q)
+		}
+		for j := range 4 {
+			var q uint8
+			for m := range 4 {
+				q = q*3 + trit(x[240+j+4*m], id)
+			}
+			dst[48+j] = packTrits(q * 3) // four trits, shifted to the top
+		}
+	}
+}
+
+func quantTQ2_0Generic(dst []byte, src []float32) {
+	for ; len(src) >= qkK; src, dst = src[qkK:], dst[66:] {
+		x := src[:qkK]
+		d, id := ternaryAbsMax(x)
+		putF16(dst[64:], d)
+		for j := 0; j < 64; j += 32 {
+			for m := range 32 {
+				var q uint8
+				for n := range 4 {
+					q |= (trit(x[4*j+m+32*n], id) & 3) << (2 * n)
+				}
+				dst[j+m] = q
+			}
+		}
+	}
+}

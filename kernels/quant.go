@@ -68,9 +68,9 @@ func codec(t dtype.DType) (rowFunc, bool) {
 	case dtype.IQ4_XS:
 		return rowFunc{nil, dequantIQ4_XS}, true
 	case dtype.TQ1_0:
-		return rowFunc{nil, dequantTQ1_0}, true
+		return rowFunc{quantTQ1_0Generic, dequantTQ1_0}, true
 	case dtype.TQ2_0:
-		return rowFunc{nil, dequantTQ2_0}, true
+		return rowFunc{quantTQ2_0Generic, dequantTQ2_0}, true
 	case dtype.MXFP4:
 		return rowFunc{nil, dequantMXFP4}, true
 	}
