@@ -2,6 +2,7 @@ package npy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 )
@@ -109,7 +110,15 @@ func (d *dataReader) fail(err error, n int) error {
 			"%s %v needs %d data bytes after the %d-byte header, input has only %d",
 			d.h.DType, d.h.Shape, d.h.DataSize, d.h.HeaderLen, got)
 	}
-	return err
+	return d.wrap(err, d.h.HeaderLen+d.h.DataSize-d.remain+int64(n))
+}
+
+// wrap names the file and offset in an error of the underlying reader.
+func (d *dataReader) wrap(err error, off int64) error {
+	if d.name == "" {
+		return fmt.Errorf("npy: offset %d: %w", off, err)
+	}
+	return fmt.Errorf("npy: %s: offset %d: %w", d.name, off, err)
 }
 
 // end is called once all data has been read: it checks that nothing follows
@@ -126,7 +135,7 @@ func (d *dataReader) end() error {
 			d.h.DataSize, d.h.DType, d.h.Shape)
 	}
 	if err != nil && err != io.EOF {
-		return err
+		return d.wrap(err, d.h.HeaderLen+d.h.DataSize)
 	}
 	return io.EOF
 }
