@@ -1,0 +1,194 @@
+package seal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Writer encrypts a byte stream with fixed-size chunks: it writes the stream
+// header, then chunks of exactly chunkSize plaintext bytes, and on Close the
+// final chunk of 0..chunkSize bytes (empty only when the whole stream is
+// empty). A full chunk is held back until more data arrives or Close is
+// called, because only then is it known whether it is the final one.
+//
+// The byte layout is header(56) || chunk_0 || ... || chunk_n-1, each chunk
+// being len(plaintext)+16 bytes.
+type Writer struct {
+	dst       io.Writer
+	enc       *Encryptor
+	chunkSize int
+	buf       []byte
+	ct        []byte
+	index     uint64
+	err       error
+	closed    bool
+}
+
+// NewWriter writes the stream header to dst and returns a Writer. The
+// caller must call Close to write the final chunk.
+func NewWriter(dst io.Writer, fileKey, context []byte, chunkSize int) (*Writer, error) {
+	if chunkSize < 1 || chunkSize > MaxChunkSize {
+		return nil, outOfRange("chunk size %d not in 1..%d", chunkSize, MaxChunkSize)
+	}
+	enc, err := NewEncryptor(fileKey, context)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dst.Write(enc.header[:]); err != nil {
+		return nil, fmt.Errorf("seal: writing stream header: %w", err)
+	}
+	return &Writer{dst: dst, enc: enc, chunkSize: chunkSize, buf: make([]byte, 0, chunkSize)}, nil
+}
+
+// Write encrypts p; it returns len(p) unless an error occurred.
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.closed {
+		return 0, errors.New("seal: write to closed Writer")
+	}
+	written := 0
+	for len(p) > 0 {
+		if len(w.buf) == w.chunkSize {
+			// More data follows the buffered full chunk: it is not final.
+			if err := w.flush(false); err != nil {
+				return written, err
+			}
+		}
+		n := min(len(p), w.chunkSize-len(w.buf))
+		w.buf = append(w.buf, p[:n]...)
+		p = p[n:]
+		written += n
+	}
+	return written, nil
+}
+
+func (w *Writer) flush(final bool) error {
+	ct, err := w.enc.SealChunk(w.ct[:0], w.index, w.buf, final)
+	if err != nil {
+		w.err = err
+		return err
+	}
+	w.ct = ct
+	if _, err := w.dst.Write(ct); err != nil {
+		w.err = fmt.Errorf("seal: writing chunk %d: %w", w.index, err)
+		return w.err
+	}
+	w.index++
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// Close writes the final chunk. It does not close the underlying writer.
+func (w *Writer) Close() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	return w.flush(true)
+}
+
+// Reader decrypts a stream written by Writer with the same chunk size. Read
+// returns plaintext only from chunks whose tag has verified. A chunk is
+// taken as final when it is shorter than a full chunk or is followed by end
+// of input; so truncation at a chunk boundary gives ErrMissingFinal, bytes
+// after the final chunk give ErrDataAfterFinal or ErrAuthentication, and
+// every such error wraps ErrDecryptionFailed. Errors are sticky.
+type Reader struct {
+	src       io.Reader
+	dec       *Decryptor
+	chunkSize int
+	ct        []byte
+	pt        []byte
+	ptOff     int
+	peek      byte
+	havePeek  bool
+	index     uint64
+	err       error
+}
+
+// NewReader reads and checks the stream header (key commitment) from src.
+func NewReader(src io.Reader, fileKey, context []byte, chunkSize int) (*Reader, error) {
+	if chunkSize < 1 || chunkSize > MaxChunkSize {
+		return nil, outOfRange("chunk size %d not in 1..%d", chunkSize, MaxChunkSize)
+	}
+	var header [HeaderSize]byte
+	if _, err := io.ReadFull(src, header[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, malformed("stream header truncated")
+		}
+		return nil, fmt.Errorf("seal: reading stream header: %w", err)
+	}
+	dec, err := NewDecryptor(fileKey, header[:], context)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{src: src, dec: dec, chunkSize: chunkSize, ct: make([]byte, chunkSize+TagSize)}, nil
+}
+
+// Read implements io.Reader.
+func (r *Reader) Read(p []byte) (int, error) {
+	for r.ptOff == len(r.pt) {
+		if r.err != nil {
+			return 0, r.err
+		}
+		if err := r.readChunk(); err != nil {
+			r.err = err
+			if err != io.EOF {
+				r.pt, r.ptOff = nil, 0
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, r.pt[r.ptOff:])
+	r.ptOff += n
+	return n, nil
+}
+
+func (r *Reader) readChunk() error {
+	if r.dec.done {
+		return io.EOF
+	}
+	buf := r.ct[:r.chunkSize+TagSize]
+	start := 0
+	if r.havePeek {
+		buf[0] = r.peek
+		start = 1
+		r.havePeek = false
+	}
+	n, err := io.ReadFull(r.src, buf[start:])
+	n += start
+	var final bool
+	switch {
+	case err == nil:
+		var one [1]byte
+		m, err2 := io.ReadFull(r.src, one[:])
+		switch {
+		case m == 1:
+			r.peek, r.havePeek = one[0], true
+		case err2 == io.EOF:
+			final = true
+		default:
+			return fmt.Errorf("seal: reading after chunk %d: %w", r.index, err2)
+		}
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		if n == 0 {
+			return decryptErr(ErrMissingFinal, "stream ended after %d chunks without a final chunk", r.index)
+		}
+		final = true
+	default:
+		return fmt.Errorf("seal: reading chunk %d: %w", r.index, err)
+	}
+	pt, err := r.dec.Next(r.pt[:0], r.index, buf[:n], final)
+	if err != nil {
+		return err
+	}
+	r.pt, r.ptOff = pt, 0
+	r.index++
+	return nil
+}
