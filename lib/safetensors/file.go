@@ -1,0 +1,154 @@
+package safetensors
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// File is an open SafeTensors file whose header has been read and fully checked
+// (including that the data ends exactly at the end of the file). Where the OS
+// supports it the file is memory-mapped and Data returns slices of the mapping;
+// elsewhere (js/wasm, wasip1, windows, ...) data is read with ReadAt.
+type File struct {
+	h    *Header
+	path string
+	f    *os.File
+	size int64
+	mm   []byte // whole-file mapping, nil when not mapped
+}
+
+// Open opens and checks the SafeTensors file at path.
+func Open(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	sf, err := newFile(f, path)
+	if err != nil {
+		f.Close()
+		return nil, withFile(err, path)
+	}
+	return sf, nil
+}
+
+func newFile(f *os.File, path string) (*File, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("safetensors: %s: not a regular file (use NewReader for streams)", path)
+	}
+	size := st.Size()
+	sf := &File{path: path, f: f, size: size}
+	if size < 8 {
+		return nil, errf(HeaderTooSmall, 0, "%d bytes: need at least 8 for the header length", size)
+	}
+	var prefix [8]byte
+	if _, err := f.ReadAt(prefix[:], 0); err != nil {
+		return nil, err
+	}
+	n, err := headerLength(prefix[:])
+	if err != nil {
+		return nil, err
+	}
+	if n > size-8 {
+		return nil, errf(InvalidHeaderLength, 8, "header length %d runs past the end of the file (%d bytes)", n, size)
+	}
+	hdr := make([]byte, n)
+	if _, err := f.ReadAt(hdr, 8); err != nil {
+		return nil, err
+	}
+	h, err := parseHeader(hdr)
+	if err != nil {
+		return nil, err
+	}
+	if h.FileSize() != size {
+		return nil, incomplete(h, size)
+	}
+	sf.h = h
+	sf.mm = mmapFile(f, size) // nil when unavailable: ReadAt is used instead
+	return sf, nil
+}
+
+// Header returns the file's header.
+func (f *File) Header() *Header { return f.h }
+
+// Path returns the path the file was opened with.
+func (f *File) Path() string { return f.path }
+
+// Mapped reports whether the file is memory-mapped.
+func (f *File) Mapped() bool { return f.mm != nil }
+
+// Close unmaps and closes the file. Slices returned by Data are invalid afterwards.
+func (f *File) Close() error {
+	var err error
+	if f.mm != nil {
+		err = munmapFile(f.mm)
+		f.mm = nil
+	}
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (f *File) lookup(name string) (TensorInfo, error) {
+	t, ok := f.h.Lookup(name)
+	if !ok {
+		return TensorInfo{}, &Error{Kind: TensorNotFound, File: f.path, Tensor: name, Offset: -1, Msg: "no tensor of that name in the header"}
+	}
+	return t, nil
+}
+
+// Data returns the bytes of tensor name. On a mapped file it is a read-only view of
+// the mapping (no copy; do not write to it; valid until Close); otherwise a new slice
+// read from the file.
+func (f *File) Data(name string) ([]byte, error) {
+	t, err := f.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.TensorData(t)
+}
+
+// TensorData is Data for a TensorInfo of this file's header.
+func (f *File) TensorData(t TensorInfo) ([]byte, error) {
+	off := f.h.DataStart() + t.Begin
+	if f.mm != nil {
+		return f.mm[off : off+t.Size() : off+t.Size()], nil
+	}
+	b := make([]byte, t.Size()) // bounded: the header was checked against the file size
+	if _, err := f.f.ReadAt(b, off); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: tensor %q at offset %d: %w", f.path, t.Name, off, err)
+	}
+	return b, nil
+}
+
+// Section returns a reader of tensor name's bytes, for tensors too large to hold.
+func (f *File) Section(name string) (*io.SectionReader, error) {
+	t, err := f.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return io.NewSectionReader(f, f.h.DataStart()+t.Begin, t.Size()), nil
+}
+
+// ReadAt reads the file's bytes at off (from the mapping when there is one).
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if f.mm == nil {
+		return f.f.ReadAt(p, off)
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("safetensors: negative offset %d", off)
+	}
+	if off >= int64(len(f.mm)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.mm[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}

@@ -1,0 +1,24 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly || solaris
+
+package safetensors
+
+import (
+	"math"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mmapFile maps the whole file read-only, or returns nil (the caller then uses ReadAt).
+func mmapFile(f *os.File, size int64) []byte {
+	if size <= 0 || uint64(size) > math.MaxInt {
+		return nil
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func munmapFile(b []byte) error { return unix.Munmap(b) }
