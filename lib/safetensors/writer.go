@@ -26,7 +26,9 @@ type Tensor struct {
 }
 
 // Spec returns the TensorSpec part of t.
-func (t TensorInfo) Spec() TensorSpec { return TensorSpec{Name: t.Name, DType: t.DType, Shape: t.Shape} }
+func (t TensorInfo) Spec() TensorSpec {
+	return TensorSpec{Name: t.Name, DType: t.DType, Shape: t.Shape}
+}
 
 // SpecSize returns the byte count of a tensor of dtype d and shape, with the crate's
 // rules (the total bit count must be whole bytes), or an InvalidTensor error.
