@@ -100,6 +100,12 @@ func DecodeMetadata(b []byte) (*Metadata, error) {
 	if rd.Len() != 0 {
 		return nil, fmt.Errorf("metadata: trailing bytes after the map")
 	}
+	return MetadataFromMap(raw)
+}
+
+// MetadataFromMap builds Metadata from a decoded map, checking the types of the
+// well-known keys; unknown keys go to Extra.
+func MetadataFromMap(raw map[string]any) (*Metadata, error) {
 	m := &Metadata{Extra: map[string]any{}}
 	for k, v := range raw {
 		ok := true

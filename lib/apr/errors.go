@@ -1,0 +1,45 @@
+package apr
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/model"
+)
+
+// The error table of the .apr case study. Branch on them with errors.Is / errors.As.
+type (
+	// ChecksumMismatch carries the expected (stored) and actual (computed) CRC32.
+	ChecksumMismatch = container.ChecksumError
+	// UnsupportedVersion carries the version found and the versions supported.
+	UnsupportedVersion = container.VersionError
+	// FormatError says where a file breaks the format.
+	FormatError = container.FormatError
+)
+
+var (
+	// ErrChecksumMismatch matches every *ChecksumMismatch.
+	ErrChecksumMismatch = container.ErrChecksum
+	// ErrUnsupportedVersion matches every *UnsupportedVersion.
+	ErrUnsupportedVersion = container.ErrVersion
+	// ErrFormat matches every *FormatError.
+	ErrFormat = container.ErrFormat
+	// ErrModelTypeMismatch matches every *ModelTypeMismatch.
+	ErrModelTypeMismatch = errors.New("model type mismatch")
+	// ErrSignatureInvalid: no valid signature from a trusted key.
+	ErrSignatureInvalid = errors.New("signature invalid")
+	// ErrDecryptionFailed: wrong key or password, or tampered sealed data.
+	ErrDecryptionFailed = errors.New("decryption failed")
+)
+
+// ModelTypeMismatch is returned by Load when the file holds another model type.
+type ModelTypeMismatch struct {
+	Expected, Found model.Type
+}
+
+func (e *ModelTypeMismatch) Error() string {
+	return fmt.Sprintf("model type mismatch: file contains %v, expected %v", e.Found, e.Expected)
+}
+
+func (e *ModelTypeMismatch) Unwrap() error { return ErrModelTypeMismatch }

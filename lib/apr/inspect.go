@@ -1,0 +1,60 @@
+package apr
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/apr-go/apr/lib/aprender"
+	"github.com/apr-go/apr/lib/container"
+)
+
+// Info describes a model file without its weights.
+type Info struct {
+	Format string // "APR v2", or the aprender layout name
+	*container.Info
+}
+
+// Inspect reports type, version, flags, sizes, metadata and tensor list. For an APR v2
+// file it reads only header, metadata, footer and index; aprender files are read whole
+// (their layouts have no index at the end).
+func Inspect(path string) (*Info, error) {
+	if isV2File(path) {
+		ci, err := container.Inspect(path)
+		if err != nil {
+			return nil, err
+		}
+		return &Info{Format: "APR v2", Info: ci}, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := InspectAprender(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return info, nil
+}
+
+// InspectAprender describes an aprender file held in memory.
+func InspectAprender(b []byte) (*Info, error) {
+	af, err := aprender.Read(b)
+	if err != nil {
+		return nil, aprenderErr(err)
+	}
+	md, err := container.MetadataFromMap(af.Metadata)
+	if err != nil { // aprender's JSON may type a well-known key differently: keep it verbatim
+		md = &container.Metadata{Extra: af.Metadata}
+	}
+	var major, minor uint8
+	fmt.Sscanf(af.Version, "%d.%d", &major, &minor)
+	ci := &container.Info{Size: int64(len(b))}
+	ci.Major, ci.Minor, ci.Type, ci.Metadata = major, minor, af.ModelType, md
+	for _, t := range af.Tensors {
+		ci.Tensors = append(ci.Tensors, container.Entry{
+			TensorInfo: container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape},
+			RawSize:    int64(len(t.Data)), StoredSize: int64(len(t.Data)),
+		})
+	}
+	return &Info{Format: af.Layout, Info: ci}, nil
+}

@@ -1,0 +1,126 @@
+package apr
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/apr-go/apr/lib/aprender"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/model"
+)
+
+// Stream is the one tensor stream of apr: every importer produces it and every
+// exporter and transform consumes it, one tensor at a time.
+type Stream interface {
+	// Header is the model type, declared flags and metadata, known before any tensor.
+	Header() container.Header
+	// Next returns the next tensor and a reader of exactly its raw bytes, or io.EOF
+	// once the input is exhausted and fully verified.
+	Next() (container.TensorInfo, io.Reader, error)
+	// Blocks returns the input's signature and license blocks, after io.EOF.
+	Blocks() []container.Block
+	Close() error
+}
+
+// OpenStream reads an APR v2 stream or an aprender file from r, chosen by its magic.
+// An APR v2 input streams in bounded memory; an aprender file is read whole (its
+// layouts put the checksum at the end of a single payload).
+func OpenStream(r io.Reader) (Stream, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	prefix, _ := br.Peek(5)
+	if _, ok := aprender.Detect(prefix); ok {
+		b, err := io.ReadAll(io.LimitReader(br, aprender.MaxFileSize+1))
+		if err != nil {
+			return nil, err
+		}
+		return aprenderStream(b)
+	}
+	cr, err := container.NewReader(br)
+	if err != nil {
+		return nil, err
+	}
+	return &v2Stream{r: cr}, nil
+}
+
+type v2Stream struct{ r *container.Reader }
+
+func (s *v2Stream) Header() container.Header {
+	h := s.r.Header()
+	return container.Header{Type: h.Type, Flags: h.Flags & (container.FlagSigned | container.FlagLicensed | container.FlagQuantized), Metadata: *h.Metadata}
+}
+
+func (s *v2Stream) Next() (container.TensorInfo, io.Reader, error) {
+	t, err := s.r.Next()
+	if err != nil {
+		return container.TensorInfo{}, nil, err
+	}
+	return t.TensorInfo, t, nil
+}
+
+func (s *v2Stream) Blocks() []container.Block { return s.r.Blocks() }
+func (s *v2Stream) Close() error             { return s.r.Close() }
+
+// memStream serves tensors held in memory.
+type memStream struct {
+	h       container.Header
+	tensors []model.Tensor
+	i       int
+}
+
+func aprenderStream(b []byte) (Stream, error) {
+	af, err := aprender.Read(b)
+	if err != nil {
+		return nil, aprenderErr(err)
+	}
+	info, err := InspectAprender(b)
+	if err != nil {
+		return nil, err
+	}
+	md := *info.Metadata
+	if md.ModelConfig == nil && len(af.Config) > 0 {
+		md.ModelConfig = af.Config
+	}
+	md.Provenance = map[string]any{"source_format": af.Layout, "source_version": af.Version}
+	return NewMemStream(af.ModelType, md, af.Tensors), nil
+}
+
+// NewMemStream returns a Stream over tensors held in memory.
+func NewMemStream(t model.Type, md container.Metadata, tensors []model.Tensor) Stream {
+	h := container.Header{Type: t, Metadata: md}
+	for _, tt := range tensors {
+		if tt.DType.Info().Quantized() {
+			h.Flags |= container.FlagQuantized
+		}
+	}
+	return &memStream{h: h, tensors: tensors}
+}
+
+func (s *memStream) Header() container.Header { return s.h }
+func (s *memStream) Next() (container.TensorInfo, io.Reader, error) {
+	if s.i == len(s.tensors) {
+		return container.TensorInfo{}, nil, io.EOF
+	}
+	t := s.tensors[s.i]
+	s.i++
+	return container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}, bytes.NewReader(t.Data), nil
+}
+func (s *memStream) Blocks() []container.Block { return nil }
+func (s *memStream) Close() error              { return nil }
+
+// CopyTensors writes every remaining tensor of s to w, in order.
+func CopyTensors(w *container.Writer, s Stream) error {
+	for {
+		info, r, err := s.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.WriteTensor(info, r); err != nil {
+			return fmt.Errorf("tensor %q: %w", info.Name, err)
+		}
+	}
+}
