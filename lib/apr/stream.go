@@ -60,7 +60,7 @@ func (s *v2Stream) Next() (container.TensorInfo, io.Reader, error) {
 }
 
 func (s *v2Stream) Blocks() []container.Block { return s.r.Blocks() }
-func (s *v2Stream) Close() error             { return s.r.Close() }
+func (s *v2Stream) Close() error              { return s.r.Close() }
 
 // memStream serves tensors held in memory.
 type memStream struct {
