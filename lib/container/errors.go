@@ -27,7 +27,7 @@ type FormatError struct {
 }
 
 func (e *FormatError) Error() string {
-	s := "apr: "
+	s := ""
 	if e.Tensor != "" {
 		s += fmt.Sprintf("tensor %q: ", e.Tensor)
 	}
@@ -58,7 +58,7 @@ func (e *ChecksumError) Error() string {
 	if e.Tensor != "" {
 		t = fmt.Sprintf(" of tensor %q", e.Tensor)
 	}
-	return fmt.Sprintf("apr: checksum mismatch in %s%s at offset %d: expected 0x%08X, actual 0x%08X",
+	return fmt.Sprintf("checksum mismatch in %s%s at offset %d: expected 0x%08X, actual 0x%08X",
 		e.What, t, e.Offset, e.Expected, e.Actual)
 }
 
@@ -72,7 +72,7 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("apr: unsupported version %d.%d (this reader supports %d.0 to %d.%d)",
+	return fmt.Sprintf("unsupported version %d.%d (this reader supports %d.0 to %d.%d)",
 		e.Major, e.Minor, e.SupportedMajor, e.SupportedMajor, e.SupportedMinorTo)
 }
 

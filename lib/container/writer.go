@@ -125,20 +125,20 @@ func (w *Writer) WriteTensor(t TensorInfo, data io.Reader) error {
 		return w.err
 	}
 	if w.closed {
-		return errors.New("apr: WriteTensor after Close")
+		return errors.New("WriteTensor after Close")
 	}
 	if err := t.validate(); err != nil {
-		return fmt.Errorf("apr: %w", err)
+		return fmt.Errorf("%w", err)
 	}
 	if w.names[t.Name] {
-		return fmt.Errorf("apr: duplicate tensor name %q", t.Name)
+		return fmt.Errorf("duplicate tensor name %q", t.Name)
 	}
 	e := Entry{TensorInfo: t, RecordOffset: w.off}
 	e.Shape = append([]int64(nil), t.Shape...)
 	e.RawSize, _ = t.RawSize()
 	info := t.DType.Info()
 	if info.Quantized() && w.flags&FlagQuantized == 0 {
-		return fmt.Errorf("apr: tensor %q is %v but the header did not declare quantized tensors", t.Name, t.DType)
+		return fmt.Errorf("tensor %q is %v but the header did not declare quantized tensors", t.Name, t.DType)
 	}
 	if w.opts.compression != CompressNone && e.RawSize > 0 {
 		e.Codec = w.opts.compression.codec()
@@ -179,7 +179,7 @@ func (w *Writer) WriteTensor(t TensorInfo, data io.Reader) error {
 // WriteTensorBytes writes a tensor held in memory.
 func (w *Writer) WriteTensorBytes(t TensorInfo, data []byte) error {
 	if n, err := t.RawSize(); err == nil && n != int64(len(data)) {
-		return fmt.Errorf("apr: tensor %q: %d bytes given, %v of %v needs %d", t.Name, len(data), t.Shape, t.DType, n)
+		return fmt.Errorf("tensor %q: %d bytes given, %v of %v needs %d", t.Name, len(data), t.Shape, t.DType, n)
 	}
 	return w.WriteTensor(t, bytes.NewReader(data))
 }
@@ -230,9 +230,9 @@ func (w *Writer) writeChunks(e *Entry, data io.Reader, dataCRC hash.Hash32) erro
 
 func shortData(e *Entry, got int64, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("apr: tensor %q: data ended after %d of %d bytes", e.Name, got, e.RawSize)
+		return fmt.Errorf("tensor %q: data ended after %d of %d bytes", e.Name, got, e.RawSize)
 	}
-	return fmt.Errorf("apr: tensor %q: reading data: %w", e.Name, err)
+	return fmt.Errorf("tensor %q: reading data: %w", e.Name, err)
 }
 
 // AddBlock queues a signature or license block for the blocks section. The header
@@ -241,13 +241,13 @@ func (w *Writer) AddBlock(b Block) error {
 	need := blockFlags([]Block{b})
 	switch {
 	case b.Kind != BlockSignature && b.Kind != BlockLicense:
-		return fmt.Errorf("apr: unknown block kind %d", b.Kind)
+		return fmt.Errorf("unknown block kind %d", b.Kind)
 	case len(b.Payload) > MaxBlock:
-		return fmt.Errorf("apr: block of %d bytes exceeds the cap of %d", len(b.Payload), MaxBlock)
+		return fmt.Errorf("block of %d bytes exceeds the cap of %d", len(b.Payload), MaxBlock)
 	case len(w.blocks) >= MaxBlockCount:
-		return fmt.Errorf("apr: more than %d blocks", MaxBlockCount)
+		return fmt.Errorf("more than %d blocks", MaxBlockCount)
 	case w.flags&need != need:
-		return fmt.Errorf("apr: block needs header flags %v", need)
+		return fmt.Errorf("block needs header flags %v", need)
 	}
 	w.blocks = append(w.blocks, Block{Kind: b.Kind, Payload: append([]byte(nil), b.Payload...)})
 	return nil
