@@ -1,0 +1,150 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// DataReader streams the tensor data that follows a header read by ReadHeader.
+//
+// Tensors come in ascending offset order, which is the info order in every file that
+// llama.cpp and gguf-py write; a file whose tensors overlap is refused. Gaps and
+// padding between tensors are skipped. Each tensor's bytes must be read through the
+// reader Next returns before the next call to Next (what is left unread is skipped).
+type DataReader struct {
+	r     io.Reader
+	h     *Header
+	order []int
+	sizes []int64
+	next  int
+	pos   int64 // bytes of the data section consumed
+	cur   *tensorReader
+	err   error
+}
+
+// NewDataReader returns a DataReader for the data section of h, read from r, which
+// must be positioned at the start of the data section (as ReadHeader leaves it).
+func NewDataReader(r io.Reader, h *Header) (*DataReader, error) {
+	dr := &DataReader{r: r, h: h, order: make([]int, len(h.Tensors)), sizes: make([]int64, len(h.Tensors))}
+	for i := range h.Tensors {
+		dr.order[i] = i
+		n, err := h.Tensors[i].Size()
+		if err != nil {
+			return nil, &Error{Kind: ErrInvalid, Offset: -1, Tensor: h.Tensors[i].Name, Msg: err.Error()}
+		}
+		dr.sizes[i] = n
+	}
+	slices.SortStableFunc(dr.order, func(a, b int) int {
+		switch {
+		case h.Tensors[a].Offset < h.Tensors[b].Offset:
+			return -1
+		case h.Tensors[a].Offset > h.Tensors[b].Offset:
+			return 1
+		}
+		return 0
+	})
+	var end int64
+	for _, i := range dr.order {
+		t := &h.Tensors[i]
+		if dr.sizes[i] > 0 && t.Offset < end {
+			return nil, &Error{Kind: ErrFormat, Offset: h.DataOffset + t.Offset, Tensor: t.Name,
+				Msg: fmt.Sprintf("data at offset %d overlaps an earlier tensor ending at %d: cannot be streamed", t.Offset, end)}
+		}
+		end = max(end, t.Offset+dr.sizes[i])
+	}
+	return dr, nil
+}
+
+// Next skips to the next tensor in offset order and returns its index in h.Tensors
+// and a reader of exactly its bytes; a read that hits the end of the input early fails
+// with io.ErrUnexpectedEOF. After the last tensor it consumes the final padding (which
+// may be missing at the end of the input) and returns io.EOF.
+func (dr *DataReader) Next() (int, io.Reader, error) {
+	if dr.err != nil {
+		return -1, nil, dr.err
+	}
+	if dr.cur != nil {
+		if err := dr.cur.drain(); err != nil {
+			dr.err = err
+			return -1, nil, err
+		}
+		dr.pos += dr.cur.n
+		dr.cur = nil
+	}
+	if dr.next == len(dr.order) {
+		pad := alignUp(dr.pos, dr.h.alignment()) - dr.pos
+		got, err := io.CopyN(io.Discard, dr.r, pad)
+		dr.pos += got
+		if err != nil && !errors.Is(err, io.EOF) {
+			dr.err = &Error{Kind: ErrFormat, Offset: dr.h.DataOffset + dr.pos, Msg: "reading final padding", Err: err}
+			return -1, nil, dr.err
+		}
+		dr.err = io.EOF
+		return -1, nil, io.EOF
+	}
+	i := dr.order[dr.next]
+	dr.next++
+	t := &dr.h.Tensors[i]
+	if gap := t.Offset - dr.pos; gap > 0 {
+		got, err := io.CopyN(io.Discard, dr.r, gap)
+		dr.pos += got
+		if err != nil {
+			dr.err = &Error{Kind: ErrFormat, Offset: dr.h.DataOffset + dr.pos, Tensor: t.Name,
+				Msg: fmt.Sprintf("truncated: input ended in the %d bytes before the tensor's data", gap), Err: io.ErrUnexpectedEOF}
+			return -1, nil, dr.err
+		}
+	}
+	dr.cur = &tensorReader{r: dr.r, n: dr.sizes[i], left: dr.sizes[i], name: t.Name, off: dr.h.DataOffset + t.Offset}
+	return i, dr.cur, nil
+}
+
+func (h *Header) alignment() int64 {
+	if h.Alignment > 0 {
+		return h.Alignment
+	}
+	return DefaultAlignment
+}
+
+type tensorReader struct {
+	r    io.Reader
+	n    int64 // size
+	left int64
+	name string
+	off  int64 // file offset of the data
+}
+
+func (t *tensorReader) Read(p []byte) (int, error) {
+	if t.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > t.left {
+		p = p[:t.left]
+	}
+	n, err := t.r.Read(p)
+	t.left -= int64(n)
+	if err == io.EOF {
+		if t.left > 0 {
+			return n, t.truncated()
+		}
+		err = nil
+	} else if err != nil {
+		err = &Error{Kind: ErrFormat, Offset: t.off + t.n - t.left, Tensor: t.name, Msg: "reading tensor data", Err: err}
+	}
+	return n, err
+}
+
+func (t *tensorReader) truncated() error {
+	return &Error{Kind: ErrFormat, Offset: t.off + t.n - t.left, Tensor: t.name,
+		Msg: fmt.Sprintf("truncated: input ended with %d of its %d bytes unread", t.left, t.n), Err: io.ErrUnexpectedEOF}
+}
+
+func (t *tensorReader) drain() error {
+	if t.left == 0 {
+		return nil
+	}
+	got, err := io.CopyN(io.Discard, t, t.left)
+	_ = got
+	return err
+}
