@@ -1,7 +1,9 @@
 package model
 
 import (
+	"bytes"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -302,4 +304,26 @@ func TestReadCSV(t *testing.T) {
 	if _, err := ReadCSV(strings.NewReader("\x1f\x8bnot gzip"), CSVOptions{}); err == nil {
 		t.Error("broken gzip accepted")
 	}
+}
+
+func FuzzReadCSV(f *testing.F) {
+	for _, name := range []string{"breast_cancer.csv", "diabetes_data_raw.csv.gz", "diabetes_target.csv.gz"} {
+		b, err := os.ReadFile(filepath.Join(datasets, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		if len(b) > 4096 {
+			b = b[:4096]
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ReadCSV(bytes.NewReader(data), CSVOptions{MaxRows: 1000, MaxCols: 100})
+		if err != nil {
+			return
+		}
+		if m.Rows > 1000 || m.Cols > 100 || len(m.Data) != m.Rows*m.Cols {
+			t.Fatalf("%dx%d with %d values", m.Rows, m.Cols, len(m.Data))
+		}
+	})
 }
