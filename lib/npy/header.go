@@ -13,6 +13,18 @@
 // when the header fits (2.0 otherwise), the header dict in numpy's key order, and
 // padding with spaces and a newline so the data starts on a 64-byte boundary.
 //
+// Decisions where numpy is lenient or silent:
+//   - A multi-byte type must carry an explicit byte order ('<' or '>'); numpy
+//     never writes '|f4' or '=f4' (which numpy reads as the reading machine's
+//     order), so they are refused rather than guessed. One-byte types accept
+//     '|', '<', '>' and '='.
+//   - fortran_order True is accepted when at most one dimension exceeds 1, since
+//     those bytes are the same in both orders; otherwise it is refused.
+//   - Reader and ReadAll require the stream to end right after the data: bytes
+//     appended to a .npy are an error, not ignored. DataReader, for callers that
+//     keep reading the same stream, stops at the data's end.
+//   - Python 2's "3L" integers are accepted in versions 1.0 and 2.0, as numpy does.
+//
 // Every parser here treats its input as hostile: header sizes are capped and never
 // trusted beyond the bytes present, shapes are checked for overflow, and every error
 // is an *Error naming the file (or archive entry), the byte offset and what was

@@ -18,6 +18,10 @@ const (
 	MaxEntries = 1 << 16
 	// MaxNameLen caps the length of an entry name.
 	MaxNameLen = 4096
+	// MaxNPZHeaderBytes caps the sum of all entries' .npy header lengths, so a
+	// small deflated archive cannot make OpenNPZ inflate 65536 headers of 1 MiB
+	// each. numpy writes 128 bytes for most arrays.
+	MaxNPZHeaderBytes = 16 << 20
 )
 
 // NPZEntry is one array of an .npz archive.
@@ -48,6 +52,7 @@ func OpenNPZ(r io.ReaderAt, size int64, name string) (*NPZReader, error) {
 		return nil, newErr(name, -1, ErrUnsupported, "archive has %d entries, more than the limit of %d", len(zr.File), MaxEntries)
 	}
 	z := &NPZReader{name: name, index: make(map[string]int, len(zr.File))}
+	var headerBytes int64
 	for _, f := range zr.File {
 		if strings.HasSuffix(f.Name, "/") && f.UncompressedSize64 == 0 {
 			continue // a directory
@@ -64,11 +69,16 @@ func OpenNPZ(r io.ReaderAt, size int64, name string) (*NPZReader, error) {
 		if err != nil {
 			return nil, newErr(ename, -1, ErrUnsupported, "cannot open entry: %v", err)
 		}
-		h, err := readHeader(rc, ename)
+		lr := &budgetReader{r: rc, left: MaxNPZHeaderBytes - headerBytes}
+		h, err := readHeader(lr, ename)
 		rc.Close()
 		if err != nil {
+			if lr.hit {
+				return nil, newErr(ename, -1, ErrUnsupported, "the archive's .npy headers exceed %d bytes in all", MaxNPZHeaderBytes)
+			}
 			return nil, err
 		}
+		headerBytes += h.HeaderLen
 		if want := uint64(h.HeaderLen) + uint64(h.DataSize); f.UncompressedSize64 != want {
 			return nil, newErr(ename, h.HeaderLen, ErrFormat,
 				"entry holds %d bytes but its header (%d bytes) announces %s %v of %d data bytes, %d in all",
@@ -285,4 +295,25 @@ func (z *NPZWriter) Close() error {
 	}
 	z.err = errors.New("npy: NPZWriter is closed")
 	return z.zw.Close()
+}
+
+// budgetReader reads at most left bytes from r and records whether a read
+// was cut short by the budget.
+type budgetReader struct {
+	r    io.Reader
+	left int64
+	hit  bool
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		b.hit = true
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }

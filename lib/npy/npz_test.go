@@ -192,6 +192,31 @@ func TestNPZRejects(t *testing.T) {
 	}
 }
 
+// TestNPZHeaderBudget: many large headers in a small deflated archive are
+// refused once their sum passes MaxNPZHeaderBytes.
+func TestNPZHeaderBudget(t *testing.T) {
+	dict := "{'descr': '<f4', 'fortran_order': False, 'shape': ()}"
+	dict += strings.Repeat(" ", MaxHeaderLen-len(dict))
+	one := []byte(Magic + "\x02\x00\x00\x00\x10\x00" + dict + "\x00\x00\x00\x00")
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for i := range MaxNPZHeaderBytes/len(one) + 2 {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: "a" + itoa(int64(i)) + ".npy", Method: zip.Deflate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(one)
+	}
+	zw.Close()
+	if buf.Len() > 1<<20 {
+		t.Fatalf("test archive is %d bytes", buf.Len())
+	}
+	_, err := OpenNPZ(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "big.npz")
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "headers exceed") {
+		t.Fatalf("archive of %d 1 MiB headers: %v", MaxNPZHeaderBytes/len(one)+2, err)
+	}
+}
+
 func mustRead(t *testing.T, file string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testdata, file))
