@@ -11,3 +11,12 @@ var (
 	dotF32    = dotGeneric
 	axpy      = axpyGeneric
 )
+
+// fastName names the fast path in use ("" when every kernel is the plain Go
+// reference); benchmarks and tests report it.
+var fastName string
+
+// FastPath reports which accelerated kernels are active: "" for the plain Go
+// reference (always the case with the purego or noasm build tags), else a
+// short name such as "avx512".
+func FastPath() string { return fastName }

@@ -1,0 +1,88 @@
+package kernels
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// fastRows builds finite rows that stress the fast paths: random magnitudes
+// over many decades, ±0 mixtures, exact ties on half-integers and grids,
+// and f32 subnormals.
+func fastRows(r *rand.Rand) [][]float32 {
+	var rows [][]float32
+	for trial := range 400 {
+		x := make([]float32, 256)
+		scale := math.Pow(10, float64(r.IntN(61)-30))
+		for i := range x {
+			switch trial % 5 {
+			case 0:
+				x[i] = float32(r.NormFloat64() * scale)
+			case 1: // ±0 with a few values
+				x[i] = float32(math.Copysign(0, float64(r.IntN(2)*2-1)))
+				if r.IntN(8) == 0 {
+					x[i] = float32(r.NormFloat64())
+				}
+			case 2: // half-integers and integers on a unit grid
+				x[i] = float32(r.IntN(33)-16) / 2
+			case 3: // subnormals and tiny values
+				x[i] = math.Float32frombits(uint32(r.IntN(1 << 23)))
+				if r.IntN(2) == 0 {
+					x[i] = -x[i]
+				}
+			case 4: // uniform, all of one sign
+				x[i] = float32(r.Float64()*3 + 0.5)
+			}
+		}
+		rows = append(rows, x)
+	}
+	return rows
+}
+
+// TestFastMatchesReference compares every accelerated kernel with its plain
+// Go reference, byte for byte (bit for bit for floats).
+func TestFastMatchesReference(t *testing.T) {
+	if FastPath() == "" {
+		t.Skip("no fast path on this build (purego, noasm, no GOEXPERIMENT=simd, or CPU)")
+	}
+	t.Logf("fast path: %s", FastPath())
+	r := rand.New(rand.NewPCG(21, 22))
+	rows := fastRows(r)
+	kernels := []struct {
+		name      string
+		fast, ref func([]byte, []float32)
+		bs        int
+	}{
+		{"Q8_0", quantQ8_0, quantQ8_0Generic, 34},
+		{"Q4_0", quantQ4_0, quantQ4_0Generic, 18},
+		{"Q4_1", quantQ4_1, quantQ4_1Generic, 20},
+	}
+	for _, k := range kernels {
+		a, b := make([]byte, 8*k.bs), make([]byte, 8*k.bs)
+		for i, x := range rows {
+			k.fast(a, x)
+			k.ref(b, x)
+			if !bytes.Equal(a, b) {
+				j := firstDiff(a, b)
+				t.Fatalf("%s row %d: byte %d: fast %#02x, reference %#02x (block %v)", k.name, i, j, a[j], b[j], x[j/k.bs*32:][:32])
+			}
+		}
+	}
+	for i := 0; i+1 < len(rows); i += 2 {
+		n := r.IntN(257)
+		x, y := rows[i][:n], rows[i+1][:n]
+		if f, g := dotF32(x, y), dotGeneric(x, y); math.Float32bits(f) != math.Float32bits(g) && !(f != f && g != g) {
+			t.Fatalf("dot row %d n=%d: fast %v reference %v", i, n, f, g)
+		}
+		ya, yb := append([]float32(nil), y...), append([]float32(nil), y...)
+		alpha := float32(r.NormFloat64())
+		axpy(ya, alpha, x)
+		axpyGeneric(yb, alpha, x)
+		for j := range ya {
+			if math.Float32bits(ya[j]) != math.Float32bits(yb[j]) {
+				t.Fatalf("axpy row %d element %d: fast %v reference %v", i, j, ya[j], yb[j])
+			}
+		}
+	}
+}
