@@ -566,3 +566,85 @@ func TestVersion2Header(t *testing.T) {
 		t.Fatalf("%+v %v", h, err)
 	}
 }
+
+// patternReader yields n bytes of a repeating pattern without holding them.
+type patternReader struct{ n, off int64 }
+
+func (p *patternReader) Read(b []byte) (int, error) {
+	if p.off >= p.n {
+		return 0, io.EOF
+	}
+	if int64(len(b)) > p.n-p.off {
+		b = b[:p.n-p.off]
+	}
+	for i := range b {
+		b[i] = byte((p.off + int64(i)) % 251)
+	}
+	p.off += int64(len(b))
+	return len(b), nil
+}
+
+// TestStreamingBoundedMemory reads a 64 MiB big-endian array from a stream
+// that never exists in memory: allocation stays small whatever the size.
+func TestStreamingBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB stream")
+	}
+	const elems = 16 << 20
+	hdr, err := EncodeHeader(dtype.F32, []int64{elems / 1024, 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr = bytes.Replace(hdr, []byte("'<f4'"), []byte("'>f4'"), 1)
+	src := io.MultiReader(bytes.NewReader(hdr), &patternReader{n: elems * 4})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, err := NewReader(src, "stream.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10+3) // not a multiple of the element size
+	var total int64
+	var first [4]byte
+	for {
+		n, err := r.Read(buf)
+		if total == 0 && n >= 4 {
+			copy(first[:], buf)
+		}
+		total += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if total != elems*4 {
+		t.Fatalf("read %d bytes, want %d", total, elems*4)
+	}
+	if first != [4]byte{3, 2, 1, 0} {
+		t.Fatalf("first element % x, want 03 02 01 00 (swapped)", first)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Fatalf("streaming 64 MiB allocated %d bytes", alloc)
+	}
+}
+
+func BenchmarkReadBigEndianF32(b *testing.B) {
+	const elems = 4 << 20
+	hdr, _ := EncodeHeader(dtype.F32, []int64{elems})
+	hdr = bytes.Replace(hdr, []byte("'<f4'"), []byte("'>f4'"), 1)
+	file := append(hdr, make([]byte, elems*4)...)
+	buf := make([]byte, 1<<20)
+	b.SetBytes(int64(len(file)))
+	for b.Loop() {
+		r, err := NewReader(bytes.NewReader(file), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
