@@ -20,7 +20,7 @@ func TestBech32Vectors(t *testing.T) {
 		"a12uel5l",
 		"an83characterlonghumanreadablepartthatcontainsthenumber1andtheexcludedcharactersbio1tt5tgs",
 		"abcdef1qpzry9x8gf2tvdw0s3jn54khce6mua7lmqqqxw",
-		"11"+strings.Repeat("q", 82)+"c8247j",
+		"11" + strings.Repeat("q", 82) + "c8247j",
 		"split1checkupstagehandshakeupstreamerranterredcaperred2y9e3w",
 	} {
 		hrp, _, err := bech32Decode(s)
