@@ -178,6 +178,11 @@ func decompressAPRN(payload []byte, off int64, compression byte, rawSize uint64)
 		}
 		return out, nil
 	}
+	// zstd's densest encoding (an RLE block: 4 bytes for 128 KiB) bounds the ratio
+	// at 32768:1; a larger claim cannot be honest.
+	if rawSize > 32768*uint64(len(payload))+1<<17 {
+		return nil, aprnErr(16, "header.uncompressed_size", "%d bytes cannot come from a %d-byte zstd payload", rawSize, len(payload))
+	}
 	zr, err := zstd.NewReader(bytes.NewReader(payload), zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderMaxMemory(max(rawSize, 1<<10)), zstd.WithDecoderMaxWindow(max(rawSize, 1<<10)))
 	if err != nil {
