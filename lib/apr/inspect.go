@@ -1,7 +1,9 @@
 package apr
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/apr-go/apr/lib/aprender"
@@ -57,4 +59,24 @@ func InspectAprender(b []byte) (*Info, error) {
 		})
 	}
 	return &Info{Format: af.Layout, Info: ci}, nil
+}
+
+// InspectReader describes a model read from a stream that cannot seek: an APR v2
+// stream is read through to its end (checking every record and chunk CRC, decompressing
+// nothing); an aprender file is read whole.
+func InspectReader(r io.Reader) (*Info, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	prefix, _ := br.Peek(5)
+	if _, ok := aprender.Detect(prefix); ok {
+		b, err := io.ReadAll(io.LimitReader(br, aprender.MaxFileSize+1))
+		if err != nil {
+			return nil, err
+		}
+		return InspectAprender(b)
+	}
+	ci, err := container.InspectStream(br)
+	if err != nil {
+		return nil, err
+	}
+	return &Info{Format: "APR v2", Info: ci}, nil
 }

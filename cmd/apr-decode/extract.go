@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/apr-go/apr/cmd/internal/cli"
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/npy"
+)
+
+type extractCmd struct {
+	Input  string   `arg:"" optional:"" default:"-" help:"APR or aprender file ('-': stdin)."`
+	Tensor []string `short:"t" sep:"none" placeholder:"NAME" help:"Tensor to extract (repeatable; default: all)."`
+	Output string   `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
+	Format string   `enum:"auto,npy,npz" default:"auto" help:"npy (exactly one tensor), npz, or auto: npy for one tensor, else npz."`
+	F32    bool     `help:"Convert float tensors NumPy cannot hold (BF16, F8, GGML quantized) to F32."`
+}
+
+func (c *extractCmd) Run(env *cli.Env) error {
+	format := c.Format
+	if format == "auto" {
+		format = "npz"
+		if len(c.Tensor) == 1 {
+			format = "npy"
+		}
+	}
+	if format == "npy" && len(c.Tensor) != 1 {
+		return cli.Usagef("--format npy writes exactly one tensor: name it with -t")
+	}
+	want := map[string]bool{}
+	for _, t := range c.Tensor {
+		want[t] = true
+	}
+	s, closeIn, err := openStream(env, c.Input)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	out, err := env.Create(c.Output, true)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	var zw *npy.NPZWriter
+	if format == "npz" {
+		zw = npy.NewNPZWriter(out, npy.Store)
+	}
+	var names []string
+	for {
+		info, r, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		names = append(names, info.Name)
+		if len(want) > 0 && !want[info.Name] {
+			continue
+		}
+		if err := c.writeTensor(out, zw, info, r); err != nil {
+			return fmt.Errorf("tensor %q: %w", info.Name, err)
+		}
+	}
+	var missing []string
+	for t := range want {
+		if !contains(names, t) {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("no tensor named %s (the model has: %s)", strings.Join(missing, ", "), strings.Join(names, ", "))
+	}
+	if zw != nil {
+		if err := zw.Close(); err != nil {
+			return err
+		}
+	}
+	return out.Commit()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// writeTensor streams one tensor into .npy (or an .npz entry), converting to F32 first
+// when asked and needed.
+func (c *extractCmd) writeTensor(out io.Writer, zw *npy.NPZWriter, info container.TensorInfo, r io.Reader) error {
+	if info.DType.Info().NumPy == "" {
+		if !c.F32 || !info.DType.Info().Float {
+			return fmt.Errorf("NumPy has no %v dtype (use --f32 to convert float tensors)", info.DType)
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		t, err := apr.ToF32(model.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})
+		if err != nil {
+			return err
+		}
+		info.DType, r = t.DType, bytes.NewReader(t.Data)
+	}
+	var w io.Writer
+	var err error
+	if zw != nil {
+		w, err = zw.Create(info.Name, info.DType, info.Shape)
+	} else {
+		w, err = npy.NewWriter(out, info.DType, info.Shape)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, r); err != nil {
+		return err
+	}
+	if cl, ok := w.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}

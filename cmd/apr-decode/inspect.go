@@ -1,0 +1,215 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/apr-go/apr/cmd/internal/cli"
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+)
+
+type inspectCmd struct {
+	Input string `arg:"" optional:"" default:"-" help:"APR or aprender file ('-': stdin, read through to the end)."`
+	JSON  bool   `help:"Print JSON instead of text."`
+}
+
+func (c *inspectCmd) Run(env *cli.Env) error {
+	var info *apr.Info
+	var err error
+	name := c.Input
+	if c.Input == "-" {
+		name = "stdin"
+		info, err = apr.InspectReader(env.Stdin)
+	} else {
+		info, err = apr.Inspect(c.Input)
+	}
+	if err != nil {
+		if c.Input == "-" {
+			return fmt.Errorf("stdin: %w", err)
+		}
+		return err
+	}
+	if c.JSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(jsonInfo(name, info))
+	}
+	printInfo(env.Stdout, name, info)
+	return nil
+}
+
+type jsonTensor struct {
+	Name       string  `json:"name"`
+	DType      string  `json:"dtype"`
+	Shape      []int64 `json:"shape"`
+	RawSize    int64   `json:"raw_size"`
+	StoredSize int64   `json:"stored_size"`
+	Codec      string  `json:"codec"`
+	Shuffle    bool    `json:"shuffle,omitempty"`
+	Encrypted  bool    `json:"encrypted,omitempty"`
+	CRC32      string  `json:"crc32,omitempty"`
+	Offset     int64   `json:"data_offset,omitempty"`
+}
+
+func jsonInfo(name string, info *apr.Info) map[string]any {
+	var tensors []jsonTensor
+	for _, e := range info.Tensors {
+		t := jsonTensor{Name: e.Name, DType: e.DType.String(), Shape: e.Shape, RawSize: e.RawSize, StoredSize: e.StoredSize,
+			Codec: e.Codec.String(), Shuffle: e.Shuffle, Encrypted: e.Encrypted, Offset: e.DataOffset}
+		if t.Shape == nil {
+			t.Shape = []int64{}
+		}
+		if info.Format == "APR v2" {
+			t.CRC32 = fmt.Sprintf("%08x", e.CRC)
+		}
+		tensors = append(tensors, t)
+	}
+	blocks := []map[string]any{}
+	for _, b := range info.Blocks {
+		kind := "signature"
+		if b.Kind == container.BlockLicense {
+			kind = "license"
+		}
+		blocks = append(blocks, map[string]any{"kind": kind, "size": len(b.Payload)})
+	}
+	return map[string]any{
+		"file": name, "format": info.Format, "version": fmt.Sprintf("%d.%d", info.Major, info.Minor),
+		"model_type": info.Type.String(), "model_type_code": uint16(info.Type),
+		"flags": flagList(info.Flags), "size": info.Size, "metadata": jsonSafe(info.Metadata.Map()),
+		"tensors": tensors, "blocks": blocks,
+	}
+}
+
+func flagList(f container.Flags) []string {
+	if f == 0 {
+		return []string{}
+	}
+	return strings.Split(f.String(), ",")
+}
+
+// jsonSafe replaces what JSON cannot hold (NaN, infinities) with strings.
+func jsonSafe(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Sprint(x)
+		}
+	case float32:
+		return jsonSafe(float64(x))
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonSafe(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonSafe(e)
+		}
+		return out
+	}
+	return v
+}
+
+func printInfo(w io.Writer, name string, info *apr.Info) {
+	fmt.Fprintf(w, "%s: %s, version %d.%d, %s\n", name, info.Format, info.Major, info.Minor, bytesText(info.Size))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  type\t%v (0x%04X)\n", info.Type, uint16(info.Type))
+	fmt.Fprintf(tw, "  flags\t%v\n", info.Flags)
+	md := info.Metadata.Map()
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "  %s\t%s\n", k, summary(md[k], 0))
+	}
+	for _, b := range info.Blocks {
+		kind := "signature"
+		if b.Kind == container.BlockLicense {
+			kind = "license"
+		}
+		fmt.Fprintf(tw, "  block\t%s, %d bytes\n", kind, len(b.Payload))
+	}
+	tw.Flush()
+	var raw, stored int64
+	for _, e := range info.Tensors {
+		raw += e.RawSize
+		stored += e.StoredSize
+	}
+	fmt.Fprintf(w, "tensors: %d, %s raw, %s stored\n", len(info.Tensors), bytesText(raw), bytesText(stored))
+	if len(info.Tensors) == 0 {
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAME\tDTYPE\tSHAPE\tRAW\tSTORED\tCODEC")
+	for _, e := range info.Tensors {
+		codec := e.Codec.String()
+		if e.Shuffle {
+			codec += "+shuffle"
+		}
+		if e.Encrypted {
+			codec += "+sealed"
+		}
+		fmt.Fprintf(tw, "  %s\t%v\t%v\t%s\t%s\t%s\n", e.Name, e.DType, e.Shape, bytesText(e.RawSize), bytesText(e.StoredSize), codec)
+	}
+	tw.Flush()
+}
+
+// summary renders a metadata value on one line, shortening long arrays and strings so
+// that, say, a 32,000-entry tokenizer vocabulary prints as "[32000 items: ...]".
+func summary(v any, depth int) string {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + summary(x[k], depth+1)
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case []any:
+		if len(x) > 8 {
+			return fmt.Sprintf("[%d items: %s, %s, ...]", len(x), summary(x[0], depth+1), summary(x[1], depth+1))
+		}
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = summary(e, depth+1)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case string:
+		if len(x) > 80 {
+			return fmt.Sprintf("%q... (%d bytes)", x[:60], len(x))
+		}
+		if depth > 0 {
+			return fmt.Sprintf("%q", x)
+		}
+		return x
+	case []byte:
+		return fmt.Sprintf("<%d bytes>", len(x))
+	}
+	return fmt.Sprint(v)
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

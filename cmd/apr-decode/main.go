@@ -1,0 +1,143 @@
+// apr-decode reads APR files (and aprender's): inspect, verify, extract tensors to
+// NumPy, or decompress to a plain, memory-mappable APR file.
+//
+//	apr-decode inspect model.apr
+//	apr-decode verify < model.apr
+//	apr-decode extract model.apr -t coefficients -o coefficients.npy
+//	apr-decode plain < small.apr > plain.apr
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/apr-go/apr/cmd/internal/cli"
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+)
+
+func main() { cli.Main(run) }
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := &cli.Env{Name: "apr-decode", Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	return cli.Run(env, "Inspect, verify, extract and decompress APR model files (and aprender's).", &decodeCLI{}, args)
+}
+
+type decodeCLI struct {
+	cli.VersionFlag
+	Inspect inspectCmd `cmd:"" help:"Show type, version, flags, metadata and tensors without reading tensor data."`
+	Verify  verifyCmd  `cmd:"" help:"Check every checksum, record and chunk; the exit status says it all."`
+	Extract extractCmd `cmd:"" help:"Write tensors as NumPy: one to .npy, several to .npz."`
+	Plain   plainCmd   `cmd:"" help:"Decompress to a plain APR file whose tensors can be memory-mapped."`
+}
+
+type verifyCmd struct {
+	Input string `arg:"" optional:"" default:"-" help:"APR or aprender file ('-': stdin)."`
+	Quiet bool   `short:"q" help:"Print nothing; use the exit status."`
+}
+
+func (c *verifyCmd) Run(env *cli.Env) error {
+	var n int
+	var size int64
+	var err error
+	if c.Input != "-" {
+		n, size, err = verifyFile(c.Input)
+	} else {
+		n, size, err = verifyStream(env.Stdin)
+	}
+	name := c.Input
+	if name == "-" {
+		name = "stdin"
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if !c.Quiet {
+		fmt.Fprintf(env.Stdout, "%s: OK, %d tensors, %d bytes verified\n", name, n, size)
+	}
+	return nil
+}
+
+func verifyFile(path string) (int, int64, error) {
+	if info, err := apr.Inspect(path); err != nil {
+		return 0, 0, err
+	} else if info.Format != "APR v2" { // aprender files are verified whole by Inspect
+		return len(info.Tensors), info.Size, nil
+	}
+	f, err := container.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	return len(f.Entries()), f.Size(), f.Verify()
+}
+
+func verifyStream(r io.Reader) (int, int64, error) {
+	cr := &counter{r: r}
+	s, err := apr.OpenStream(cr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.Close()
+	n := 0
+	for {
+		_, tr, err := s.Next()
+		if err == io.EOF {
+			return n, cr.n, nil
+		}
+		if err != nil {
+			return n, cr.n, err
+		}
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return n, cr.n, err
+		}
+		n++
+	}
+}
+
+type counter struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+type plainCmd struct {
+	Input  string `arg:"" optional:"" default:"-" help:"APR or aprender file ('-': stdin)."`
+	Output string `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
+}
+
+func (c *plainCmd) Run(env *cli.Env) error {
+	s, closeIn, err := openStream(env, c.Input)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	out, err := env.Create(c.Output, true)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	if err := apr.Reencode(out, s, nil, true, container.WithCompression(container.CompressNone)); err != nil {
+		return err
+	}
+	return out.Commit()
+}
+
+// openStream opens a file or stdin as a verified tensor stream.
+func openStream(env *cli.Env, path string) (apr.Stream, func(), error) {
+	r, name, err := env.Input(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := apr.OpenStream(r)
+	if err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, func() { s.Close(); r.Close() }, nil
+}
