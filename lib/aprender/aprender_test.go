@@ -214,6 +214,13 @@ func TestAPRNCompressed(t *testing.T) {
 			t.Errorf("compression %d: junk accepted: %v", code, err)
 		}
 	}
+	// A claim beyond what the payload could expand to is refused before decoding.
+	if _, err := Read(buildAPRN(2, meta, zs, 1<<29, 1, 0, nil)); err == nil || !strings.Contains(err.Error(), "cannot come from") {
+		t.Errorf("zstd claim of 512 MiB from %d bytes: %v", len(zs), err)
+	}
+	if _, err := Read(buildAPRN(2, meta, lzPayload, 1<<29, 3, 0, nil)); err == nil || !strings.Contains(err.Error(), "lz4_size") {
+		t.Errorf("lz4 claim of 512 MiB: %v", err)
+	}
 	if _, err := Read(buildAPRN(2, meta, payload, uint32(len(payload)), 9, 0, nil)); err == nil || !strings.Contains(err.Error(), "compression 9") {
 		t.Errorf("compression 9: %v", err)
 	}
