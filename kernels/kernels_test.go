@@ -372,3 +372,27 @@ func TestDotQ(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundingHelpers checks roundAway against math.Round and nearestInt
+// against math.RoundToEven, including exact ties and their neighbours.
+func TestRoundingHelpers(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	var vals []float32
+	for k := -300; k <= 300; k++ {
+		h := float32(k) + 0.5
+		vals = append(vals, h, math.Nextafter32(h, 1e9), math.Nextafter32(h, -1e9), float32(k))
+	}
+	for range 10000 {
+		vals = append(vals, float32(r.NormFloat64()*math.Pow(2, float64(r.IntN(24)))))
+	}
+	for _, v := range vals {
+		if got, want := roundAway(v), int32(math.Round(float64(v))); got != want {
+			t.Fatalf("roundAway(%v) = %d, want %d", v, got, want)
+		}
+		if math.Abs(float64(v)) <= 4194303 {
+			if got, want := nearestInt(v), int32(math.RoundToEven(float64(v))); got != want {
+				t.Fatalf("nearestInt(%v) = %d, want %d", v, got, want)
+			}
+		}
+	}
+}

@@ -26,13 +26,20 @@ func truncInt(f float32) int32 {
 	return int32(f)
 }
 
-// roundAway is C's roundf: halfway cases go away from zero.
+// roundAway is C's roundf: halfway cases go away from zero. It truncates
+// and steps by the remainder, which float32 subtraction gives exactly.
 func roundAway(f float32) int32 {
-	r := math.Round(float64(f))
-	if !(r > -2147483648 && r < 2147483648) {
+	if !(f > -2147483648 && f < 2147483648) {
 		return 0
 	}
-	return int32(r)
+	t := int32(f)
+	r := f - float32(t)
+	if r >= 0.5 {
+		t++
+	} else if r <= -0.5 {
+		t--
+	}
+	return t
 }
 
 func quantQ8_0Generic(dst []byte, src []float32) {
