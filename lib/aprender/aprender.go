@@ -144,7 +144,7 @@ func Detect(prefix []byte) (layout string, ok bool) {
 
 // Read imports a whole aprender file, choosing the layout by its magic.
 func Read(data []byte) (*File, error) {
-	if len(data) > MaxFileSize {
+	if int64(len(data)) > MaxFileSize {
 		return nil, &FormatError{Layout: "aprender", Offset: 0, Field: "file", Msg: fmt.Sprintf("%d bytes, more than the cap of %d", len(data), int64(MaxFileSize))}
 	}
 	if len(data) >= 4 {
