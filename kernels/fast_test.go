@@ -69,6 +69,37 @@ func TestFastMatchesReference(t *testing.T) {
 			}
 		}
 	}
+	// Half conversions: every row (plus NaN/inf/overflow sprinkled in) and
+	// every one of the 65536 half codes.
+	for i, x := range rows {
+		x = append([]float32(nil), x...)
+		if i%3 == 0 {
+			x[r.IntN(len(x))] = float32(math.NaN())
+			x[r.IntN(len(x))] = float32(math.Inf(-1))
+			x[r.IntN(len(x))] = 65520
+			x[r.IntN(len(x))] = 1e-6
+		}
+		a, b := make([]uint16, len(x)), make([]uint16, len(x))
+		f32ToF16(a, x)
+		f32ToF16Generic(b, x)
+		for j := range a {
+			if a[j] != b[j] {
+				t.Fatalf("f32->f16 row %d element %d (%v): fast %#04x reference %#04x", i, j, x[j], a[j], b[j])
+			}
+		}
+	}
+	codes := make([]uint16, 1<<16)
+	for c := range codes {
+		codes[c] = uint16(c)
+	}
+	fa, fb := make([]float32, len(codes)), make([]float32, len(codes))
+	f16ToF32(fa, codes)
+	f16ToF32Generic(fb, codes)
+	for c := range codes {
+		if math.Float32bits(fa[c]) != math.Float32bits(fb[c]) {
+			t.Fatalf("f16->f32 %#04x: fast %v reference %v", c, fa[c], fb[c])
+		}
+	}
 	for i := 0; i+1 < len(rows); i += 2 {
 		n := r.IntN(257)
 		x, y := rows[i][:n], rows[i+1][:n]

@@ -19,6 +19,8 @@ func init() {
 		quantQ8_0 = quantQ8_0AVX512
 		quantQ4_0 = quantQ4_0AVX512
 		quantQ4_1 = quantQ4_1AVX512
+		f32ToF16 = f32ToF16AVX512
+		f16ToF32 = f16ToF32AVX512
 		fastName = "avx512"
 	}
 	if archsimd.X86.AVX2() {
@@ -167,4 +169,63 @@ func axpyAVX2(y []float32, alpha float32, x []float32) {
 		vy.Add(va.Mul(vx)).StoreSlice(y[i : i+8])
 	}
 	axpyGeneric(y[n:], alpha, x[n:])
+}
+
+// f32ToF16AVX512 converts 16 values at a time with integer arithmetic when
+// every value is zero or in the half normal range [2^-14, 2^16) (where
+// round-to-nearest-even is one add and a shift, overflow to inf included);
+// any other group of 16 goes through the scalar reference.
+func f32ToF16AVX512(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	n := len(src) &^ 15
+	var (
+		absM  = archsimd.BroadcastUint32x16(0x7fffffff)
+		lo    = archsimd.BroadcastUint32x16(113<<23 - 1)
+		hi    = archsimd.BroadcastUint32x16(143 << 23)
+		zero  = archsimd.BroadcastUint32x16(0)
+		bias  = archsimd.BroadcastUint32x16(112 << 23)
+		one   = archsimd.BroadcastUint32x16(1)
+		round = archsimd.BroadcastUint32x16(0xfff)
+		sgn   = archsimd.BroadcastUint32x16(0x8000)
+	)
+	for i := 0; i < n; i += 16 {
+		b := archsimd.LoadFloat32x16Slice(src[i : i+16]).AsUint32x16()
+		a := b.And(absM)
+		nz := a.Greater(zero)
+		if a.Greater(lo).And(a.Less(hi)).Or(a.Equal(zero)).ToBits() != 0xffff {
+			f32ToF16Generic(dst[i:i+16], src[i:i+16])
+			continue
+		}
+		t := a.Sub(bias)
+		h := t.Add(round).Add(t.ShiftAllRight(13).And(one)).ShiftAllRight(13).Masked(nz)
+		h.Or(b.ShiftAllRight(16).And(sgn)).TruncateToUint16().StoreSlice(dst[i : i+16])
+	}
+	f32ToF16Generic(dst[n:], src[n:])
+}
+
+// f16ToF32AVX512 widens 16 halves at a time when all are zero or normal;
+// groups with subnormals, infinities or NaNs use the scalar reference.
+func f16ToF32AVX512(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	n := len(src) &^ 15
+	var (
+		expM = archsimd.BroadcastUint32x16(0x7c00)
+		magM = archsimd.BroadcastUint32x16(0x7fff)
+		sgn  = archsimd.BroadcastUint32x16(0x8000)
+		zero = archsimd.BroadcastUint32x16(0)
+		bias = archsimd.BroadcastUint32x16(112 << 23)
+	)
+	for i := 0; i < n; i += 16 {
+		h := archsimd.LoadUint16x16Slice(src[i : i+16]).ExtendToUint32()
+		e := h.And(expM)
+		m := h.And(magM)
+		nz := m.Greater(zero)
+		if e.Greater(zero).And(e.Less(expM)).Or(m.Equal(zero)).ToBits() != 0xffff {
+			f16ToF32Generic(dst[i:i+16], src[i:i+16])
+			continue
+		}
+		f := m.ShiftAllLeft(13).Add(bias).Masked(nz).Or(h.And(sgn).ShiftAllLeft(16))
+		f.AsFloat32x16().StoreSlice(dst[i : i+16])
+	}
+	f16ToF32Generic(dst[n:], src[n:])
 }
