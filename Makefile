@@ -1,0 +1,67 @@
+# apr: build, test, demo, benchmarks. `make test` and `make demo` work on a fresh
+# machine with Go installed (Go modules come through the module proxy); .ci/run also
+# installs the registry peers the tests run against (python3-numpy, minisign, age,
+# npm packages).
+
+GO       ?= go
+BIN      := $(CURDIR)/bin
+TOOLS    := $(CURDIR)/bin/tools
+WAZERO   := github.com/tetratelabs/wazero/cmd/wazero@v1.12.0
+PKGS_LIB := ./lib/... ./kernels/...
+FUZZTIME ?= 3s
+
+.PHONY: all build test test-native test-purego test-wasm test-wasip1 test-fuzz test-pipelines \
+        lint demo bench fuzz install clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+install:
+	$(GO) install ./cmd/...
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# Every leg of the test suite: native (with race detector on the concurrent packages),
+# pure Go, js/wasm under node, wasip1 under wazero, brief fuzzing, whole pipelines.
+test: lint test-native test-purego test-wasm test-wasip1 test-fuzz test-pipelines
+
+test-native: build
+	$(GO) test ./...
+	$(GO) test -race -short ./lib/container/ ./lib/apr/
+
+test-purego:
+	$(GO) test -short -tags purego,noasm $(PKGS_LIB)
+
+test-wasm:
+	PATH="$$($(GO) env GOROOT)/lib/wasm:$$PATH" GOOS=js GOARCH=wasm $(GO) test -short $(PKGS_LIB)
+
+$(TOOLS)/wazero:
+	GOBIN=$(TOOLS) $(GO) install $(WAZERO)
+
+test-wasip1: $(TOOLS)/wazero
+	PATH="$(TOOLS):$$PATH" GOWASIRUNTIME=wazero GOOS=wasip1 GOARCH=wasm $(GO) test -short $(PKGS_LIB)
+
+test-fuzz:
+	FUZZTIME=$(FUZZTIME) .ci/fuzz
+
+test-pipelines: build
+	PATH="$(BIN):$$PATH" $(GO) test -count=1 ./pipelines/
+
+# Longer fuzzing of every target: make fuzz FUZZTIME=10m
+fuzz:
+	FUZZTIME=$(if $(filter 3s,$(FUZZTIME)),2m,$(FUZZTIME)) .ci/fuzz
+
+demo: build
+	PATH="$(BIN):$$PATH" pipelines/demo.sh
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/
+	PATH="$(BIN):$$PATH" .ci/bench
+
+clean:
+	rm -rf $(BIN)
