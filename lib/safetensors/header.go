@@ -201,6 +201,9 @@ func parseHeaderJSON(hdr []byte, base int64) (Metadata, []*rawTensor, error) {
 		}
 		t, err := parseTensorEntry(p, key)
 		if err != nil {
+			if e, ok := err.(*Error); ok && e.Tensor == "" {
+				e.Tensor = key
+			}
 			return err
 		}
 		t.off = keyOff
@@ -291,7 +294,7 @@ func parseTensorEntry(p *jsonParser, name string) (*rawTensor, error) {
 	fieldNames := [3]string{"dtype", "shape", "data_offsets"}
 	switch p.peek() {
 	case '{':
-		err := p.object(fmt.Sprintf("tensor %q", name), func(key string, keyOff int) error {
+		err := p.object("a tensor entry", func(key string, keyOff int) error {
 			for i, f := range fieldNames {
 				if key == f {
 					if have[i] {
@@ -314,7 +317,7 @@ func parseTensorEntry(p *jsonParser, name string) (*rawTensor, error) {
 	case '[':
 		n := 0
 		start := p.i
-		err := p.array(fmt.Sprintf("tensor %q", name), func(k int) error {
+		err := p.array("a tensor entry", func(k int) error {
 			if k >= 3 {
 				return p.errAt(p.i, "invalid length: tensor %q as an array has more than 3 elements", name)
 			}
