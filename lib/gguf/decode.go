@@ -343,7 +343,7 @@ func (d *decoder) header() (*Header, error) {
 const maxDataEnd = 1 << 62
 
 // skipPadding consumes n padding bytes; at the end of a file without tensors the
-// padding may be missing.
+// padding may be missing, in part or in whole.
 func (d *decoder) skipPadding(n int64, optional bool) error {
 	if n == 0 {
 		return nil
@@ -357,7 +357,7 @@ func (d *decoder) skipPadding(n int64, optional bool) error {
 	got, err := io.CopyN(io.Discard, d.r, n)
 	d.pos += got
 	if err != nil {
-		if errors.Is(err, io.EOF) && (optional && got == 0) {
+		if errors.Is(err, io.EOF) && optional {
 			return nil
 		}
 		return &Error{Kind: ErrFormat, Offset: d.pos, Msg: fmt.Sprintf("truncated: %d bytes of padding to the data section, input ended after %d", n, got), Err: io.ErrUnexpectedEOF}

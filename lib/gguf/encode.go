@@ -22,7 +22,8 @@ func (h *Header) Validate() error {
 }
 
 // Layout sets each tensor's Offset (packed in info order), and Alignment, InfoEnd and
-// DataOffset, from the KVs and tensor infos. It fails as Validate does.
+// DataOffset, from the KVs and tensor infos, and Version to 3 if it is 0. It fails as
+// Validate does.
 func (h *Header) Layout() error {
 	align, aerr := alignmentOf(h.KVs)
 	if aerr != nil {
@@ -47,7 +48,7 @@ func (h *Header) Layout() error {
 	if err != nil {
 		return err
 	}
-	h.Alignment, h.InfoEnd, h.DataOffset = p.align, p.infoEnd, p.dataOffset
+	h.Version, h.Alignment, h.InfoEnd, h.DataOffset = p.version, p.align, p.infoEnd, p.dataOffset
 	return nil
 }
 

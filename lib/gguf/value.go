@@ -80,15 +80,17 @@ type Value struct {
 
 // Scalar constructors.
 
-func Uint8(v uint8) Value     { return Value{typ: TypeUint8, ok: true, bits: uint64(v)} }
-func Int8(v int8) Value       { return Value{typ: TypeInt8, ok: true, bits: uint64(uint8(v))} }
-func Uint16(v uint16) Value   { return Value{typ: TypeUint16, ok: true, bits: uint64(v)} }
-func Int16(v int16) Value     { return Value{typ: TypeInt16, ok: true, bits: uint64(uint16(v))} }
-func Uint32(v uint32) Value   { return Value{typ: TypeUint32, ok: true, bits: uint64(v)} }
-func Int32(v int32) Value     { return Value{typ: TypeInt32, ok: true, bits: uint64(uint32(v))} }
-func Uint64(v uint64) Value   { return Value{typ: TypeUint64, ok: true, bits: v} }
-func Int64(v int64) Value     { return Value{typ: TypeInt64, ok: true, bits: uint64(v)} }
-func Float32(v float32) Value { return Value{typ: TypeFloat32, ok: true, bits: uint64(math.Float32bits(v))} }
+func Uint8(v uint8) Value   { return Value{typ: TypeUint8, ok: true, bits: uint64(v)} }
+func Int8(v int8) Value     { return Value{typ: TypeInt8, ok: true, bits: uint64(uint8(v))} }
+func Uint16(v uint16) Value { return Value{typ: TypeUint16, ok: true, bits: uint64(v)} }
+func Int16(v int16) Value   { return Value{typ: TypeInt16, ok: true, bits: uint64(uint16(v))} }
+func Uint32(v uint32) Value { return Value{typ: TypeUint32, ok: true, bits: uint64(v)} }
+func Int32(v int32) Value   { return Value{typ: TypeInt32, ok: true, bits: uint64(uint32(v))} }
+func Uint64(v uint64) Value { return Value{typ: TypeUint64, ok: true, bits: v} }
+func Int64(v int64) Value   { return Value{typ: TypeInt64, ok: true, bits: uint64(v)} }
+func Float32(v float32) Value {
+	return Value{typ: TypeFloat32, ok: true, bits: uint64(math.Float32bits(v))}
+}
 func Float64(v float64) Value { return Value{typ: TypeFloat64, ok: true, bits: math.Float64bits(v)} }
 func String(v string) Value   { return Value{typ: TypeString, ok: true, str: v} }
 func Bool(v bool) Value {
