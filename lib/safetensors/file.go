@@ -16,6 +16,7 @@ type File struct {
 	f    *os.File
 	size int64
 	mm   []byte // whole-file mapping, nil when not mapped
+	idx  map[string]int
 }
 
 // Open opens and checks the SafeTensors file at path.
@@ -68,8 +69,18 @@ func newFile(f *os.File, path string) (*File, error) {
 		return nil, incomplete(h, size)
 	}
 	sf.h = h
+	sf.idx = make(map[string]int, len(h.Tensors))
+	for i, t := range h.Tensors {
+		sf.idx[t.Name] = i
+	}
 	sf.mm = mmapFile(f, size) // nil when unavailable: ReadAt is used instead
 	return sf, nil
+}
+
+// Lookup returns the entry of tensor name.
+func (f *File) Lookup(name string) (TensorInfo, bool) {
+	t, err := f.lookup(name)
+	return t, err == nil
 }
 
 // Header returns the file's header.
@@ -95,11 +106,11 @@ func (f *File) Close() error {
 }
 
 func (f *File) lookup(name string) (TensorInfo, error) {
-	t, ok := f.h.Lookup(name)
+	i, ok := f.idx[name]
 	if !ok {
 		return TensorInfo{}, &Error{Kind: TensorNotFound, File: f.path, Tensor: name, Offset: -1, Msg: "no tensor of that name in the header"}
 	}
-	return t, nil
+	return f.h.Tensors[i], nil
 }
 
 // Data returns the bytes of tensor name. On a mapped file it is a read-only view of

@@ -145,10 +145,12 @@ func lookupDType(d dtype.DType) (string, stDType, bool) {
 
 // byteSize computes the crate's byte count for a shape: the element count and then
 // the bit count are overflow-checked in u64, and the bit count must be whole bytes.
-func byteSize(shape []uint64, bitsPer uint64) (uint64, Kind) {
+// Dimensions are read as u64 bit patterns (the parser stores the crate's usize values
+// in int64 slots, so one slice serves both).
+func byteSize(shape []int64, bitsPer uint64) (uint64, Kind) {
 	n := uint64(1)
 	for _, d := range shape {
-		hi, lo := bits.Mul64(n, d)
+		hi, lo := bits.Mul64(n, uint64(d))
 		if hi != 0 {
 			return 0, ValidationOverflow
 		}
@@ -169,7 +171,7 @@ type rawTensor struct {
 	name       string
 	dtypeName  string
 	st         stDType
-	shape      []uint64
+	shape      []int64 // u64 values as bit patterns: see byteSize
 	begin, end uint64
 	off        int // position of the entry's key in the header, for messages
 }
@@ -263,10 +265,10 @@ func parseTensorEntry(p *jsonParser, name string) (*rawTensor, error) {
 		case 0:
 			return parseDType(p, t)
 		case 1:
-			t.shape = []uint64{}
+			t.shape = []int64{}
 			return p.array("shape", func(int) error {
 				v, err := p.uint("a shape dimension")
-				t.shape = append(t.shape, v)
+				t.shape = append(t.shape, int64(v))
 				return err
 			})
 		default:
@@ -416,28 +418,26 @@ func validate(meta Metadata, raw []*rawTensor, headerSize int64) (*Header, error
 		size, k := byteSize(t.shape, t.st.bits)
 		switch k {
 		case ValidationOverflow:
-			return nil, tensorErr(k, t.name, 8+int64(t.off), "shape %v of %s: element or bit count overflows 64 bits", t.shape, t.dtypeName)
+			return nil, tensorErr(k, t.name, 8+int64(t.off), "shape %v of %s: element or bit count overflows 64 bits", uintShape(t.shape), t.dtypeName)
 		case MisalignedSlice:
-			return nil, tensorErr(k, t.name, 8+int64(t.off), "shape %v of %s is not a whole number of bytes (%d bits per element)", t.shape, t.dtypeName, t.st.bits)
+			return nil, tensorErr(k, t.name, 8+int64(t.off), "shape %v of %s is not a whole number of bytes (%d bits per element)", uintShape(t.shape), t.dtypeName, t.st.bits)
 		}
 		if t.end-t.begin != size {
 			return nil, tensorErr(TensorInvalidInfo, t.name, 8+int64(t.off),
-				"data_offsets [%d, %d] span %d bytes, but %s %v needs %d", t.begin, t.end, t.end-t.begin, t.dtypeName, t.shape, size)
+				"data_offsets [%d, %d] span %d bytes, but %s %v needs %d", t.begin, t.end, t.end-t.begin, t.dtypeName, uintShape(t.shape), size)
 		}
-		shape := make([]int64, len(t.shape))
 		for i, d := range t.shape {
-			if d > math.MaxInt64 {
+			if d < 0 {
 				// Only possible for a zero-size tensor with another dimension 0; the crate
 				// accepts it, but an int64 shape cannot hold it.
-				return nil, tensorErr(ValidationOverflow, t.name, 8+int64(t.off), "dimension %d of shape %v does not fit an int64", i, t.shape)
+				return nil, tensorErr(ValidationOverflow, t.name, 8+int64(t.off), "dimension %d of shape %v does not fit an int64", i, uintShape(t.shape))
 			}
-			shape[i] = int64(d)
 		}
 		if t.end > uint64(math.MaxInt64-dataStart) {
 			return nil, tensorErr(MetadataIncompleteBuffer, t.name, 8+int64(t.off), "data_offsets end %d is beyond any possible file size", t.end)
 		}
 		h.Tensors = append(h.Tensors, TensorInfo{
-			Name: t.name, DType: t.st.code, DTypeName: t.dtypeName, Shape: shape,
+			Name: t.name, DType: t.st.code, DTypeName: t.dtypeName, Shape: t.shape,
 			Begin: int64(t.begin), End: int64(t.end),
 		})
 	}
@@ -501,4 +501,13 @@ func Decode(b []byte) (*Header, error) {
 func incomplete(h *Header, size int64) error {
 	return errf(MetadataIncompleteBuffer, h.DataStart()+h.DataSize,
 		"tensor data ends at file offset %d but the file has %d bytes", h.FileSize(), size)
+}
+
+// uintShape formats a parsed shape with its dimensions as the unsigned values they are.
+func uintShape(shape []int64) []uint64 {
+	out := make([]uint64, len(shape))
+	for i, d := range shape {
+		out[i] = uint64(d)
+	}
+	return out
 }

@@ -350,7 +350,7 @@ func (c *Checkpoint) Lookup(name string) (*File, TensorInfo, bool) {
 	if !ok {
 		return nil, TensorInfo{}, false
 	}
-	t, _ := c.Shards[i].Header().Lookup(name)
+	t, _ := c.Shards[i].Lookup(name)
 	return c.Shards[i], t, true
 }
 

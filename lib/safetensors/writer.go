@@ -37,14 +37,12 @@ func SpecSize(s TensorSpec) (int64, error) {
 	if !ok {
 		return 0, tensorErr(InvalidTensor, s.Name, -1, "dtype %v has no SafeTensors name", s.DType)
 	}
-	shape := make([]uint64, len(s.Shape))
-	for i, d := range s.Shape {
+	for _, d := range s.Shape {
 		if d < 0 {
 			return 0, tensorErr(InvalidTensor, s.Name, -1, "negative dimension %d in shape %v", d, s.Shape)
 		}
-		shape[i] = uint64(d)
 	}
-	size, k := byteSize(shape, st.bits)
+	size, k := byteSize(s.Shape, st.bits)
 	switch {
 	case k == MisalignedSlice:
 		return 0, tensorErr(InvalidTensor, s.Name, -1, "shape %v of %v is not a whole number of bytes", s.Shape, s.DType)
