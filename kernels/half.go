@@ -5,8 +5,11 @@ import "math"
 // F32ToF16Bits converts f to IEEE binary16 bits, rounding to nearest even.
 // Subnormal halves are produced, overflow gives ±inf and every NaN becomes
 // the quiet NaN 0x7E00 with f's sign, as ggml's software conversion does.
-func F32ToF16Bits(f float32) uint16 {
-	b := math.Float32bits(f)
+func F32ToF16Bits(f float32) uint16 { return f16FromBits(math.Float32bits(f)) }
+
+// f16FromBits is F32ToF16Bits on the float's bit pattern, in integer
+// arithmetic only (the vector kernels use it without touching float registers).
+func f16FromBits(b uint32) uint16 {
 	sign := uint16(b>>16) & 0x8000
 	exp := int32(b>>23) & 0xff
 	man := b & 0x7fffff

@@ -5,21 +5,27 @@ package kernels
 import (
 	"math/bits"
 	"simd/archsimd"
+	"unsafe"
 )
 
-// AVX-512 fast paths for the legacy quantizers and AVX2 paths for the f32
-// vector loops, built with GOEXPERIMENT=simd. Each vector operation is a
-// separate IEEE float32 operation in the same order as the reference (the
-// tests compare bytes), so the results are identical for finite input.
-// For NaN or Inf input (which callers refuse, as llama.cpp does) the bytes
-// may differ from the reference.
+// AVX-512 fast paths for the legacy quantizers and f16 -> f32, and
+// AVX2 paths for the f32 vector loops, built with GOEXPERIMENT=simd. Each
+// vector operation is a separate IEEE float32 operation in the same order as
+// the reference (the tests compare bytes), so results are identical for
+// finite input. For NaN or Inf input (which callers refuse, as llama.cpp
+// does) the bytes may differ from the reference.
+//
+// The vector loops contain no scalar float instructions: Go encodes those as
+// legacy SSE, and SSE code running while the upper vector state is dirty is
+// extremely slow on some CPUs. Every kernel clears that state
+// (VZEROUPPER) before it returns; the rare blocks that need the scalar
+// reference are handed back to the caller, outside the vector loop.
 
 func init() {
 	if archsimd.X86.AVX512() {
-		quantQ8_0 = quantQ8_0AVX512
-		quantQ4_0 = quantQ4_0AVX512
-		quantQ4_1 = quantQ4_1AVX512
-		f32ToF16 = f32ToF16AVX512
+		quantQ8_0 = runBlocks(q8_0Run, quantQ8_0Generic, 34)
+		quantQ4_0 = runBlocks(q4_0Run, quantQ4_0Generic, 18)
+		quantQ4_1 = runBlocks(q4_1Run, quantQ4_1Generic, 20)
 		f16ToF32 = f16ToF32AVX512
 		fastName = "avx512"
 	}
@@ -32,200 +38,227 @@ func init() {
 	}
 }
 
-func hmax16(v archsimd.Float32x16) float32 {
-	w := v.GetLo().Max(v.GetHi())
-	u := w.GetLo().Max(w.GetHi())
-	var a [4]float32
-	u.Store(&a)
-	return max(a[0], a[1], a[2], a[3])
+// runBlocks drives a vector block kernel: run quantizes blocks until it meets
+// one it does not handle and returns how many it did; that block goes to the
+// scalar reference.
+func runBlocks(run func(dst []byte, src []float32) int, ref func([]byte, []float32), bs int) func([]byte, []float32) {
+	return func(dst []byte, src []float32) {
+		for len(src) >= qk {
+			k := run(dst, src)
+			src, dst = src[k*qk:], dst[k*bs:]
+			if len(src) >= qk {
+				ref(dst[:bs], src[:qk])
+				src, dst = src[qk:], dst[bs:]
+			}
+		}
+	}
 }
 
-func hmin16(v archsimd.Float32x16) float32 {
-	w := v.GetLo().Min(v.GetHi())
-	u := w.GetLo().Min(w.GetHi())
-	var a [4]float32
-	u.Store(&a)
-	return min(a[0], a[1], a[2], a[3])
+func f32bits(x []float32) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
 }
 
-var (
-	absMask16  = archsimd.BroadcastUint32x16(0x7fffffff)
-	signMask16 = archsimd.BroadcastUint32x16(0x80000000)
-)
+// lanes holds the permutations that fold 16 lanes in halves.
+type lanes struct{ r8, r4, r2, r1 archsimd.Uint32x16 }
 
-func abs16(v archsimd.Float32x16) archsimd.Float32x16 {
-	return v.AsUint32x16().And(absMask16).AsFloat32x16()
+func newLanes() lanes {
+	var a, b, c, d [16]uint32
+	for i := range 16 {
+		a[i], b[i], c[i], d[i] = uint32(i^8), uint32(i^4), uint32(i^2), uint32(i^1)
+	}
+	return lanes{archsimd.LoadUint32x16(&a), archsimd.LoadUint32x16(&b), archsimd.LoadUint32x16(&c), archsimd.LoadUint32x16(&d)}
 }
 
-// roundAway16 is roundf on each lane: truncate, then step away from zero when
-// the (exact) remainder is at least one half.
-func roundAway16(p archsimd.Float32x16) archsimd.Int32x16 {
-	half := archsimd.BroadcastFloat32x16(0.5)
+// max and min of all lanes, in every lane (exact: max and min do not round).
+func (l *lanes) max(v archsimd.Float32x16) archsimd.Float32x16 {
+	v = v.Max(v.Permute(l.r8))
+	v = v.Max(v.Permute(l.r4))
+	v = v.Max(v.Permute(l.r2))
+	return v.Max(v.Permute(l.r1))
+}
+
+func (l *lanes) min(v archsimd.Float32x16) archsimd.Float32x16 {
+	v = v.Min(v.Permute(l.r8))
+	v = v.Min(v.Permute(l.r4))
+	v = v.Min(v.Permute(l.r2))
+	return v.Min(v.Permute(l.r1))
+}
+
+// lane0 returns the bits of lane 0 through memory, as an integer.
+func lane0(v archsimd.Float32x16, tmp *[16]uint32) uint32 {
+	v.AsUint32x16().Store(tmp)
+	return tmp[0]
+}
+
+func putF16Bits(b []byte, h uint16) { b[0], b[1] = byte(h), byte(h>>8) }
+
+//go:noinline
+func q8_0Run(dst []byte, src []float32) int {
+	var tmp [16]uint32
+	l := newLanes()
+	absM := archsimd.BroadcastUint32x16(0x7fffffff)
+	signM := archsimd.BroadcastUint32x16(0x80000000)
+	zero := archsimd.BroadcastFloat32x16(0)
 	one := archsimd.BroadcastFloat32x16(1)
-	r := p.TruncScaled(0)
-	f := p.Sub(r)
-	up := abs16(f).GreaterEqual(half)
-	step := one.AsUint32x16().Or(p.AsUint32x16().And(signMask16)).AsFloat32x16()
-	return r.Add(step.Masked(up)).ConvertToInt32()
-}
-
-func quantQ8_0AVX512(dst []byte, src []float32) {
-	for ; len(src) >= qk; src, dst = src[qk:], dst[34:] {
+	half := archsimd.BroadcastFloat32x16(0.5)
+	c127 := archsimd.BroadcastFloat32x16(127)
+	roundAway := func(p archsimd.Float32x16) archsimd.Int32x16 {
+		r := p.TruncScaled(0)
+		up := p.Sub(r).AsUint32x16().And(absM).AsFloat32x16().GreaterEqual(half)
+		step := one.AsUint32x16().Or(p.AsUint32x16().And(signM)).AsFloat32x16()
+		return r.Add(step.Masked(up)).ConvertToInt32()
+	}
+	n := 0
+	for ; len(src) >= qk; src, dst, n = src[qk:], dst[34:], n+1 {
 		v0 := archsimd.LoadFloat32x16Slice(src[0:16])
 		v1 := archsimd.LoadFloat32x16Slice(src[16:32])
-		amax := hmax16(abs16(v0).Max(abs16(v1)))
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		putF16(dst, d)
-		vid := archsimd.BroadcastFloat32x16(id)
-		roundAway16(v0.Mul(vid)).TruncateToInt8().AsUint8x16().StoreSlice(dst[2:18])
-		roundAway16(v1.Mul(vid)).TruncateToInt8().AsUint8x16().StoreSlice(dst[18:34])
+		a := v0.AsUint32x16().And(absM).AsFloat32x16().Max(v1.AsUint32x16().And(absM).AsFloat32x16())
+		d := l.max(a).Div(c127)
+		id := zero.Merge(one.Div(d), d.Equal(zero))
+		putF16Bits(dst, f16FromBits(lane0(d, &tmp)))
+		roundAway(v0.Mul(id)).TruncateToInt8().AsUint8x16().StoreSlice(dst[2:18])
+		roundAway(v1.Mul(id)).TruncateToInt8().AsUint8x16().StoreSlice(dst[18:34])
 	}
+	archsimd.ClearAVXUpperBits()
+	return n
 }
 
-// signedAbsMax16 is signedAbsMax on a 32-element block: the first element
-// whose magnitude equals the block maximum, or +0 for an all-zero block.
-func signedAbsMax16(x []float32, v0, v1 archsimd.Float32x16) float32 {
-	a0, a1 := abs16(v0), abs16(v1)
-	amax := hmax16(a0.Max(a1))
-	if amax == 0 {
-		return 0
-	}
-	m := archsimd.BroadcastFloat32x16(amax)
-	hits := uint32(a0.Equal(m).ToBits()) | uint32(a1.Equal(m).ToBits())<<16
-	return x[bits.TrailingZeros32(hits)]
-}
-
-func quantQ4_0AVX512(dst []byte, src []float32) {
+//go:noinline
+func q4_0Run(dst []byte, src []float32) int {
+	var tmp [16]uint32
+	l := newLanes()
+	absM := archsimd.BroadcastUint32x16(0x7fffffff)
+	zero := archsimd.BroadcastFloat32x16(0)
+	one := archsimd.BroadcastFloat32x16(1)
 	add := archsimd.BroadcastFloat32x16(8.5)
+	neg8 := archsimd.BroadcastFloat32x16(-8)
 	top := archsimd.BroadcastInt32x16(15)
-	for ; len(src) >= qk; src, dst = src[qk:], dst[18:] {
-		x := src[:qk]
-		v0 := archsimd.LoadFloat32x16Slice(x[0:16])
-		v1 := archsimd.LoadFloat32x16Slice(x[16:32])
-		d := signedAbsMax16(x, v0, v1) / -8
-		var id float32
-		if d != 0 {
-			id = 1 / d
+	n := 0
+	for ; len(src) >= qk; src, dst, n = src[qk:], dst[18:], n+1 {
+		xb := f32bits(src[:qk])
+		v0 := archsimd.LoadFloat32x16Slice(src[0:16])
+		v1 := archsimd.LoadFloat32x16Slice(src[16:32])
+		a0 := v0.AsUint32x16().And(absM).AsFloat32x16()
+		a1 := v1.AsUint32x16().And(absM).AsFloat32x16()
+		am := l.max(a0.Max(a1))
+		// The first element of largest magnitude, or +0 for an all-zero block.
+		var mbits uint32
+		if lane0(am, &tmp) != 0 {
+			hits := uint32(a0.Equal(am).ToBits()) | uint32(a1.Equal(am).ToBits())<<16
+			mbits = xb[bits.TrailingZeros32(hits)&31]
 		}
-		putF16(dst, d)
-		vid := archsimd.BroadcastFloat32x16(id)
-		q0 := v0.Mul(vid).Add(add).ConvertToInt32().Min(top)
-		q1 := v1.Mul(vid).Add(add).ConvertToInt32().Min(top)
+		d := archsimd.BroadcastUint32x16(mbits).AsFloat32x16().Div(neg8)
+		id := zero.Merge(one.Div(d), d.Equal(zero))
+		putF16Bits(dst, f16FromBits(lane0(d, &tmp)))
+		q0 := v0.Mul(id).Add(add).ConvertToInt32().Min(top)
+		q1 := v1.Mul(id).Add(add).ConvertToInt32().Min(top)
 		q0.Or(q1.ShiftAllLeft(4)).TruncateToInt8().AsUint8x16().StoreSlice(dst[2:18])
 	}
+	archsimd.ClearAVXUpperBits()
+	return n
 }
 
-func quantQ4_1AVX512(dst []byte, src []float32) {
+//go:noinline
+func q4_1Run(dst []byte, src []float32) int {
+	var tmp [16]uint32
+	l := newLanes()
+	zero := archsimd.BroadcastFloat32x16(0)
+	one := archsimd.BroadcastFloat32x16(1)
 	add := archsimd.BroadcastFloat32x16(0.5)
+	c15 := archsimd.BroadcastFloat32x16(15)
 	top := archsimd.BroadcastInt32x16(15)
-	for ; len(src) >= qk; src, dst = src[qk:], dst[20:] {
-		x := src[:qk]
-		v0 := archsimd.LoadFloat32x16Slice(x[0:16])
-		v1 := archsimd.LoadFloat32x16Slice(x[16:32])
-		lo, hi := hmin16(v0.Min(v1)), hmax16(v0.Max(v1))
-		if lo == 0 || hi == 0 {
-			lo, hi = minMax(x) // the sign of a zero extreme depends on element order
+	n := 0
+	for ; len(src) >= qk; src, dst, n = src[qk:], dst[20:], n+1 {
+		v0 := archsimd.LoadFloat32x16Slice(src[0:16])
+		v1 := archsimd.LoadFloat32x16Slice(src[16:32])
+		lo := l.min(v0.Min(v1))
+		hi := l.max(v0.Max(v1))
+		lb, hb := lane0(lo, &tmp), lane0(hi, &tmp)
+		if lb<<1 == 0 || hb<<1 == 0 {
+			break // a zero extreme: its sign depends on element order
 		}
-		d := (hi - lo) / 15
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		putF16(dst, d)
-		putF16(dst[2:], lo)
-		vid := archsimd.BroadcastFloat32x16(id)
-		vlo := archsimd.BroadcastFloat32x16(lo)
-		q0 := v0.Sub(vlo).Mul(vid).Add(add).ConvertToInt32().Min(top)
-		q1 := v1.Sub(vlo).Mul(vid).Add(add).ConvertToInt32().Min(top)
+		d := hi.Sub(lo).Div(c15)
+		id := zero.Merge(one.Div(d), d.Equal(zero))
+		putF16Bits(dst, f16FromBits(lane0(d, &tmp)))
+		putF16Bits(dst[2:], f16FromBits(lb))
+		q0 := v0.Sub(lo).Mul(id).Add(add).ConvertToInt32().Min(top)
+		q1 := v1.Sub(lo).Mul(id).Add(add).ConvertToInt32().Min(top)
 		q0.Or(q1.ShiftAllLeft(4)).TruncateToInt8().AsUint8x16().StoreSlice(dst[4:20])
 	}
-}
-
-func dotAVX2(a, b []float32) float32 {
-	b = b[:len(a)]
-	n := len(a) &^ 7
-	var acc archsimd.Float32x8
-	for i := 0; i < n; i += 8 {
-		va := archsimd.LoadFloat32x8Slice(a[i : i+8])
-		vb := archsimd.LoadFloat32x8Slice(b[i : i+8])
-		acc = acc.Add(va.Mul(vb))
-	}
-	var s [8]float32
-	acc.Store(&s)
-	return reduce8(&s) + dotTail(a[n:], b[n:])
-}
-
-func axpyAVX2(y []float32, alpha float32, x []float32) {
-	x = x[:len(y)]
-	n := len(y) &^ 7
-	va := archsimd.BroadcastFloat32x8(alpha)
-	for i := 0; i < n; i += 8 {
-		vy := archsimd.LoadFloat32x8Slice(y[i : i+8])
-		vx := archsimd.LoadFloat32x8Slice(x[i : i+8])
-		vy.Add(va.Mul(vx)).StoreSlice(y[i : i+8])
-	}
-	axpyGeneric(y[n:], alpha, x[n:])
-}
-
-// f32ToF16AVX512 converts 16 values at a time with integer arithmetic when
-// every value is zero or in the half normal range [2^-14, 2^16) (where
-// round-to-nearest-even is one add and a shift, overflow to inf included);
-// any other group of 16 goes through the scalar reference.
-func f32ToF16AVX512(dst []uint16, src []float32) {
-	dst = dst[:len(src)]
-	n := len(src) &^ 15
-	var (
-		absM  = archsimd.BroadcastUint32x16(0x7fffffff)
-		lo    = archsimd.BroadcastUint32x16(113<<23 - 1)
-		hi    = archsimd.BroadcastUint32x16(143 << 23)
-		zero  = archsimd.BroadcastUint32x16(0)
-		bias  = archsimd.BroadcastUint32x16(112 << 23)
-		one   = archsimd.BroadcastUint32x16(1)
-		round = archsimd.BroadcastUint32x16(0xfff)
-		sgn   = archsimd.BroadcastUint32x16(0x8000)
-	)
-	for i := 0; i < n; i += 16 {
-		b := archsimd.LoadFloat32x16Slice(src[i : i+16]).AsUint32x16()
-		a := b.And(absM)
-		nz := a.Greater(zero)
-		if a.Greater(lo).And(a.Less(hi)).Or(a.Equal(zero)).ToBits() != 0xffff {
-			f32ToF16Generic(dst[i:i+16], src[i:i+16])
-			continue
-		}
-		t := a.Sub(bias)
-		h := t.Add(round).Add(t.ShiftAllRight(13).And(one)).ShiftAllRight(13).Masked(nz)
-		h.Or(b.ShiftAllRight(16).And(sgn)).TruncateToUint16().StoreSlice(dst[i : i+16])
-	}
-	f32ToF16Generic(dst[n:], src[n:])
+	archsimd.ClearAVXUpperBits()
+	return n
 }
 
 // f16ToF32AVX512 widens 16 halves at a time when all are zero or normal;
 // groups with subnormals, infinities or NaNs use the scalar reference.
 func f16ToF32AVX512(dst []float32, src []uint16) {
 	dst = dst[:len(src)]
-	n := len(src) &^ 15
-	var (
-		expM = archsimd.BroadcastUint32x16(0x7c00)
-		magM = archsimd.BroadcastUint32x16(0x7fff)
-		sgn  = archsimd.BroadcastUint32x16(0x8000)
-		zero = archsimd.BroadcastUint32x16(0)
-		bias = archsimd.BroadcastUint32x16(112 << 23)
-	)
-	for i := 0; i < n; i += 16 {
+	for len(src) >= 16 {
+		k := f16ToF32Run(dst, src)
+		dst, src = dst[k:], src[k:]
+		if len(src) >= 16 {
+			f16ToF32Generic(dst[:16], src[:16])
+			dst, src = dst[16:], src[16:]
+		}
+	}
+	f16ToF32Generic(dst, src)
+}
+
+//go:noinline
+func f16ToF32Run(dst []float32, src []uint16) int {
+	expM := archsimd.BroadcastUint32x16(0x7c00)
+	magM := archsimd.BroadcastUint32x16(0x7fff)
+	sgn := archsimd.BroadcastUint32x16(0x8000)
+	zero := archsimd.BroadcastUint32x16(0)
+	bias := archsimd.BroadcastUint32x16(112 << 23)
+	i := 0
+	for ; i+16 <= len(src); i += 16 {
 		h := archsimd.LoadUint16x16Slice(src[i : i+16]).ExtendToUint32()
 		e := h.And(expM)
 		m := h.And(magM)
-		nz := m.Greater(zero)
 		if e.Greater(zero).And(e.Less(expM)).Or(m.Equal(zero)).ToBits() != 0xffff {
-			f16ToF32Generic(dst[i:i+16], src[i:i+16])
-			continue
+			break
 		}
-		f := m.ShiftAllLeft(13).Add(bias).Masked(nz).Or(h.And(sgn).ShiftAllLeft(16))
+		f := m.ShiftAllLeft(13).Add(bias).Masked(m.Greater(zero)).Or(h.And(sgn).ShiftAllLeft(16))
 		f.AsFloat32x16().StoreSlice(dst[i : i+16])
 	}
-	f16ToF32Generic(dst[n:], src[n:])
+	archsimd.ClearAVXUpperBits()
+	return i
+}
+
+//go:noinline
+func dotAVX2(a, b []float32) float32 {
+	b = b[:len(a)]
+	n := len(a) &^ 7
+	var s [8]float32
+	var acc archsimd.Float32x8
+	for i := 0; i < n; i += 8 {
+		va := archsimd.LoadFloat32x8Slice(a[i : i+8])
+		vb := archsimd.LoadFloat32x8Slice(b[i : i+8])
+		acc = acc.Add(va.Mul(vb))
+	}
+	acc.Store(&s)
+	archsimd.ClearAVXUpperBits()
+	return reduce8(&s) + dotTail(a[n:], b[n:])
+}
+
+func axpyAVX2(y []float32, alpha float32, x []float32) {
+	x = x[:len(y)]
+	n := axpyRun(y, math32bits(alpha), x)
+	axpyGeneric(y[n:], alpha, x[n:])
+}
+
+func math32bits(f float32) uint32 { return *(*uint32)(unsafe.Pointer(&f)) }
+
+//go:noinline
+func axpyRun(y []float32, alphaBits uint32, x []float32) int {
+	n := len(y) &^ 7
+	va := archsimd.BroadcastUint32x8(alphaBits).AsFloat32x8()
+	for i := 0; i < n; i += 8 {
+		vy := archsimd.LoadFloat32x8Slice(y[i : i+8])
+		vx := archsimd.LoadFloat32x8Slice(x[i : i+8])
+		vy.Add(va.Mul(vx)).StoreSlice(y[i : i+8])
+	}
+	archsimd.ClearAVXUpperBits()
+	return n
 }
