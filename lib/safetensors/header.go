@@ -1,25 +1,3 @@
-// Package safetensors reads and writes Hugging Face SafeTensors files exactly as the
-// reference Rust crate (huggingface/safetensors v0.6.2) does.
-//
-// A file is an 8-byte little-endian header length N, N bytes of UTF-8 JSON describing
-// every tensor (dtype, shape, data_offsets) and an optional "__metadata__" string map,
-// then the tensor data, packed with no gaps and ending exactly at the end of the file.
-//
-// The reader is as strict as the crate and reports the crate's error kinds (see Kind):
-// the JSON header is parsed by this package's own parser, with serde's rules (exact,
-// case-sensitive field names, duplicate fields refused, integer-only sizes), never by
-// encoding/json. Where the crate decodes into a hash map (tensor names, metadata keys)
-// a repeated key keeps its last value, as the crate's does.
-//
-// The writer produces the crate's bytes: tensors ordered by dtype (the crate's enum
-// order, largest first) then by name, contiguous offsets, a compact header with
-// "__metadata__" first and serde_json's string escaping, padded with spaces to a
-// multiple of 8.
-//
-// Reading works from a stream (NewReader: the header, then each tensor in offset
-// order, in bounded memory) or from a file (Open: mmap where the OS has it, ReadAt
-// elsewhere). Writing streams too (NewWriter). Sharded Hugging Face checkpoints are
-// handled by Index, OpenCheckpoint and PlanShards.
 package safetensors
 
 import (

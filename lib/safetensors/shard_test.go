@@ -237,3 +237,28 @@ func TestShardedRoundTrip(t *testing.T) {
 		t.Errorf("files left after a failed write: %v", ents)
 	}
 }
+
+// FuzzParseIndex: no panic, and whatever parses marshals to an index that parses to
+// the same thing.
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"total_size":24},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"}}`))
+	f.Add([]byte(`{"metadata":null,"x":[1,{"y":2}],"weight_map":{"\u00e9":"s.safetensors"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"../s.safetensors"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ix, err := ParseIndex(b)
+		if err != nil {
+			if !errors.Is(err, InvalidIndex) {
+				t.Fatalf("error of another kind: %v", err)
+			}
+			return
+		}
+		m := ix.Marshal()
+		ix2, err := ParseIndex(m)
+		if err != nil {
+			t.Fatalf("marshalled index rejected: %v\n%s", err, m)
+		}
+		if fmt.Sprint(ix2) != fmt.Sprint(ix) || !bytes.Equal(ix2.Marshal(), m) {
+			t.Fatalf("round trip changed the index:\n%v\n%v", ix, ix2)
+		}
+	})
+}
