@@ -303,7 +303,7 @@ type Writer struct {
 	w       io.Writer
 	h       *Header
 	p       *plan
-	cur     int   // the tensor being written
+	cur     int   // the tensor being written (len(sizes) when done)
 	left    int64 // its bytes still to write
 	err     error
 	closed  bool
@@ -320,33 +320,27 @@ func NewWriter(w io.Writer, h *Header) (*Writer, error) {
 	if _, err := w.Write(h.encode(p)); err != nil {
 		return nil, err
 	}
-	wr := &Writer{w: w, h: h, p: p, cur: -1}
-	wr.advance()
+	wr := &Writer{w: w, h: h, p: p}
+	if len(p.sizes) > 0 {
+		wr.left = p.sizes[0]
+	}
 	return wr, nil
 }
 
-// advance moves to the next tensor with data to write, writing the padding after the
-// current one.
-func (w *Writer) advance() {
-	for {
-		if w.cur >= 0 {
-			n := w.p.sizes[w.cur]
-			if pad := alignUp(n, w.p.align) - n; pad > 0 {
-				if _, err := w.w.Write(w.zeros(pad)); err != nil {
-					w.err = err
-					return
-				}
-			}
-		}
-		w.cur++
-		if w.cur >= len(w.p.sizes) {
-			w.left = 0
+// finish writes the padding after the current tensor, whose bytes are all written,
+// and moves to the next one.
+func (w *Writer) finish() {
+	n := w.p.sizes[w.cur]
+	if pad := alignUp(n, w.p.align) - n; pad > 0 {
+		if _, err := w.w.Write(w.zeros(pad)); err != nil {
+			w.err = err
 			return
 		}
+	}
+	w.cur++
+	w.left = 0
+	if w.cur < len(w.p.sizes) {
 		w.left = w.p.sizes[w.cur]
-		if w.left > 0 {
-			return
-		}
 	}
 }
 
@@ -358,10 +352,14 @@ func (w *Writer) zeros(n int64) []byte {
 }
 
 // Write writes tensor data: the tensors' bytes, concatenated in info order, without
-// padding (the Writer inserts it). Writing past the last tensor is an error.
+// padding (the Writer inserts it; tensors of zero bytes are passed over). Writing past
+// the last tensor is an error.
 func (w *Writer) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
+		for w.err == nil && w.cur < len(w.p.sizes) && w.left == 0 {
+			w.finish() // a tensor of zero bytes
+		}
 		if w.err != nil {
 			return written, w.err
 		}
@@ -373,24 +371,28 @@ func (w *Writer) Write(p []byte) (int, error) {
 		m, err := w.w.Write(p[:n])
 		written += m
 		w.left -= int64(m)
+		if err == nil && int64(m) < n {
+			err = io.ErrShortWrite
+		}
 		if err != nil {
 			w.err = err
 			return written, err
 		}
 		p = p[n:]
 		if w.left == 0 {
-			w.advance()
+			w.finish()
 		}
 	}
 	return written, w.err
 }
 
-// WriteTensor writes the whole data of the next tensor, which must be exactly its size.
+// WriteTensor writes the whole data of the next tensor in info order, which must be
+// exactly its size (empty for a tensor with a zero dimension).
 func (w *Writer) WriteTensor(data []byte) error {
 	if w.err != nil {
 		return w.err
 	}
-	if w.cur >= len(w.p.sizes) {
+	if w.closed || w.cur >= len(w.p.sizes) {
 		return invalid("", "", "WriteTensor after the last tensor")
 	}
 	t := &w.h.Tensors[w.cur]
@@ -399,6 +401,10 @@ func (w *Writer) WriteTensor(data []byte) error {
 	}
 	if int64(len(data)) != w.left {
 		return invalid("", t.Name, "WriteTensor got %d bytes, the tensor has %d", len(data), w.left)
+	}
+	if len(data) == 0 {
+		w.finish()
+		return w.err
 	}
 	_, err := w.Write(data)
 	return err
@@ -420,6 +426,9 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	w.closed = true
+	for w.err == nil && w.cur < len(w.p.sizes) && w.left == 0 {
+		w.finish() // trailing tensors of zero bytes
+	}
 	if w.err != nil {
 		return w.err
 	}
