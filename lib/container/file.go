@@ -240,7 +240,7 @@ func (f *File) TensorBytes(name string) ([]byte, error) {
 	if !e.Chunked() {
 		return data, nil
 	}
-	out := make([]byte, 0, e.RawSize)
+	out := make([]byte, 0, min(e.RawSize, 64<<20)) // grows with decoded data, not with a claim
 	err = f.decodeChunks(e, data, func(b []byte) error { out = append(out, b...); return nil })
 	return out, err
 }
