@@ -78,21 +78,42 @@ type Value struct {
 	arr  any // []uint8 ... []float64, []bool, []string or []Value
 }
 
-// Scalar constructors.
+// Uint8 returns a u8 value.
+func Uint8(v uint8) Value { return Value{typ: TypeUint8, ok: true, bits: uint64(v)} }
 
-func Uint8(v uint8) Value   { return Value{typ: TypeUint8, ok: true, bits: uint64(v)} }
-func Int8(v int8) Value     { return Value{typ: TypeInt8, ok: true, bits: uint64(uint8(v))} }
+// Int8 returns an i8 value.
+func Int8(v int8) Value { return Value{typ: TypeInt8, ok: true, bits: uint64(uint8(v))} }
+
+// Uint16 returns a u16 value.
 func Uint16(v uint16) Value { return Value{typ: TypeUint16, ok: true, bits: uint64(v)} }
-func Int16(v int16) Value   { return Value{typ: TypeInt16, ok: true, bits: uint64(uint16(v))} }
+
+// Int16 returns an i16 value.
+func Int16(v int16) Value { return Value{typ: TypeInt16, ok: true, bits: uint64(uint16(v))} }
+
+// Uint32 returns a u32 value.
 func Uint32(v uint32) Value { return Value{typ: TypeUint32, ok: true, bits: uint64(v)} }
-func Int32(v int32) Value   { return Value{typ: TypeInt32, ok: true, bits: uint64(uint32(v))} }
+
+// Int32 returns an i32 value.
+func Int32(v int32) Value { return Value{typ: TypeInt32, ok: true, bits: uint64(uint32(v))} }
+
+// Uint64 returns a u64 value.
 func Uint64(v uint64) Value { return Value{typ: TypeUint64, ok: true, bits: v} }
-func Int64(v int64) Value   { return Value{typ: TypeInt64, ok: true, bits: uint64(v)} }
+
+// Int64 returns an i64 value.
+func Int64(v int64) Value { return Value{typ: TypeInt64, ok: true, bits: uint64(v)} }
+
+// Float32 returns an f32 value (its bits kept exactly, NaN payloads included).
 func Float32(v float32) Value {
 	return Value{typ: TypeFloat32, ok: true, bits: uint64(math.Float32bits(v))}
 }
+
+// Float64 returns an f64 value (its bits kept exactly).
 func Float64(v float64) Value { return Value{typ: TypeFloat64, ok: true, bits: math.Float64bits(v)} }
-func String(v string) Value   { return Value{typ: TypeString, ok: true, str: v} }
+
+// String returns a string value (any bytes; GGUF expects UTF-8).
+func String(v string) Value { return Value{typ: TypeString, ok: true, str: v} }
+
+// Bool returns a bool value (stored as one byte, 0 or 1).
 func Bool(v bool) Value {
 	var b uint64
 	if v {
