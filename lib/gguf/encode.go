@@ -185,11 +185,13 @@ func (h *Header) EncodeHeader() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.encode(p), nil
+	b := h.encode(p)
+	return append(b, make([]byte, p.dataOffset-p.infoEnd)...), nil
 }
 
+// encode returns the header up to the end of the tensor infos, without the padding.
 func (h *Header) encode(p *plan) []byte {
-	b := make([]byte, 0, p.dataOffset)
+	b := make([]byte, 0, p.infoEnd)
 	le := binary.LittleEndian
 	b = append(b, Magic...)
 	b = le.AppendUint32(b, p.version)
@@ -210,10 +212,26 @@ func (h *Header) encode(p *plan) []byte {
 		b = le.AppendUint32(b, uint32(t.Type))
 		b = le.AppendUint64(b, uint64(t.Offset))
 	}
-	for int64(len(b)) < p.dataOffset {
-		b = append(b, 0)
-	}
 	return b
+}
+
+// zeroChunk is the source of padding bytes.
+var zeroChunk [32 << 10]byte
+
+// writeZeros writes n zero bytes without allocating (alignments may be up to 2^31).
+func writeZeros(w io.Writer, n int64) error {
+	for n > 0 {
+		c := min(n, int64(len(zeroChunk)))
+		m, err := w.Write(zeroChunk[:c])
+		if err == nil && int64(m) < c {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return err
+		}
+		n -= c
+	}
+	return nil
 }
 
 func appendString(b []byte, s string) []byte {
@@ -300,14 +318,14 @@ func appendValue(b []byte, v Value) []byte {
 // order through Write or WriteTensor, each tensor zero-padded to the alignment (the
 // last one too), as llama.cpp and gguf-py write it.
 type Writer struct {
-	w       io.Writer
-	h       *Header
-	p       *plan
-	cur     int   // the tensor being written (len(sizes) when done)
-	left    int64 // its bytes still to write
-	err     error
-	closed  bool
-	zeroPad []byte
+	w      io.Writer
+	h      *Header
+	p      *plan
+	cur    int   // the tensor being written (len(sizes) when done)
+	left   int64 // its bytes still to write
+	err    error
+	closed bool
+	buf    []byte // ReadFrom's buffer
 }
 
 // NewWriter validates h (see Validate) and writes its header to w; on a validation
@@ -318,6 +336,9 @@ func NewWriter(w io.Writer, h *Header) (*Writer, error) {
 		return nil, err
 	}
 	if _, err := w.Write(h.encode(p)); err != nil {
+		return nil, err
+	}
+	if err := writeZeros(w, p.dataOffset-p.infoEnd); err != nil {
 		return nil, err
 	}
 	wr := &Writer{w: w, h: h, p: p}
@@ -331,24 +352,15 @@ func NewWriter(w io.Writer, h *Header) (*Writer, error) {
 // and moves to the next one.
 func (w *Writer) finish() {
 	n := w.p.sizes[w.cur]
-	if pad := alignUp(n, w.p.align) - n; pad > 0 {
-		if _, err := w.w.Write(w.zeros(pad)); err != nil {
-			w.err = err
-			return
-		}
+	if err := writeZeros(w.w, alignUp(n, w.p.align)-n); err != nil {
+		w.err = err
+		return
 	}
 	w.cur++
 	w.left = 0
 	if w.cur < len(w.p.sizes) {
 		w.left = w.p.sizes[w.cur]
 	}
-}
-
-func (w *Writer) zeros(n int64) []byte {
-	if int64(len(w.zeroPad)) < n {
-		w.zeroPad = make([]byte, n)
-	}
-	return w.zeroPad[:n]
 }
 
 // Write writes tensor data: the tensors' bytes, concatenated in info order, without
@@ -384,6 +396,31 @@ func (w *Writer) Write(p []byte) (int, error) {
 		}
 	}
 	return written, w.err
+}
+
+// ReadFrom copies tensor data from r until io.EOF, as Write does, through one buffer
+// the Writer keeps, so io.Copy(w, r) allocates nothing per call.
+func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
+	if w.buf == nil {
+		w.buf = make([]byte, 256<<10)
+	}
+	var total int64
+	for {
+		n, rerr := r.Read(w.buf)
+		if n > 0 {
+			m, err := w.Write(w.buf[:n])
+			total += int64(m)
+			if err != nil {
+				return total, err
+			}
+		}
+		if rerr == io.EOF {
+			return total, nil
+		}
+		if rerr != nil {
+			return total, rerr
+		}
+	}
 }
 
 // WriteTensor writes the whole data of the next tensor in info order, which must be

@@ -28,7 +28,7 @@ func FuzzReadHeader(f *testing.F) {
 	f.Add(newGB(3, 1, 1).kvU32(AlignmentKey, 32).tensor("w", []uint64{8}, 0, 0).pad(32).zeros(32).b)
 	f.Add(newGB(2, 0, 1).str("n").u32(uint32(TypeArray)).u32(uint32(TypeArray)).u64(1).u32(0).u64(1).raw(7).pad(32).b)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		lim := Limits{MaxArrayLen: 1 << 16, MaxStringLen: 1 << 16, MaxKVs: 1 << 12, MaxTensors: 1 << 12}
+		lim := Limits{MaxArrayLen: 1 << 16, MaxStringLen: 1 << 16, MaxKVs: 1 << 12, MaxTensors: 1 << 12, MaxHeaderBytes: 1 << 22}
 		h, err := lim.ReadHeader(bytes.NewReader(b))
 		file, ferr := lim.NewFile(bytes.NewReader(b), int64(len(b)))
 		if ferr == nil && err != nil {

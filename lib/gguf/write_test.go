@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -118,13 +119,14 @@ func TestWriterIncomplete(t *testing.T) {
 	expectErr(t, err, ErrInvalid, `tensor "a"`, "26 of its 36 bytes unwritten")
 }
 
-type failWriter struct{ n int }
+// failWriter accepts n bytes, then fails.
+type failWriter struct{ n int64 }
 
 func (f *failWriter) Write(p []byte) (int, error) {
-	if f.n <= 0 {
+	if int64(len(p)) > f.n {
 		return 0, errors.New("disk full")
 	}
-	f.n--
+	f.n -= int64(len(p))
 	return len(p), nil
 }
 
@@ -132,7 +134,10 @@ func TestWriterPropagatesErrors(t *testing.T) {
 	if _, err := NewWriter(&failWriter{}, validHeader()); err == nil {
 		t.Error("header write error lost")
 	}
-	w, err := NewWriter(&failWriter{n: 1}, validHeader())
+	if _, err := NewWriter(&failWriter{n: validHeader().InfoEnd}, validHeader()); err == nil {
+		t.Error("padding write error lost")
+	}
+	w, err := NewWriter(&failWriter{n: validHeader().DataOffset}, validHeader())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,5 +373,38 @@ func TestValueAccessors(t *testing.T) {
 	}
 	if TensorType(2).String() != "Q4_0" || TensorType(4).String() != "ggml_type(4)" || TensorType(4).Known() {
 		t.Error("TensorType names")
+	}
+}
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// TestHugeAlignmentNoAllocation: padding to a huge (valid) alignment is written in
+// chunks, never allocated whole.
+func TestHugeAlignmentNoAllocation(t *testing.T) {
+	h := &Header{KVs: []KV{{AlignmentKey, Uint32(1 << 28)}}, Tensors: []TensorInfo{{Name: "w", Dims: []int64{1}, Type: 0}}}
+	if err := h.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	var c countWriter
+	w, err := NewWriter(&c, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteTensor(make([]byte, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&ms1)
+	if c.n != 2<<28 {
+		t.Errorf("wrote %d bytes, want %d", c.n, 2<<28)
+	}
+	if got := ms1.TotalAlloc - ms0.TotalAlloc; got > 1<<20 {
+		t.Errorf("allocated %d bytes", got)
 	}
 }
