@@ -23,7 +23,12 @@ func Open(path string) (*File, error) { return Limits{}.Open(path) }
 
 // Open opens and parses the GGUF file at path. On unix the file is memory-mapped and
 // TensorData returns slices of the mapping; elsewhere (js/wasm, wasip1, windows) it is
-// read with ReadAt. Errors name the path.
+// read with ReadAt. Errors name the path. As with any mapping, the file must not be
+// truncated by someone else while it is open.
+//
+// Bytes after the last tensor (trailing data, or a last tensor's padding that is
+// missing) are not an error; f.DataOffset+f.DataSize() == f.Size() holds for a file
+// laid out exactly as llama.cpp writes it.
 func (l Limits) Open(path string) (*File, error) {
 	f, err := os.Open(path)
 	if err != nil {
