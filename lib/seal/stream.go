@@ -135,9 +135,12 @@ func NewEncryptor(fileKey, context []byte) (*Encryptor, error) {
 	return NewEncryptorWithSalt(fileKey, salt, context)
 }
 
-// NewEncryptorWithSalt is NewEncryptor with a caller-chosen salt, for tests
-// and known-answer vectors. A salt must never be reused with the same file
-// key.
+// NewEncryptorWithSalt is NewEncryptor with a caller-chosen salt. A (salt,
+// context) pair must never be reused with the same file key; since the
+// context is part of the key derivation, several streams of one file (say,
+// one per tensor) may share one random salt if each has a distinct context
+// (for example the tensor's index), and every chunk index restarts at 0 in
+// each of them.
 func NewEncryptorWithSalt(fileKey, salt, context []byte) (*Encryptor, error) {
 	d, commitment, err := deriveStream(fileKey, salt, context)
 	if err != nil {
