@@ -44,7 +44,7 @@ $(TOOLS)/wazero:
 	GOBIN=$(TOOLS) $(GO) install $(WAZERO)
 
 test-wasip1: $(TOOLS)/wazero
-	PATH="$(TOOLS):$$PATH" GOWASIRUNTIME=wazero GOOS=wasip1 GOARCH=wasm $(GO) test -short $(PKGS_LIB)
+	PATH="$(TOOLS):$$($(GO) env GOROOT)/lib/wasm:$$PATH" GOWASIRUNTIME=wazero GOOS=wasip1 GOARCH=wasm $(GO) test -short $(PKGS_LIB)
 
 test-fuzz:
 	FUZZTIME=$(FUZZTIME) .ci/fuzz
