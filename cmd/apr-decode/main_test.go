@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/model"
+)
+
+// fixture saves a small LinearRegression model (zstd + shuffle) and returns its path.
+func fixture(t *testing.T) string {
+	t.Helper()
+	x, _ := model.FromRows([][]float64{{0, 1}, {1, 0}, {2, 2}, {3, 5}})
+	m := model.NewLinearRegression()
+	if err := m.Fit(x, []float64{1, 2, 6, 13}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.apr")
+	err := apr.Save(path, m, apr.SaveOptions{Name: "cli-test", Metrics: map[string]any{"r2": 1.0},
+		Compression: container.CompressZstd, Shuffle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runIt(t *testing.T, stdin []byte, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, bytes.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestInspectTextAndJSON(t *testing.T) {
+	path := fixture(t)
+	out, _, code := runIt(t, nil, "inspect", path)
+	for _, want := range []string{"LinearRegression (0x0001)", "cli-test", "coefficients", "zstd+shuffle", "compressed,shuffled"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("inspect output lacks %q (exit %d):\n%s", want, code, out)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	out, _, code = runIt(t, b, "inspect", "--json")
+	var v struct {
+		ModelType string `json:"model_type"`
+		Tensors   []struct {
+			Name  string  `json:"name"`
+			Shape []int64 `json:"shape"`
+		} `json:"tensors"`
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
+		t.Fatalf("inspect --json from stdin: %v (exit %d)\n%s", err, code, out)
+	}
+	if v.ModelType != "LinearRegression" || len(v.Tensors) != 2 || v.Tensors[0].Shape[0] != 2 || v.Metadata["name"] != "cli-test" {
+		t.Errorf("unexpected JSON: %+v", v)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	path := fixture(t)
+	if out, _, code := runIt(t, nil, "verify", path); code != 0 || !strings.Contains(out, "OK, 2 tensors") {
+		t.Fatalf("verify: exit %d %q", code, out)
+	}
+	b, _ := os.ReadFile(path)
+	for _, bad := range [][]byte{b[:len(b)-1], append(append([]byte(nil), b...), 0), flip(b, len(b)/2), nil} {
+		out, stderr, code := runIt(t, bad, "verify")
+		if code != 1 || out != "" || !strings.HasPrefix(stderr, "apr-decode: stdin: ") {
+			t.Errorf("damaged input: exit %d, stdout %q, stderr %q", code, out, stderr)
+		}
+	}
+	if _, stderr, code := runIt(t, nil, "verify", filepath.Join(t.TempDir(), "missing.apr")); code != 1 || !strings.Contains(stderr, "missing.apr") {
+		t.Errorf("missing file: exit %d %q", code, stderr)
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := append([]byte(nil), b...)
+	c[i] ^= 0x20
+	return c
+}
+
+func TestExtractAndPlain(t *testing.T) {
+	path := fixture(t)
+	dir := t.TempDir()
+	npyPath := filepath.Join(dir, "c.npy")
+	if _, stderr, code := runIt(t, nil, "extract", path, "-t", "coefficients", "-o", npyPath); code != 0 {
+		t.Fatalf("extract: %s", stderr)
+	}
+	b, _ := os.ReadFile(npyPath)
+	if !bytes.HasPrefix(b, []byte("\x93NUMPY")) || !bytes.Contains(b, []byte("'shape': (2,)")) {
+		t.Errorf("not the expected .npy: %q", b[:min(len(b), 80)])
+	}
+	plain := filepath.Join(dir, "plain.apr")
+	if _, stderr, code := runIt(t, nil, "plain", path, "-o", plain); code != 0 {
+		t.Fatalf("plain: %s", stderr)
+	}
+	info, err := container.Inspect(plain)
+	if err != nil || info.Flags != 0 || info.Tensors[0].Codec != container.CodecNone {
+		t.Fatalf("plain output: %+v %v", info, err)
+	}
+	m, err := apr.Load[*model.LinearRegressionModel](plain, model.LinearRegression)
+	if err != nil || len(m.Coefficients) != 2 {
+		t.Fatalf("plain output does not load: %v", err)
+	}
+	if _, stderr, code := runIt(t, nil, "extract", path, "--format", "npy"); code != 2 || !strings.Contains(stderr, "-t") {
+		t.Errorf("npy without a tensor: exit %d %q", code, stderr)
+	}
+}
