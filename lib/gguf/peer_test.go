@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/apr-go/apr/lib/internal/peertest"
 	"math"
 	"os"
 	"os/exec"
@@ -49,11 +50,11 @@ func TestPeerHuggingFaceGGUF(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", "@huggingface", "gguf")); err != nil {
-		t.Skipf("peer test skipped: %s/node_modules missing (run `npm ci` there)", peerDir)
+		peertest.Missing(t, "peer test skipped: %s/node_modules missing (run `npm ci` there)", peerDir)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("peer test skipped: node not found in PATH")
+		peertest.Missing(t, "peer test skipped: node not found in PATH")
 	}
 
 	dir := t.TempDir()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/apr-go/apr/lib/internal/peertest"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -40,7 +41,7 @@ func numpyPython(t *testing.T) string {
 			return py
 		}
 	}
-	t.Skip("NumPy peer test: no python3 with numpy found; install Debian's python3-numpy (apt-get install -y python3-numpy) or set APR_PYTHON")
+	peertest.Missing(t, "NumPy peer test: no python3 with numpy found; install Debian's python3-numpy (apt-get install -y python3-numpy) or set APR_PYTHON")
 	return ""
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/apr-go/apr/lib/internal/peertest"
 	"math"
 	"os"
 	"os/exec"
@@ -149,7 +150,7 @@ func peerPython(t *testing.T) string {
 	}
 	const py = "/usr/bin/python3"
 	if out, err := exec.Command(py, "-c", "import numpy").CombinedOutput(); err != nil {
-		t.Skipf("peer test skipped: %s cannot import numpy (install Debian's python3-numpy; CI does): %v %s", py, err, bytes.TrimSpace(out))
+		peertest.Missing(t, "peer test skipped: %s cannot import numpy (install Debian's python3-numpy; CI does): %v %s", py, err, bytes.TrimSpace(out))
 	}
 	script := filepath.Join(t.TempDir(), "peer.py")
 	if err := os.WriteFile(script, []byte(peerPy), 0o644); err != nil {

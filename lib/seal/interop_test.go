@@ -2,6 +2,7 @@ package seal
 
 import (
 	"bytes"
+	"github.com/apr-go/apr/lib/internal/peertest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,7 @@ func needTool(t *testing.T, names ...string) {
 	}
 	for _, n := range names {
 		if _, err := exec.LookPath(n); err != nil {
-			t.Skipf("peer test skipped: %q is not installed (apt-get install -y age)", n)
+			peertest.Missing(t, "peer test skipped: %q is not installed (apt-get install -y age)", n)
 		}
 	}
 }

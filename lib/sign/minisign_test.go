@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
+	"github.com/apr-go/apr/lib/internal/peertest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,7 +139,7 @@ func needTool(t *testing.T, name string) string {
 	}
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("peer test skipped: %q is not installed (apt-get install -y %s)", name, name)
+		peertest.Missing(t, "peer test skipped: %q is not installed (apt-get install -y %s)", name, name)
 	}
 	return p
 }
