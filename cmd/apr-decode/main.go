@@ -122,7 +122,7 @@ func (c *plainCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
-	if err := apr.Reencode(out, s, nil, true, container.WithCompression(container.CompressNone)); err != nil {
+	if err := apr.Reencode(out, env.Progress(s), nil, true, container.WithCompression(container.CompressNone)); err != nil {
 		return err
 	}
 	return out.Commit()

@@ -68,7 +68,7 @@ func (c *encodeCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
-	if err := apr.Reencode(out, src, c.edit, !edited, opts...); err != nil {
+	if err := apr.Reencode(out, env.Progress(src), c.edit, !edited, opts...); err != nil {
 		return err
 	}
 	return out.Commit()
