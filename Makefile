@@ -8,6 +8,7 @@ BIN      := $(CURDIR)/bin
 TOOLS    := $(CURDIR)/bin/tools
 WAZERO   := github.com/tetratelabs/wazero/cmd/wazero@v1.12.0
 PKGS_LIB := ./lib/... ./kernels/...
+PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
 .PHONY: all build test test-native test-purego test-wasm test-wasip1 test-fuzz test-pipelines \
@@ -38,13 +39,13 @@ test-purego:
 	$(GO) test -short -tags purego,noasm $(PKGS_LIB)
 
 test-wasm:
-	PATH="$$($(GO) env GOROOT)/lib/wasm:$$PATH" GOOS=js GOARCH=wasm $(GO) test -short $(PKGS_LIB)
+	PATH="$$($(GO) env GOROOT)/lib/wasm:$$PATH" GOOS=js GOARCH=wasm $(GO) test -short $(PKGS_WASM)
 
 $(TOOLS)/wazero:
 	GOBIN=$(TOOLS) $(GO) install $(WAZERO)
 
 test-wasip1: $(TOOLS)/wazero
-	PATH="$(TOOLS):$$($(GO) env GOROOT)/lib/wasm:$$PATH" GOWASIRUNTIME=wazero GOOS=wasip1 GOARCH=wasm $(GO) test -short $(PKGS_LIB)
+	PATH="$(TOOLS):$$($(GO) env GOROOT)/lib/wasm:$$PATH" GOWASIRUNTIME=wazero GOOS=wasip1 GOARCH=wasm $(GO) test -short $(PKGS_WASM)
 
 test-fuzz:
 	FUZZTIME=$(FUZZTIME) .ci/fuzz
