@@ -1,7 +1,6 @@
 package apr
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -65,14 +64,12 @@ func InspectAprender(b []byte) (*Info, error) {
 // stream is read through to its end (checking every record and chunk CRC, decompressing
 // nothing); an aprender file is read whole.
 func InspectReader(r io.Reader) (*Info, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	prefix, _ := br.Peek(5)
-	if _, ok := aprender.Detect(prefix); ok {
-		b, err := io.ReadAll(io.LimitReader(br, aprender.MaxFileSize+1))
-		if err != nil {
-			return nil, err
-		}
-		return InspectAprender(b)
+	br, whole, err := sniff(r)
+	if err != nil {
+		return nil, err
+	}
+	if whole != nil {
+		return InspectAprender(whole)
 	}
 	ci, err := container.InspectStream(br)
 	if err != nil {

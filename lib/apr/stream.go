@@ -28,14 +28,12 @@ type Stream interface {
 // An APR v2 input streams in bounded memory; an aprender file is read whole (its
 // layouts put the checksum at the end of a single payload).
 func OpenStream(r io.Reader) (Stream, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	prefix, _ := br.Peek(5)
-	if _, ok := aprender.Detect(prefix); ok {
-		b, err := io.ReadAll(io.LimitReader(br, aprender.MaxFileSize+1))
-		if err != nil {
-			return nil, err
-		}
-		return aprenderStream(b)
+	br, whole, err := sniff(r)
+	if err != nil {
+		return nil, err
+	}
+	if whole != nil {
+		return aprenderStream(whole)
 	}
 	cr, err := container.NewReader(br)
 	if err != nil {
@@ -123,4 +121,17 @@ func CopyTensors(w *container.Writer, s Stream) error {
 			return fmt.Errorf("tensor %q: %w", info.Name, err)
 		}
 	}
+}
+
+// sniff looks at the start of r: for an aprender file it returns the whole file (its
+// layouts can only be checked whole, and are capped at aprender.MaxFileSize); otherwise
+// a buffered reader positioned at the start.
+func sniff(r io.Reader) (*bufio.Reader, []byte, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	prefix, _ := br.Peek(5)
+	if _, ok := aprender.Detect(prefix); !ok {
+		return br, nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(br, aprender.MaxFileSize+1))
+	return nil, b, err
 }
