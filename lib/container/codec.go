@@ -49,7 +49,8 @@ func (c Compression) codec() Codec {
 }
 
 // The zstd encoders and decoder are safe for concurrent EncodeAll/DecodeAll calls and
-// costly to build, so each is made once.
+// costly to build, so each is made once. A window larger than a default chunk buys
+// nothing (each chunk is compressed alone) and costs memory per worker.
 var (
 	zstdOnce              sync.Once
 	zstdDefault, zstdBest *zstd.Encoder
@@ -59,11 +60,11 @@ var (
 
 func zstdCodecs() error {
 	zstdOnce.Do(func() {
-		zstdDefault, zstdErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true))
+		zstdDefault, zstdErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(DefaultChunk))
 		if zstdErr != nil {
 			return
 		}
-		zstdBest, zstdErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true))
+		zstdBest, zstdErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(DefaultChunk))
 		if zstdErr != nil {
 			return
 		}
