@@ -34,16 +34,15 @@ func Create(path string, perm os.FileMode) (*File, error) {
 	return &File{File: f, path: path}, nil
 }
 
-// Commit flushes the data to disk and renames the file into place.
+// Commit closes the file and renames it into place. Like cp and gzip it does not fsync:
+// the guarantee is that a failed run leaves no partial file, not durability across a
+// power loss (call Sync first for that).
 func (f *File) Commit() error {
 	if f.done {
 		return fmt.Errorf("%s: already committed or aborted", f.path)
 	}
 	f.done = true
-	err := f.File.Sync()
-	if cerr := f.File.Close(); err == nil {
-		err = cerr
-	}
+	err := f.File.Close()
 	if err == nil {
 		err = os.Rename(f.File.Name(), f.path)
 	}
