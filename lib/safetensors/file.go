@@ -33,6 +33,16 @@ func Open(path string) (*File, error) {
 	return sf, nil
 }
 
+// NewFile checks the SafeTensors file already open as f (for example a redirected
+// stdin) and takes ownership of it: Close closes f. name is used in messages.
+func NewFile(f *os.File, name string) (*File, error) {
+	sf, err := newFile(f, name)
+	if err != nil {
+		return nil, withFile(err, name)
+	}
+	return sf, nil
+}
+
 func newFile(f *os.File, path string) (*File, error) {
 	st, err := f.Stat()
 	if err != nil {
@@ -162,4 +172,18 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// DropPages tells the OS that the file bytes [off, off+n) will not be read again
+// soon, so that their mapped pages leave the process's resident set (they stay in
+// the page cache; a later read maps them again). Streaming a large mapped file
+// with DropPages behind the reader keeps the resident set bounded. It is a no-op
+// when the file is not mapped, and it never invalidates data: the mapping is
+// read-only and shared.
+func (f *File) DropPages(off, n int64) {
+	if f.mm == nil || n <= 0 || off < 0 || off >= int64(len(f.mm)) {
+		return
+	}
+	end := min(off+n, int64(len(f.mm)))
+	dropPages(f.mm, off, end)
 }

@@ -1,0 +1,440 @@
+package stconv
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/safetensors"
+)
+
+// ImportOptions control how a SafeTensors source becomes an APR tensor stream.
+type ImportOptions struct {
+	// Type is the model type of the stream. Zero means: the type named by the
+	// "apr.model_type" key of __metadata__ when there is one, else Custom.
+	Type model.Type
+	// Name is the model name written into the metadata ("" leaves it empty).
+	Name string
+	// SkipFiles leaves a checkpoint directory's config and tokenizer files out of the
+	// metadata.
+	SkipFiles bool
+}
+
+// Caps on the checkpoint files kept in the metadata; the container's metadata cap is
+// container.MaxMetadata (64 MiB), and the rest of the metadata needs room too.
+const (
+	MaxFileSize   = 32 << 20 // one kept file
+	MaxFilesTotal = 48 << 20 // all kept files together
+)
+
+// ErrTooLarge is wrapped by the error of an import whose kept files exceed the caps.
+var ErrTooLarge = errors.New("checkpoint files too large for the metadata")
+
+// Open imports the SafeTensors source at path: a .safetensors file, a Hugging Face
+// checkpoint directory (holding model.safetensors.index.json and its shards, or
+// model.safetensors), or an index file. Every file is opened, memory-mapped where the
+// platform allows it, and fully checked before the stream is returned; tensors come
+// out shard by shard (in file name order), each shard in data order, and the stream
+// holds no tensor in memory: it reads the mapping in place and releases the pages it
+// has passed. Each source file's SHA-256 is recorded in the provenance. From a
+// directory or index, the checkpoint's config and tokenizer files are kept in the
+// metadata (see KeepFile) unless opts.SkipFiles.
+func Open(path string, opts ImportOptions) (apr.Stream, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	ckpt := st.IsDir() || strings.HasSuffix(path, ".json")
+	c, err := safetensors.OpenCheckpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	var files map[string]any
+	if ckpt && !opts.SkipFiles {
+		if files, err = readFiles(c.Dir); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	s, err := newFileStream(c.Shards, files, opts)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.closer = c.Close
+	return s, nil
+}
+
+// OpenFile imports the SafeTensors file already open as f (a redirected stdin, for
+// example), as Open does for a single file; it takes ownership of f. name is used in
+// messages and the provenance.
+func OpenFile(f *os.File, name string, opts ImportOptions) (apr.Stream, error) {
+	sf, err := safetensors.NewFile(f, name)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s, err := newFileStream([]*safetensors.File{sf}, nil, opts)
+	if err != nil {
+		sf.Close()
+		return nil, err
+	}
+	s.closer = sf.Close
+	return s, nil
+}
+
+// NewStream imports a SafeTensors stream that cannot seek (a pipe): the header comes
+// first, so the APR header can be written at once and each tensor streamed through as
+// it arrives, in data order, with memory bounded by one read buffer. The end of the
+// stream is checked (the data must end exactly where the header says) before Next
+// reports io.EOF. No digest of the source is recorded: it would only be known at the
+// end, after the APR metadata has gone out.
+func NewStream(r io.Reader, opts ImportOptions) (apr.Stream, error) {
+	sr, err := safetensors.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	h := sr.Header()
+	hdr, err := importHeader(h.Metadata, [][]safetensors.TensorInfo{h.Tensors}, nil, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &pipeStream{h: hdr, r: sr}, nil
+}
+
+type pipeStream struct {
+	h container.Header
+	r *safetensors.Reader
+}
+
+func (s *pipeStream) Header() container.Header { return s.h }
+func (s *pipeStream) Next() (container.TensorInfo, io.Reader, error) {
+	t, r, err := s.r.Next()
+	if err != nil {
+		return container.TensorInfo{}, nil, err
+	}
+	return containerInfo(t), r, nil
+}
+func (s *pipeStream) Blocks() []container.Block { return nil }
+func (s *pipeStream) Close() error              { return nil }
+
+func containerInfo(t safetensors.TensorInfo) container.TensorInfo {
+	return container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}
+}
+
+// fileStream serves the tensors of mapped (or ReadAt) files in order.
+type fileStream struct {
+	h      container.Header
+	shards []*safetensors.File
+	shard  int // current shard
+	next   int // next tensor of the current shard
+	seen   map[string]string
+	closer func() error
+}
+
+func newFileStream(shards []*safetensors.File, files map[string]any, opts ImportOptions) (*fileStream, error) {
+	digests, err := digestFiles(shards)
+	if err != nil {
+		return nil, err
+	}
+	tensors := make([][]safetensors.TensorInfo, len(shards))
+	for i, f := range shards {
+		tensors[i] = f.Header().Tensors
+	}
+	var meta safetensors.Metadata
+	if len(shards) > 0 {
+		meta = shards[0].Header().Metadata
+	}
+	h, err := importHeader(meta, tensors, digests, files, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &fileStream{h: h, shards: shards, seen: map[string]string{}}, nil
+}
+
+func (s *fileStream) Header() container.Header { return s.h }
+
+func (s *fileStream) Next() (container.TensorInfo, io.Reader, error) {
+	for s.shard < len(s.shards) && s.next == len(s.shards[s.shard].Header().Tensors) {
+		s.shard++
+		s.next = 0
+	}
+	if s.shard == len(s.shards) {
+		return container.TensorInfo{}, nil, io.EOF
+	}
+	f := s.shards[s.shard]
+	t := f.Header().Tensors[s.next]
+	s.next++
+	if prev, dup := s.seen[t.Name]; dup {
+		return container.TensorInfo{}, nil, fmt.Errorf("%s: tensor %q is also in %s", f.Path(), t.Name, prev)
+	}
+	s.seen[t.Name] = f.Path()
+	off := f.Header().DataStart() + t.Begin
+	if !f.Mapped() {
+		return containerInfo(t), io.NewSectionReader(f, off, t.Size()), nil
+	}
+	data, err := f.TensorData(t)
+	if err != nil {
+		return container.TensorInfo{}, nil, err
+	}
+	return containerInfo(t), &pageReader{f: f, data: data, off: off}, nil
+}
+
+func (s *fileStream) Blocks() []container.Block { return nil }
+
+func (s *fileStream) Close() error {
+	if s.closer == nil {
+		return nil
+	}
+	c := s.closer
+	s.closer = nil
+	return c()
+}
+
+// pageReader reads a tensor from the mapping and drops the pages it has passed from
+// the resident set, every dropEvery bytes and at the end.
+type pageReader struct {
+	f       *safetensors.File
+	data    []byte
+	off     int64 // file offset of data[0]
+	pos     int
+	dropped int
+}
+
+const dropEvery = 8 << 20
+
+func (r *pageReader) Read(p []byte) (int, error) {
+	if r.pos == len(r.data) {
+		r.drop()
+		return 0, io.EOF
+	}
+	n := copy(p, r.data[r.pos:])
+	r.pos += n
+	if r.pos-r.dropped >= dropEvery || r.pos == len(r.data) {
+		r.drop()
+	}
+	return n, nil
+}
+
+// WriteTo writes the rest of the tensor in slices of the mapping, without a copy.
+func (r *pageReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for r.pos < len(r.data) {
+		end := min(r.pos+dropEvery, len(r.data))
+		n, err := w.Write(r.data[r.pos:end])
+		r.pos += n
+		total += int64(n)
+		r.drop()
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func (r *pageReader) drop() {
+	if r.pos > r.dropped {
+		r.f.DropPages(r.off+int64(r.dropped), int64(r.pos-r.dropped))
+		r.dropped = r.pos
+	}
+}
+
+// digestFiles returns the SHA-256 of each whole file, reading them with plain reads
+// (so the hashing does not grow the resident set), several files at once.
+func digestFiles(shards []*safetensors.File) ([]any, error) {
+	out := make([]any, len(shards))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, f := range shards {
+		g.Go(func() error {
+			h := sha256.New()
+			size := f.Header().FileSize()
+			buf := make([]byte, 1<<20)
+			for off := int64(0); off < size; {
+				n := int(min(int64(len(buf)), size-off))
+				if _, err := readAtFile(f, buf[:n], off); err != nil {
+					return fmt.Errorf("%s: reading at offset %d for the digest: %w", f.Path(), off, err)
+				}
+				h.Write(buf[:n])
+				off += int64(n)
+				if f.Mapped() {
+					f.DropPages(off-int64(n), int64(n))
+				}
+			}
+			out[i] = map[string]any{"name": filepath.Base(f.Path()), "size": size, "sha256": hex.EncodeToString(h.Sum(nil))}
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+func readAtFile(f *safetensors.File, p []byte, off int64) (int, error) {
+	n, err := f.ReadAt(p, off)
+	if n == len(p) {
+		return n, nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// importHeader builds the APR header of an import: the model type (opts, else
+// __metadata__'s apr.model_type, else Custom), model config from apr.model_config,
+// __metadata__ itself verbatim and in order, the kept files, and the provenance.
+func importHeader(meta safetensors.Metadata, shards [][]safetensors.TensorInfo, digests []any, files map[string]any, opts ImportOptions) (container.Header, error) {
+	created, err := container.CreatedAt()
+	if err != nil {
+		return container.Header{}, err
+	}
+	md := container.Metadata{Name: opts.Name, CreatedAt: created, Producer: apr.Producer}
+	typ := model.Custom
+	if v, ok := meta.Get(MetaModelType); ok {
+		if typ, err = model.ParseType(v); err != nil {
+			return container.Header{}, fmt.Errorf("__metadata__ %q: %w", MetaModelType, err)
+		}
+	}
+	if v, ok := meta.Get(MetaModelConfig); ok {
+		if md.ModelConfig, err = parseConfig(v); err != nil {
+			return container.Header{}, fmt.Errorf("__metadata__ %q: %w", MetaModelConfig, err)
+		}
+	}
+	if opts.Type != 0 {
+		typ = opts.Type
+	}
+	md.Extra = map[string]any{}
+	if meta != nil {
+		pairs := make([]any, len(meta))
+		for i, e := range meta {
+			pairs[i] = []any{e.Key, e.Value}
+		}
+		md.Extra[KeyMetadata] = pairs
+	}
+	if len(files) > 0 {
+		md.Extra[KeyFiles] = files
+	}
+	if len(md.Extra) == 0 {
+		md.Extra = nil
+	}
+	prov := map[string]any{"source_format": SourceFormat}
+	dtypes := map[string]any{}
+	for _, ts := range shards {
+		for _, t := range ts {
+			if t.DType.Info().Float {
+				dtypes[t.Name] = t.DTypeName
+			}
+		}
+	}
+	if len(dtypes) > 0 {
+		prov[ProvDTypes] = dtypes
+	}
+	if digests != nil {
+		prov[ProvFiles] = digests
+	}
+	md.Provenance = prov
+	return container.Header{Type: typ, Metadata: md}, nil
+}
+
+// parseConfig decodes a JSON object of plain values; whole numbers become int64.
+func parseConfig(s string) (map[string]any, error) {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if d.More() {
+		return nil, errors.New("not a single JSON object")
+	}
+	return plainJSON(m).(map[string]any), nil
+}
+
+func plainJSON(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plainJSON(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = plainJSON(e)
+		}
+		return x
+	}
+	return v
+}
+
+// KeepFile reports whether a checkpoint directory's file is kept in the metadata of
+// an import: JSON files (config.json, generation_config.json, tokenizer.json,
+// tokenizer_config.json, special_tokens_map.json, added_tokens.json,
+// preprocessor_config.json, vocab.json, ...) other than the index, and the tokenizer
+// vocabularies (merges.txt, vocab.txt and other vocab.* files, SentencePiece *.model,
+// *.tiktoken, chat templates *.jinja). Weights in other formats, READMEs and licenses
+// are not kept.
+func KeepFile(name string) bool {
+	if name == safetensors.IndexFileName || strings.HasPrefix(name, ".") || !safetensors.ValidShardName(name) {
+		return false
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".json", ".model", ".tiktoken", ".jinja":
+		return true
+	}
+	return name == "merges.txt" || strings.HasPrefix(name, "vocab.")
+}
+
+// readFiles reads the kept files of dir into a name -> bytes map.
+func readFiles(dir string) (map[string]any, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]any{}
+	var total int64
+	var names []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !KeepFile(e.Name()) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(b) > MaxFileSize {
+			return nil, fmt.Errorf("%s: %w: over %d bytes (import with SkipFiles, or copy it beside the export)", path, ErrTooLarge, MaxFileSize)
+		}
+		total += int64(len(b))
+		names = append(names, e.Name())
+		if total > MaxFilesTotal {
+			sort.Strings(names)
+			return nil, fmt.Errorf("%s: %w: %s together over %d bytes", dir, ErrTooLarge, strings.Join(names, ", "), MaxFilesTotal)
+		}
+		files[e.Name()] = b
+	}
+	return files, nil
+}

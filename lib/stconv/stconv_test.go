@@ -1,0 +1,514 @@
+package stconv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apr-go/apr/kernels"
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/safetensors"
+)
+
+const validDir = "../../testdata/safetensors/valid"
+
+func validFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(validDir, "*.safetensors"))
+	if err != nil || len(files) != 10 {
+		t.Fatalf("want the 10 crate-written files of %s, got %d (%v)", validDir, len(files), err)
+	}
+	return files
+}
+
+// toAPR writes a stream as an APR v2 file.
+func toAPR(t *testing.T, s apr.Stream, opts ...container.Option) []byte {
+	t.Helper()
+	defer s.Close()
+	var buf bytes.Buffer
+	w, err := container.NewWriter(&buf, s.Header(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apr.CopyTensors(w, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func writeTemp(t *testing.T, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// exportFile exports the APR file at path (random access) to bytes.
+func exportFile(t *testing.T, path string, opts ExportOptions) []byte {
+	t.Helper()
+	src, err := OpenSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var out bytes.Buffer
+	if err := Export(&out, src, opts); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// exportStream exports APR bytes read as a pipe (spooled).
+func exportStream(t *testing.T, b []byte, opts ExportOptions) []byte {
+	t.Helper()
+	s, err := apr.OpenStream(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := StreamSource(s)
+	defer src.Close()
+	var out bytes.Buffer
+	if err := Export(&out, src, opts); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// TestRoundTripValid: every crate-written file, imported three ways (mapped file,
+// open file, pipe) and exported three ways (file in one pass, file compressed, pipe
+// spooled), comes back byte for byte.
+func TestRoundTripValid(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
+	for _, path := range validFiles(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s1, err := Open(path, ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a1 := toAPR(t, s1)
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s2, err := OpenFile(f, filepath.Base(path), ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a2 := toAPR(t, s2); !bytes.Equal(a1, a2) {
+				t.Error("import of the path and of the open file differ")
+			}
+			s3, err := NewStream(bytes.NewReader(want), ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a3 := toAPR(t, s3)
+			aprPath := writeTemp(t, "m.apr", a1)
+			if got := exportFile(t, aprPath, ExportOptions{}); !bytes.Equal(got, want) {
+				t.Errorf("file export differs from the crate's file:\n got %q\nwant %q", got, want)
+			}
+			zst := writeTemp(t, "z.apr", toAPR(t, mustOpen(t, path), container.WithCompression(container.CompressZstd), container.WithShuffle(true)))
+			if got := exportFile(t, zst, ExportOptions{}); !bytes.Equal(got, want) {
+				t.Error("export of the zstd APR differs from the crate's file")
+			}
+			if got := exportStream(t, a3, ExportOptions{}); !bytes.Equal(got, want) {
+				t.Error("export of the piped APR differs from the crate's file")
+			}
+			// The metadata carries the digest of the file and __metadata__ in order.
+			info, err := container.NewFile(bytes.NewReader(a1), int64(len(a1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := info.Header().Metadata
+			if md.Provenance["source_format"] != SourceFormat {
+				t.Errorf("provenance %v", md.Provenance)
+			}
+			files, _ := md.Provenance[ProvFiles].([]any)
+			if len(files) != 1 || len(files[0].(map[string]any)["sha256"].(string)) != 64 {
+				t.Errorf("source_files %v", md.Provenance[ProvFiles])
+			}
+		})
+	}
+}
+
+func mustOpen(t *testing.T, path string) apr.Stream {
+	t.Helper()
+	s, err := Open(path, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestMetadataOrderKept: several __metadata__ keys keep their order (the crate's own
+// order is a HashMap's, so this is our writer's file).
+func TestMetadataOrderKept(t *testing.T) {
+	meta := safetensors.Metadata{{Key: "z", Value: "1"}, {Key: "a", Value: "2"}, {Key: "format", Value: "pt"}}
+	var src bytes.Buffer
+	if err := safetensors.Encode(&src, meta, []safetensors.Tensor{{TensorSpec: safetensors.TensorSpec{Name: "w", DType: dtype.F32, Shape: []int64{2}}, Data: make([]byte, 8)}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewStream(bytes.NewReader(src.Bytes()), ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := exportStream(t, toAPR(t, s), ExportOptions{}); !bytes.Equal(got, src.Bytes()) {
+		t.Errorf("got %q\nwant %q", got, src.Bytes())
+	}
+}
+
+// reverseAPR builds an APR whose tensors come in the reverse of the writer's order.
+func reverseAPR(t *testing.T, opts ...container.Option) ([]byte, []byte) {
+	t.Helper()
+	path := filepath.Join(validDir, "big_f32.safetensors")
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, path)
+	defer s.Close()
+	var tensors []model.Tensor
+	for {
+		info, r, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r)
+		tensors = append(tensors, model.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: b})
+	}
+	slices.Reverse(tensors)
+	hdr := s.Header()
+	return toAPR(t, apr.NewMemStream(hdr.Type, hdr.Metadata, tensors), opts...), want
+}
+
+// TestExportPaths: a file whose order is not the writer's is read by random access
+// (plain) or spooled (compressed); both give the crate's bytes.
+func TestExportPaths(t *testing.T) {
+	plain, want := reverseAPR(t)
+	if got := exportFile(t, writeTemp(t, "p.apr", plain), ExportOptions{}); !bytes.Equal(got, want) {
+		t.Error("random-access export differs")
+	}
+	lz4, _ := reverseAPR(t, container.WithCompression(container.CompressLZ4))
+	tmp := t.TempDir()
+	if got := exportFile(t, writeTemp(t, "c.apr", lz4), ExportOptions{TempDir: tmp}); !bytes.Equal(got, want) {
+		t.Error("spooled export of a compressed file differs")
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("spool files left behind: %v", left)
+	}
+}
+
+// TestExportCorruptFile: a flipped byte in a plain tensor is caught on every path.
+func TestExportCorruptFile(t *testing.T) {
+	for _, reversed := range []bool{false, true} {
+		var b []byte
+		if reversed {
+			b, _ = reverseAPR(t)
+		} else {
+			b = toAPR(t, mustOpen(t, filepath.Join(validDir, "big_f32.safetensors")))
+		}
+		cf, err := container.NewFile(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := cf.Entries()[0]
+		b[e.DataOffset+3] ^= 0x40
+		src, err := OpenSource(writeTemp(t, "bad.apr", b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = Export(io.Discard, src, ExportOptions{})
+		src.Close()
+		if !errors.Is(err, container.ErrChecksum) || !strings.Contains(err.Error(), e.Name) {
+			t.Errorf("reversed=%v: got %v, want a checksum error naming %q", reversed, err, e.Name)
+		}
+		s, err := apr.OpenStream(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Export(io.Discard, StreamSource(s), ExportOptions{}); !errors.Is(err, container.ErrChecksum) {
+			t.Errorf("reversed=%v, pipe: got %v, want a checksum error", reversed, err)
+		}
+	}
+}
+
+func f32s(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// TestExportQuantized: a Q8_0 tensor is dequantized (to its source dtype by default,
+// or as asked), never written as block bytes.
+func TestExportQuantized(t *testing.T) {
+	vals := make([]float32, 2*64)
+	for i := range vals {
+		vals[i] = float32(math.Sin(float64(i))) * 3
+	}
+	q := make([]byte, 2*2*34)
+	if err := kernels.Quantize(dtype.Q8_0, q, vals); err != nil {
+		t.Fatal(err)
+	}
+	deq := make([]float32, len(vals))
+	if err := kernels.Dequantize(dtype.Q8_0, deq, q); err != nil {
+		t.Fatal(err)
+	}
+	tensors := []model.Tensor{{Name: "w", DType: dtype.Q8_0, Shape: []int64{2, 64}, Data: q}, model.F32Tensor("b", []float32{1, 2})}
+	for _, tc := range []struct {
+		prov map[string]any
+		opt  dtype.DType
+		want dtype.DType
+	}{
+		{nil, 0, dtype.F32},
+		{map[string]any{ProvDTypes: map[string]any{"w": "BF16"}}, 0, dtype.BF16},
+		{map[string]any{ProvDTypes: map[string]any{"w": "BF16"}}, dtype.F16, dtype.F16},
+		{nil, dtype.F64, dtype.F64},
+	} {
+		b := toAPR(t, apr.NewMemStream(model.Custom, container.Metadata{Provenance: tc.prov}, tensors))
+		for _, out := range [][]byte{exportFile(t, writeTemp(t, "q.apr", b), ExportOptions{DType: tc.opt}), exportStream(t, b, ExportOptions{DType: tc.opt})} {
+			h, err := safetensors.Decode(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ti, _ := h.Lookup("w")
+			if ti.DType != tc.want || !slices.Equal(ti.Shape, []int64{2, 64}) {
+				t.Fatalf("w is %v %v, want %v [2 64]", ti.DType, ti.Shape, tc.want)
+			}
+			got, err := apr.ToF32(model.Tensor{Name: "w", DType: ti.DType, Shape: ti.Shape, Data: out[h.DataStart()+ti.Begin : h.DataStart()+ti.End]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range f32s(got.Data) {
+				w := deq[i]
+				switch tc.want {
+				case dtype.F16:
+					w = kernels.F16BitsToF32(kernels.F32ToF16Bits(w))
+				case dtype.BF16:
+					w = kernels.BF16BitsToF32(kernels.F32ToBF16Bits(w))
+				}
+				if v != w {
+					t.Fatalf("%v: w[%d] = %v, want %v", tc.want, i, v, w)
+				}
+			}
+		}
+	}
+	b := toAPR(t, apr.NewMemStream(model.Custom, container.Metadata{}, tensors))
+	src, err := OpenSource(writeTemp(t, "q.apr", b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := Export(io.Discard, src, ExportOptions{DType: dtype.I8}); err == nil {
+		t.Error("dequantizing to I8 was accepted")
+	}
+}
+
+// TestCheckpointDir: a sharded checkpoint with config and tokenizer files imports,
+// exports as shards with its files, and re-imports to the same tensors.
+func TestCheckpointDir(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
+	dir := t.TempDir()
+	var specs []safetensors.TensorSpec
+	for i := range 5 {
+		specs = append(specs, safetensors.TensorSpec{Name: "layer." + string(rune('a'+i)) + ".weight", DType: dtype.BF16, Shape: []int64{8, 8}})
+	}
+	plan, err := safetensors.PlanShards(specs, 300, safetensors.Metadata{{Key: "format", Value: "pt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := func(ti safetensors.TensorInfo) (io.Reader, error) {
+		return bytes.NewReader(bytes.Repeat([]byte(ti.Name[6:7]), int(ti.Size()))), nil
+	}
+	if err := plan.WriteDir(dir, fill); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"config.json": `{"model_type": "llama"}`, "tokenizer.json": `{"version":"1.0"}`, "merges.txt": "a b\n", "README.md": "not kept"}
+	for n, c := range files {
+		os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644)
+	}
+	s, err := Open(dir, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := toAPR(t, s)
+	aprPath := writeTemp(t, "ck.apr", a)
+	out := filepath.Join(t.TempDir(), "out")
+	for _, shard := range []int64{300, 0} {
+		src, err := OpenSource(aprPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !HasFiles(src.Header()) {
+			t.Fatal("no hf files kept")
+		}
+		if err := ExportDir(out, src, ExportOptions{ShardSize: shard}); err != nil {
+			t.Fatal(err)
+		}
+		src.Close()
+		names := dirNames(t, out)
+		want := []string{"config.json", "merges.txt", "model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors", "model-00003-of-00003.safetensors", "model.safetensors.index.json", "tokenizer.json"}
+		if shard == 0 {
+			want = []string{"config.json", "merges.txt", "model.safetensors", "tokenizer.json"}
+		}
+		if !slices.Equal(names, want) {
+			t.Fatalf("shard %d: files %v, want %v", shard, names, want)
+		}
+		if shard == 300 {
+			for _, n := range []string{"model-00001-of-00003.safetensors", "model-00003-of-00003.safetensors", "model.safetensors.index.json"} {
+				a, _ := os.ReadFile(filepath.Join(dir, n))
+				b, _ := os.ReadFile(filepath.Join(out, n))
+				if !bytes.Equal(a, b) {
+					t.Errorf("%s differs from the source checkpoint's", n)
+				}
+			}
+		}
+		if c, _ := os.ReadFile(filepath.Join(out, "config.json")); string(c) != files["config.json"] {
+			t.Errorf("config.json = %q", c)
+		}
+		s2, err := Open(out, ImportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := toAPR(t, s2); !bytes.Equal(stripProv(t, b), stripProv(t, a)) {
+			t.Errorf("shard %d: re-import differs", shard)
+		}
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// stripProv returns the tensors of an APR file as name:dtype:shape:bytes.
+func stripProv(t *testing.T, b []byte) []byte {
+	s, err := apr.OpenStream(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	for {
+		info, r, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := io.ReadAll(r)
+		out.WriteString(info.Name + info.DType.String())
+		out.Write(d)
+	}
+	return out.Bytes()
+}
+
+// TestImportErrors: broken and hostile inputs fail with the crate's error kinds on
+// every import path, naming the file.
+func TestImportErrors(t *testing.T) {
+	good, _ := os.ReadFile(filepath.Join(validDir, "big_f32.safetensors"))
+	huge := binary.LittleEndian.AppendUint64(nil, 1<<40)
+	cases := []struct {
+		name string
+		b    []byte
+		kind safetensors.Kind
+	}{
+		{"truncated", good[:len(good)-7], safetensors.MetadataIncompleteBuffer},
+		{"header only", good[:100], safetensors.InvalidHeaderLength},
+		{"huge header", append(huge, '{', '}'), safetensors.HeaderTooLarge},
+		{"seven bytes", good[:7], safetensors.HeaderTooSmall},
+		{"trailing", append(bytes.Clone(good), 0), safetensors.MetadataIncompleteBuffer},
+	}
+	for _, c := range cases {
+		p := writeTemp(t, "x.safetensors", c.b)
+		if _, err := Open(p, ImportOptions{}); !errors.Is(err, c.kind) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: Open: %v, want %v naming the file", c.name, err, c.kind)
+		}
+		s, err := NewStream(bytes.NewReader(c.b), ImportOptions{})
+		if err == nil {
+			err = drain(s)
+		}
+		if !errors.Is(err, c.kind) {
+			t.Errorf("%s: stream: %v, want %v", c.name, err, c.kind)
+		}
+	}
+	// A shard named with a path in the weight map is refused.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, safetensors.IndexFileName), []byte(`{"weight_map":{"w":"../x.safetensors"}}`), 0o644)
+	if _, err := Open(dir, ImportOptions{}); !errors.Is(err, safetensors.InvalidIndex) {
+		t.Errorf("hostile index: %v", err)
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "none.safetensors"), ImportOptions{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func drain(s apr.Stream) error {
+	for {
+		_, r, err := s.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return err
+		}
+	}
+}
+
+// TestHostileFilesMetadata: an APR whose hf_files name escapes the directory is refused.
+func TestHostileFilesMetadata(t *testing.T) {
+	md := container.Metadata{Extra: map[string]any{KeyFiles: map[string]any{"../evil.json": []byte("x")}}}
+	b := toAPR(t, apr.NewMemStream(model.Custom, md, []model.Tensor{model.F32Tensor("w", []float32{1})}))
+	src, err := OpenSource(writeTemp(t, "h.apr", b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	out := filepath.Join(t.TempDir(), "out")
+	if err := ExportDir(out, src, ExportOptions{}); err == nil || !strings.Contains(err.Error(), "evil") {
+		t.Errorf("got %v", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Error("a failed export left its directory")
+	}
+	md = container.Metadata{Extra: map[string]any{KeyMetadata: []any{"not a pair"}}}
+	b = toAPR(t, apr.NewMemStream(model.Custom, md, nil))
+	if s, err := apr.OpenStream(bytes.NewReader(b)); err != nil {
+		t.Fatal(err)
+	} else if err := Export(io.Discard, StreamSource(s), ExportOptions{}); err == nil || !strings.Contains(err.Error(), KeyMetadata) {
+		t.Errorf("bad %s: %v", KeyMetadata, err)
+	}
+}
