@@ -1,0 +1,372 @@
+package distill
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/npy"
+)
+
+// LoadOptions says where the labels of a data file are.
+type LoadOptions struct {
+	// LabelColumn selects the label column of a CSV file: a column index from 0
+	// (negative counts from the end: -1, the default when empty, is the last
+	// column), a header name, or "none" for unlabelled data.
+	LabelColumn string
+	// Labels is a .npy file of labels for a .npy feature file (one per row).
+	Labels string
+}
+
+// maxDataBytes caps a NumPy data array.
+const maxDataBytes = 1 << 32
+
+// LoadData reads a data set: a CSV file (optionally gzip-compressed, with an
+// optional header line, detected as a first line that is not all numbers), a .npy
+// feature matrix (2-D, numeric; labels from LoadOptions.Labels), or a .npz archive
+// holding "X" (or "x") and optionally "y" (or "Y"). Labels must be whole numbers
+// >= 0. Errors name the file, row and column.
+func LoadData(path string, opt LoadOptions) (Data, error) {
+	d, err := loadData(path, opt)
+	if err != nil {
+		return Data{}, fmt.Errorf("%s: %w", path, err)
+	}
+	d.Name = filepath.Base(path)
+	if d.X.Rows == 0 {
+		return Data{}, fmt.Errorf("%s: no data rows", path)
+	}
+	return d, nil
+}
+
+func loadData(path string, opt LoadOptions) (Data, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".npy":
+		h, b, err := npy.ReadFile(path)
+		if err != nil {
+			return Data{}, err
+		}
+		x, err := npyMatrix(h, b)
+		if err != nil {
+			return Data{}, err
+		}
+		d := Data{X: x}
+		if opt.Labels != "" {
+			h, b, err := npy.ReadFile(opt.Labels)
+			if err != nil {
+				return Data{}, err
+			}
+			if d.Y, err = npyLabels(h, b, x.Rows); err != nil {
+				return Data{}, fmt.Errorf("labels %s: %w", opt.Labels, err)
+			}
+		}
+		return d, nil
+	case ".npz":
+		if opt.Labels != "" {
+			return Data{}, errors.New("an .npz archive holds its own labels (entry y); --labels is for .npy files")
+		}
+		return loadNPZ(path)
+	}
+	if opt.Labels != "" {
+		return Data{}, errors.New("--labels is for .npy feature files; a CSV file holds its labels in a column")
+	}
+	return loadCSV(path, opt.LabelColumn)
+}
+
+func loadNPZ(path string) (Data, error) {
+	z, err := npy.OpenNPZFile(path)
+	if err != nil {
+		return Data{}, err
+	}
+	defer z.Close()
+	read := func(names ...string) (npy.Header, []byte, string, error) {
+		for _, n := range names {
+			if _, ok := z.Lookup(n); !ok {
+				continue
+			}
+			a, err := z.Open(n)
+			if err != nil {
+				return npy.Header{}, nil, n, err
+			}
+			defer a.Close()
+			h, b, err := npy.ReadAll(a, n, maxDataBytes)
+			return h, b, n, err
+		}
+		return npy.Header{}, nil, "", nil
+	}
+	h, b, name, err := read("X", "x")
+	if err != nil {
+		return Data{}, err
+	}
+	if name == "" {
+		return Data{}, errors.New("no array X (or x) in the archive")
+	}
+	x, err := npyMatrix(h, b)
+	if err != nil {
+		return Data{}, fmt.Errorf("array %s: %w", name, err)
+	}
+	d := Data{X: x}
+	h, b, name, err = read("y", "Y")
+	if err != nil {
+		return Data{}, err
+	}
+	if name != "" {
+		if d.Y, err = npyLabels(h, b, x.Rows); err != nil {
+			return Data{}, fmt.Errorf("array %s: %w", name, err)
+		}
+	}
+	return d, nil
+}
+
+// npyValues converts little-endian numeric data to float64.
+func npyValues(h npy.Header, b []byte) ([]float64, error) {
+	info, ok := dtype.Lookup(h.DType)
+	if !ok || info.BlockElems != 1 {
+		return nil, fmt.Errorf("dtype %v, expected a plain numeric type", h.DType)
+	}
+	n := h.Elems()
+	if int64(len(b)) != n*int64(info.BlockBytes) {
+		return nil, fmt.Errorf("%d data bytes for %d %v values", len(b), n, h.DType)
+	}
+	out := make([]float64, n)
+	le := binary.LittleEndian
+	for i := range out {
+		switch h.DType {
+		case dtype.F64:
+			out[i] = math.Float64frombits(le.Uint64(b[8*i:]))
+		case dtype.F32:
+			out[i] = float64(math.Float32frombits(le.Uint32(b[4*i:])))
+		case dtype.I8:
+			out[i] = float64(int8(b[i]))
+		case dtype.U8, dtype.Bool:
+			out[i] = float64(b[i])
+		case dtype.I16:
+			out[i] = float64(int16(le.Uint16(b[2*i:])))
+		case dtype.U16:
+			out[i] = float64(le.Uint16(b[2*i:]))
+		case dtype.I32:
+			out[i] = float64(int32(le.Uint32(b[4*i:])))
+		case dtype.U32:
+			out[i] = float64(le.Uint32(b[4*i:]))
+		case dtype.I64:
+			out[i] = float64(int64(le.Uint64(b[8*i:])))
+		case dtype.U64:
+			out[i] = float64(le.Uint64(b[8*i:]))
+		default:
+			return nil, fmt.Errorf("dtype %v is not supported for data (expected float or integer)", h.DType)
+		}
+	}
+	return out, nil
+}
+
+func npyMatrix(h npy.Header, b []byte) (model.Matrix, error) {
+	if len(h.Shape) != 2 {
+		return model.Matrix{}, fmt.Errorf("shape %v, expected two dimensions (rows, features)", h.Shape)
+	}
+	v, err := npyValues(h, b)
+	if err != nil {
+		return model.Matrix{}, err
+	}
+	return model.NewMatrix(int(h.Shape[0]), int(h.Shape[1]), v)
+}
+
+func npyLabels(h npy.Header, b []byte, rows int) ([]int, error) {
+	if len(h.Shape) != 1 && !(len(h.Shape) == 2 && h.Shape[1] == 1) {
+		return nil, fmt.Errorf("shape %v, expected one label per row", h.Shape)
+	}
+	if h.Shape[0] != int64(rows) {
+		return nil, fmt.Errorf("%d labels for %d rows", h.Shape[0], rows)
+	}
+	v, err := npyValues(h, b)
+	if err != nil {
+		return nil, err
+	}
+	y := make([]int, len(v))
+	for i, f := range v {
+		if y[i], err = labelOf(f); err != nil {
+			return nil, fmt.Errorf("row %d: %w", i+1, err)
+		}
+	}
+	return y, nil
+}
+
+func labelOf(f float64) (int, error) {
+	if f != math.Trunc(f) || f < 0 || f > 1<<30 {
+		return 0, fmt.Errorf("label %v, expected a whole class index >= 0", f)
+	}
+	return int(f), nil
+}
+
+// loadCSV reads a CSV file, detecting a header line and splitting off the label
+// column.
+func loadCSV(path, labelColumn string) (Data, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Data{}, err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return Data{}, fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		br = bufio.NewReader(zr)
+	}
+	// The first non-blank line decides whether there is a header.
+	var head strings.Builder
+	var names []string
+	skip := 0
+	for {
+		line, err := br.ReadString('\n')
+		if len(line) > 1<<20 {
+			return Data{}, errors.New("line 1 is longer than 1 MiB")
+		}
+		head.WriteString(line)
+		skip++
+		if t := strings.TrimSpace(line); t != "" {
+			fields := splitFields(t)
+			for _, fld := range fields {
+				if _, perr := strconv.ParseFloat(strings.TrimSpace(fld), 64); perr != nil {
+					names = fields
+					break
+				}
+			}
+			break
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Data{}, err
+		}
+	}
+	opt := model.CSVOptions{}
+	if names != nil {
+		opt.SkipLines = skip
+	}
+	m, err := model.ReadCSV(io.MultiReader(strings.NewReader(head.String()), br), opt)
+	if err != nil {
+		return Data{}, err
+	}
+	if m.Rows == 0 {
+		return Data{}, nil
+	}
+	if names != nil && len(names) != m.Cols {
+		return Data{}, fmt.Errorf("header has %d names, the rows %d fields", len(names), m.Cols)
+	}
+	col, err := labelIndex(labelColumn, names, m.Cols)
+	if err != nil {
+		return Data{}, err
+	}
+	if col < 0 {
+		return Data{X: m}, nil
+	}
+	x, yf, err := m.SplitTarget(col)
+	if err != nil {
+		return Data{}, err
+	}
+	y := make([]int, len(yf))
+	for i, v := range yf {
+		if y[i], err = labelOf(v); err != nil {
+			return Data{}, fmt.Errorf("row %d, column %d: %w", i+1, col+1, err)
+		}
+	}
+	return Data{X: x, Y: y}, nil
+}
+
+func splitFields(t string) []string {
+	if strings.Contains(t, ",") {
+		return strings.Split(t, ",")
+	}
+	return strings.Fields(t)
+}
+
+// labelIndex resolves a label column option to an index from 0, or -1 for none.
+func labelIndex(s string, names []string, cols int) (int, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "":
+		s = "-1"
+	case "none":
+		return -1, nil
+	}
+	if i, err := strconv.Atoi(s); err == nil {
+		if i < 0 {
+			i += cols
+		}
+		if i < 0 || i >= cols {
+			return 0, fmt.Errorf("label column %s: the file has %d columns", s, cols)
+		}
+		return i, nil
+	}
+	for i, n := range names {
+		if strings.TrimSpace(n) == s {
+			return i, nil
+		}
+	}
+	if names == nil {
+		return 0, fmt.Errorf("label column %q: the file has no header line; give a column index", s)
+	}
+	return 0, fmt.Errorf("label column %q: not in the header (%s)", s, strings.Join(names, ","))
+}
+
+// Split divides d into a training and a validation set: a fraction frac of the
+// rows (rounded) goes to validation, drawn per class (stratified) when d has labels,
+// in an order fixed by seed. frac 0 gives an empty validation set.
+func Split(d Data, frac float64, seed uint64) (train, val Data, err error) {
+	if !(frac >= 0 && frac < 1) {
+		return Data{}, Data{}, fmt.Errorf("validation split %v, expected a fraction in [0,1)", frac)
+	}
+	n := d.X.Rows
+	r := model.NewRand(seed, model.StreamSplit)
+	isVal := make([]bool, n)
+	if d.Y != nil {
+		byClass := map[int][]int{}
+		maxC := -1
+		for i, c := range d.Y {
+			byClass[c] = append(byClass[c], i)
+			maxC = max(maxC, c)
+		}
+		for c := 0; c <= maxC; c++ {
+			idx := byClass[c]
+			r.Shuffle(idx)
+			for _, i := range idx[:int(math.Round(frac*float64(len(idx))))] {
+				isVal[i] = true
+			}
+		}
+	} else {
+		idx := identity(n)
+		r.Shuffle(idx)
+		for _, i := range idx[:int(math.Round(frac*float64(n)))] {
+			isVal[i] = true
+		}
+	}
+	train = Data{X: model.Matrix{Cols: d.X.Cols}, Name: d.Name}
+	val = Data{X: model.Matrix{Cols: d.X.Cols}, Name: d.Name + " (validation)"}
+	for i := range n {
+		dst := &train
+		if isVal[i] {
+			dst = &val
+		}
+		dst.X.Data = append(dst.X.Data, d.X.Row(i)...)
+		dst.X.Rows++
+		if d.Y != nil {
+			dst.Y = append(dst.Y, d.Y[i])
+		}
+	}
+	if d.Y != nil && train.Y == nil {
+		train.Y = []int{}
+	}
+	return train, val, nil
+}
