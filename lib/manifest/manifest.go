@@ -1,0 +1,267 @@
+// Package manifest computes the canonical content manifest of an APR model and its
+// SHA-256 digest: what an apr signature covers.
+//
+// The manifest describes the model's content, never its encoding: model type,
+// metadata, and each tensor's name, dtype, shape and the SHA-256 of its raw
+// (decompressed, unshuffled, decrypted) bytes, in file order. Re-compressing a file,
+// changing its chunk size or shuffle filter, or decompressing it to plain data leaves
+// the digest unchanged; any change to the metadata, a tensor byte, a name, a dtype, a
+// shape, or the order of the tensors changes it.
+//
+// # Encoding
+//
+// The manifest is a byte string, hashed with SHA-256 as it is produced (it is never
+// held in memory). Integers are big-endian; every variable-length field has a length
+// prefix and every item a tag, so two different models never give the same string:
+//
+//	manifest = "apr-manifest-v1" 0x00
+//	           model type           u16
+//	           metadata length      u64
+//	           metadata             the deterministic MessagePack encoding of the
+//	                                whole metadata map (container.Metadata.Encode:
+//	                                keys sorted at every level, shortest integers)
+//	           tensor*              one per tensor, in file order
+//	           0x00                 end tag
+//	           tensor count         u64
+//	tensor   = 0x01                 tensor tag
+//	           name length          u16, 1..4096
+//	           name                 UTF-8
+//	           dtype                u16, the APR dtype code
+//	           ndims                u8, 0..32
+//	           dims                 u64 each, outermost first
+//	           raw size             u64, bytes
+//	           SHA-256 of the raw bytes (32)
+//	digest   = SHA-256(manifest)
+//
+// Every top-level metadata key is covered, the well-known ones and any other: a
+// key a signer did not see cannot be added to a signed file. Annotations that must
+// not invalidate signatures belong in blocks, not in metadata. The metadata is
+// hashed in its canonical re-encoding, not as the bytes stored in the file, so two
+// files whose metadata decode to the same values have the same digest whatever
+// writer produced them.
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/model"
+)
+
+// Domain starts every manifest.
+const Domain = "apr-manifest-v1\x00"
+
+const (
+	tagEnd    = 0x00
+	tagTensor = 0x01
+)
+
+// ErrManifest is wrapped by every error of this package: the content cannot be
+// described (a name, shape or byte count out of range, calls out of order).
+var ErrManifest = errors.New("manifest")
+
+// Builder computes a manifest digest in one streaming pass: create it with the
+// header, then for each tensor in file order hash its raw bytes through Tensor,
+// then call Sum.
+type Builder struct {
+	h      hash.Hash
+	n      uint64
+	open   bool
+	done   bool
+	err    error
+	buf    []byte
+	sumBuf [sha256.Size]byte
+}
+
+// New starts a manifest for a model of type t with metadata md (nil for none).
+func New(t model.Type, md *container.Metadata) (*Builder, error) {
+	if md == nil {
+		md = &container.Metadata{}
+	}
+	meta, err := md.Encode()
+	if err != nil {
+		return nil, fmt.Errorf("%w: metadata: %w", ErrManifest, err)
+	}
+	b := &Builder{h: sha256.New()}
+	buf := make([]byte, 0, len(Domain)+10)
+	buf = append(buf, Domain...)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(t))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(meta)))
+	b.h.Write(buf)
+	b.h.Write(meta)
+	return b, nil
+}
+
+// Tensor starts the next tensor. Write its raw bytes, exactly info.RawSize() of
+// them, to the returned hasher (for instance through io.TeeReader while the tensor
+// streams elsewhere), then Close it before the next call.
+func (b *Builder) Tensor(info container.TensorInfo) (*TensorHasher, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	if b.done {
+		return nil, b.fail("tensor %q after Sum", info.Name)
+	}
+	if b.open {
+		return nil, b.fail("tensor %q started before the previous one was closed", info.Name)
+	}
+	if len(info.Name) == 0 || len(info.Name) > container.MaxName {
+		return nil, b.fail("tensor name of %d bytes (want 1..%d)", len(info.Name), container.MaxName)
+	}
+	if len(info.Shape) > container.MaxDims {
+		return nil, b.fail("tensor %q has %d dims (at most %d)", info.Name, len(info.Shape), container.MaxDims)
+	}
+	for _, d := range info.Shape {
+		if d < 0 {
+			return nil, b.fail("tensor %q has a negative dimension %d", info.Name, d)
+		}
+	}
+	size, err := info.RawSize()
+	if err != nil {
+		return nil, b.fail("tensor %q: %v", info.Name, err)
+	}
+	b.open = true
+	return &TensorHasher{b: b, info: info, want: size, h: sha256.New()}, nil
+}
+
+// AddTensor hashes a tensor held in memory.
+func (b *Builder) AddTensor(info container.TensorInfo, data []byte) error {
+	th, err := b.Tensor(info)
+	if err != nil {
+		return err
+	}
+	th.Write(data)
+	return th.Close()
+}
+
+// Sum ends the manifest and returns its digest. It fails if a tensor is still open
+// or an earlier call failed.
+func (b *Builder) Sum() ([32]byte, error) {
+	if b.err != nil {
+		return [32]byte{}, b.err
+	}
+	if b.open {
+		return [32]byte{}, b.fail("Sum with a tensor still open")
+	}
+	if !b.done {
+		buf := binary.BigEndian.AppendUint64([]byte{tagEnd}, b.n)
+		b.h.Write(buf)
+		b.h.Sum(b.sumBuf[:0])
+		b.done = true
+	}
+	return b.sumBuf, nil
+}
+
+// Count is the number of tensors added so far.
+func (b *Builder) Count() int { return int(b.n) }
+
+func (b *Builder) fail(format string, args ...any) error {
+	b.err = fmt.Errorf("%w: %s", ErrManifest, fmt.Sprintf(format, args...))
+	return b.err
+}
+
+// TensorHasher hashes one tensor's raw bytes.
+type TensorHasher struct {
+	b      *Builder
+	info   container.TensorInfo
+	want   int64
+	n      int64
+	h      hash.Hash
+	closed bool
+}
+
+// Write hashes raw bytes of the tensor. It never fails; Close checks the count.
+func (t *TensorHasher) Write(p []byte) (int, error) {
+	t.n += int64(len(p))
+	t.h.Write(p)
+	return len(p), nil
+}
+
+// Close adds the tensor to the manifest. It fails when the bytes written are not
+// exactly the tensor's raw size.
+func (t *TensorHasher) Close() error {
+	b := t.b
+	if t.closed {
+		return b.err
+	}
+	t.closed = true
+	b.open = false
+	if b.err != nil {
+		return b.err
+	}
+	if t.n != t.want {
+		return b.fail("tensor %q: hashed %d bytes, its raw size is %d", t.info.Name, t.n, t.want)
+	}
+	buf := b.buf[:0]
+	buf = append(buf, tagTensor)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(len(t.info.Name)))
+	buf = append(buf, t.info.Name...)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(t.info.DType))
+	buf = append(buf, byte(len(t.info.Shape)))
+	for _, d := range t.info.Shape {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(d))
+	}
+	buf = binary.BigEndian.AppendUint64(buf, uint64(t.want))
+	buf = t.h.Sum(buf)
+	b.h.Write(buf)
+	b.buf = buf
+	b.n++
+	return nil
+}
+
+// Result is the digest of a whole APR v2 stream with what was read on the way.
+type Result struct {
+	Digest  [32]byte
+	Header  container.FileHeader
+	Entries []container.Entry
+	Blocks  []container.Block
+}
+
+// FromReader reads a whole APR v2 stream, verifying every checksum as the
+// container reader does, and returns its manifest digest and blocks. A sealed
+// stream cannot be described without its key (container.ErrEncrypted).
+func FromReader(r io.Reader) (*Result, error) {
+	cr, err := container.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	defer cr.Close()
+	h := cr.Header()
+	if h.Flags&container.FlagEncrypted != 0 {
+		return nil, fmt.Errorf("%w: the stream is sealed; unseal it first", container.ErrEncrypted)
+	}
+	b, err := New(h.Type, h.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		t, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		th, err := b.Tensor(t.TensorInfo)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := io.CopyBuffer(th, t, buf); err != nil {
+			return nil, err
+		}
+		if err := th.Close(); err != nil {
+			return nil, err
+		}
+	}
+	d, err := b.Sum()
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Digest: d, Header: h, Entries: cr.Entries(), Blocks: cr.Blocks()}, nil
+}
