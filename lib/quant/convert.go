@@ -1,0 +1,210 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/apr-go/apr/kernels"
+	"github.com/apr-go/apr/lib/dtype"
+)
+
+// littleEndian is true on every platform apr targets (amd64, arm64, wasm); F32 input
+// is then used in place instead of being decoded.
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
+
+// elemBytes is the byte size of n values of t (n a whole number of t's blocks).
+func elemBytes(t dtype.DType, n int) int {
+	i := t.Info()
+	return n / i.BlockElems * i.BlockBytes
+}
+
+// decode returns the n values of src (type t) as float32: src itself for F32 on a
+// little-endian machine (when 4-byte aligned), else decoded into scratch.
+func decode(t dtype.DType, src []byte, scratch []float32) ([]float32, error) {
+	n := len(scratch)
+	if t == dtype.F32 && littleEndian && n > 0 && uintptr(unsafe.Pointer(&src[0]))%4 == 0 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(&src[0])), n), nil
+	}
+	if t == dtype.F64 {
+		for i := range scratch {
+			scratch[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(src[8*i:])))
+		}
+		return scratch, nil
+	}
+	return scratch, kernels.Dequantize(t, scratch, src)
+}
+
+// firstNonFinite returns the index of the first NaN or infinity in x, or -1.
+func firstNonFinite(x []float32) int {
+	if !anyExpAtLeast(x, 0x7F800000) {
+		return -1
+	}
+	for i, v := range x {
+		if v != v || v > math.MaxFloat32 || v < -math.MaxFloat32 {
+			return i
+		}
+	}
+	return -1
+}
+
+// firstAbove returns the index of the first value of magnitude above bound, or -1.
+func firstAbove(x []float32, bound float32) int {
+	for i, v := range x {
+		if v > bound || v < -bound {
+			return i
+		}
+	}
+	return -1
+}
+
+// anyExpAtLeast reports whether some value of x has an exponent field (bits & 0x7F800000)
+// of at least exp, which must be at least 0x00800000: with exp 0x7F800000 it finds
+// NaN and infinities, with a lower one every magnitude from a power of two up.
+//
+// The test is branch-free per value: (bits & 0x7F800000) + (0x80000000 - exp) reaches
+// bit 31 exactly when the exponent field is exp or more; the sum stays below 2^32, so
+// two values are tested per 64-bit word without carries between them.
+func anyExpAtLeast(x []float32, exp uint32) bool {
+	if len(x) == 0 {
+		return false
+	}
+	add32 := 0x80000000 - exp
+	var acc uint64
+	i := 0
+	if uintptr(unsafe.Pointer(&x[0]))%8 != 0 {
+		acc = uint64((math.Float32bits(x[0]) & 0x7F800000) + add32)
+		i = 1
+	}
+	pairs := (len(x) - i) / 2
+	if pairs > 0 {
+		w := unsafe.Slice((*uint64)(unsafe.Pointer(&x[i])), pairs)
+		const mask = 0x7F8000007F800000
+		add := uint64(add32)<<32 | uint64(add32)
+		var a0, a1, a2, a3 uint64
+		j := 0
+		for ; j+4 <= len(w); j += 4 {
+			a0 |= (w[j] & mask) + add
+			a1 |= (w[j+1] & mask) + add
+			a2 |= (w[j+2] & mask) + add
+			a3 |= (w[j+3] & mask) + add
+		}
+		for ; j < len(w); j++ {
+			a0 |= (w[j] & mask) + add
+		}
+		acc |= a0 | a1 | a2 | a3
+		i += 2 * pairs
+	}
+	for ; i < len(x); i++ {
+		acc |= uint64((math.Float32bits(x[i]) & 0x7F800000) + add32)
+	}
+	return acc&0x8000000080000000 != 0
+}
+
+// maxMagnitude is the largest |value| each target type can hold: for the GGML types
+// the largest F16 scale (65504) times the largest multiplier of its blocks (plus the
+// largest offset for the types with a minimum); for F16 and BF16 the largest float32
+// that does not round to infinity. A value beyond it would make the block's scale
+// overflow (or, where a ggml quantizer's sums of squares overflow float32 first, make
+// it write a wrong block); apr refuses it instead of writing either.
+var maxMagnitude = map[dtype.DType]float32{
+	dtype.Q8_0: 65504 * 127,
+	dtype.Q4_0: 65504 * 8,
+	dtype.Q4_1: 65504*15 + 65504,
+	dtype.Q5_0: 65504 * 16,
+	dtype.Q5_1: 65504*31 + 65504,
+	dtype.Q2_K: 65504*15*3 + 65504*15,
+	dtype.Q3_K: 65504 * 32 * 4,
+	dtype.Q4_K: 65504*63*15 + 65504*63,
+	dtype.Q5_K: 65504*63*31 + 65504*63,
+	dtype.Q6_K: 65504 * 128 * 32,
+	dtype.F16:  65519.996, // 65520 and up round to infinity
+	dtype.BF16: math.Float32frombits(0x7F7F7FFF),
+	dtype.F32:  math.MaxFloat32,
+}
+
+// limitExp is the exponent field of the largest power of two not above bound: values
+// from there up are checked one by one.
+func limitExp(bound float32) uint32 {
+	return math.Float32bits(bound) & 0x7F800000
+}
+
+// halfFields are the byte offsets of the f16 scales (d, and dmin where the type has
+// one) inside one block of each GGML type apr writes, as laid out in ggml-common.h.
+var halfFields = map[dtype.DType][]int{
+	dtype.Q8_0: {0},
+	dtype.Q4_0: {0},
+	dtype.Q4_1: {0, 2},
+	dtype.Q5_0: {0},
+	dtype.Q5_1: {0, 2},
+	dtype.Q2_K: {80, 82},
+	dtype.Q3_K: {108},
+	dtype.Q4_K: {0, 2},
+	dtype.Q5_K: {0, 2},
+	dtype.Q6_K: {208},
+}
+
+// overflow looks for an F16 infinity among the block scales of the output of finite
+// values within maxMagnitude (a second line of defence). It returns the index of the
+// first value of the offending block, or -1.
+func overflow(t dtype.DType, out []byte) int {
+	fields, ok := halfFields[t]
+	if !ok {
+		return -1
+	}
+	info := t.Info()
+	for b, off := 0, 0; off+info.BlockBytes <= len(out); b, off = b+1, off+info.BlockBytes {
+		for _, f := range fields {
+			if binary.LittleEndian.Uint16(out[off+f:])&0x7C00 == 0x7C00 {
+				return b * info.BlockElems
+			}
+		}
+	}
+	return -1
+}
+
+// errAcc accumulates the error of converted values against their source.
+type errAcc struct {
+	n        int64
+	sumSq    float64 // Σ (q - x)²
+	srcSq    float64 // Σ x²
+	maxAbs   float64 // max |q - x|
+	measured bool
+}
+
+func (a *errAcc) add(x, q []float32) {
+	var s, ss, m float64
+	for i, v := range x {
+		d := float64(q[i]) - float64(v)
+		s += d * d
+		ss += float64(v) * float64(v)
+		if d < 0 {
+			d = -d
+		}
+		if d > m {
+			m = d
+		}
+	}
+	a.sumSq += s
+	a.srcSq += ss
+	a.maxAbs = max(a.maxAbs, m)
+	a.n += int64(len(x))
+	a.measured = true
+}
+
+func (a *errAcc) merge(b errAcc) {
+	a.sumSq += b.sumSq
+	a.srcSq += b.srcSq
+	a.maxAbs = max(a.maxAbs, b.maxAbs)
+	a.n += b.n
+	a.measured = a.measured || b.measured
+}
+
+// position names element i of a tensor with rows of rowLen values.
+func position(i, rowLen int64) string {
+	if rowLen <= 0 {
+		return fmt.Sprintf("element %d", i)
+	}
+	return fmt.Sprintf("row %d, column %d", i/rowLen, i%rowLen)
+}

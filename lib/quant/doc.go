@@ -1,0 +1,60 @@
+// Package quant converts the tensors of a model stream to another type: GGML's block
+// quantizations (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), F16,
+// BF16, or back to F32. It is the library behind apr-quant.
+//
+// # Which tensors change
+//
+// The rules are llama.cpp's quantizer's (llama-quantize without an importance matrix):
+// a tensor is converted when its name ends in "weight" and it has two or more
+// dimensions, except norms ("_norm.weight"), MoE routers ("ffn_gate_inp.weight"),
+// positional and token-type embeddings, and the small 2-D tensors llama.cpp keeps
+// on purpose (Mamba conv1d, RWKV time-mix, AltUp/Laurel, T5 relative bias). Biases,
+// norms and every 1-D tensor stay as they are. Integer and bool tensors never change.
+//
+//   - Pure converts every float tensor of two or more dimensions, whatever its name.
+//     (llama.cpp's --pure only switches off its per-tensor type mixtures; apr has
+//     no mixtures, every converted tensor gets the one requested type.)
+//   - Include (glob patterns, path.Match) converts the named tensors whatever the
+//     rules say, 1-D tensors included: this is how a model made of vectors, such as
+//     LinearRegression's "coefficients", is quantized. Exclude keeps the named
+//     tensors; it wins over Include.
+//   - The F32 target dequantizes every float tensor that is not F32, rules aside.
+//
+// A tensor already of the target type is copied. A quantized tensor is not
+// requantized to another quantized type unless AllowRequantize is set (the errors
+// compound), as in llama.cpp.
+//
+// # Row lengths
+//
+// GGML types quantize each row in blocks of 32 (Q4_0..Q8_0) or 256 values (K-quants).
+// A row of a length that is not a whole number of blocks is an error for the 32-value
+// types, naming the tensor, its shape and the block size. The K-quants fall back as
+// llama.cpp does, with a warning: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, and Q2_K
+// and Q3_K to Q4_0 (llama.cpp uses IQ4_NL, which apr does not write; Q4_0 has the
+// same 4.5 bits per weight); when the fallback cannot hold the row either, F16.
+//
+// # Values
+//
+// Every value is decoded to float32 first, whatever the source dtype (F64, F16,
+// BF16, F8, or a GGML type when requantizing). A NaN or an infinity is refused with
+// the tensor's name and position (llama.cpp refuses such tensors too); a block whose
+// scale, or an F16/BF16 value, would overflow its 16-bit float is refused likewise
+// instead of being written as infinity. The output bytes are those of ggml's
+// reference quantizers (package kernels).
+//
+// # Streaming
+//
+// A Stream converts one tensor at a time in chunks of ChunkElems values, Workers
+// chunks at once, with at most 2*Workers+1 chunks in memory; chunks come out in
+// input order, so the bytes do not depend on Workers. Tensors that do not change are
+// passed through without a copy.
+//
+// # Provenance
+//
+// The output metadata's provenance gets a "quantization" map: type, producer, the
+// rules (pure, include, exclude, allow_requantize, method). When the tensor list is
+// known before the data (Options.Plan, from a file's index), it also holds
+// tensor_types (output dtype -> count), source_dtypes and fallbacks. A stream read
+// from a pipe has no index until its end, so those three keys are absent there; the
+// output's index lists every tensor's dtype in any case.
+package quant

@@ -1,0 +1,203 @@
+package quant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// job is one chunk of a tensor in flight. Its buffers are reused from chunk to chunk
+// and from tensor to tensor; done is closed when a worker has filled out and acc.
+type job struct {
+	start int64 // index of the chunk's first value in the tensor
+	n     int   // values in the chunk
+	in    []byte
+	out   []byte
+	f32   []float32 // decoded source values (unless the input is used in place)
+	deq   []float32 // the output decoded again, for stats
+	acc   errAcc
+	err   error
+	done  chan struct{}
+}
+
+// grow returns b with length n, reusing its storage when it is large enough. Byte
+// buffers are carved from []uint64 so they are 8-byte aligned.
+func growBytes(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	words := make([]uint64, (n+7)/8)
+	return unsafeBytes(words)[:n]
+}
+
+func growF32(b []float32, n int) []float32 {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return make([]float32, n)
+}
+
+// convertReader is the output of one converted tensor: an ordered worker pool.
+// A producer goroutine reads chunks of the source tensor into free jobs and queues
+// them twice, to the workers and, in input order, to Read; Read waits for each job
+// in turn, so the bytes come out in input order whatever the number of workers.
+// At most len(free) jobs exist, which bounds memory by chunk size x jobs.
+type convertReader struct {
+	s      *Stream
+	p      *plan
+	src    io.Reader
+	ctx    context.Context
+	cancel context.CancelFunc
+	work   chan *job
+	order  chan *job
+	wg     sync.WaitGroup
+	cur    *job
+	off    int
+	left   int64 // output bytes not yet returned
+	acc    errAcc
+	err    error
+	ended  bool // every job was taken from order
+}
+
+func (s *Stream) startConvert(p *plan, src io.Reader) *convertReader {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &convertReader{s: s, p: p, src: src, ctx: ctx, cancel: cancel, left: p.outBytes,
+		work: make(chan *job, cap(s.free)), order: make(chan *job, cap(s.free))}
+	c.wg.Add(1 + s.workers)
+	go c.produce()
+	for range s.workers {
+		go func() {
+			defer c.wg.Done()
+			for j := range c.work {
+				j.err = p.convert(j)
+				close(j.done)
+			}
+		}()
+	}
+	return c
+}
+
+// produce reads the source tensor chunk by chunk, then checks that it ends where its
+// shape says (the container reader reports a checksum failure at that point).
+func (c *convertReader) produce() {
+	defer c.wg.Done()
+	defer close(c.order)
+	defer close(c.work)
+	p := c.p
+	for start := int64(0); start < p.elems; start += int64(p.chunk) {
+		var j *job
+		select {
+		case j = <-c.s.free:
+		case <-c.ctx.Done():
+			return
+		}
+		j.start, j.n = start, int(min(int64(p.chunk), p.elems-start))
+		j.in = growBytes(j.in, elemBytes(p.from, j.n))
+		j.done = make(chan struct{})
+		if _, err := io.ReadFull(c.src, j.in); err != nil {
+			j.err = fmt.Errorf("tensor %q: reading values %d..%d: %w", p.name, start, start+int64(j.n), eofErr(err))
+			close(j.done)
+			c.order <- j
+			return
+		}
+		c.order <- j // never blocks: order holds every job
+		select {
+		case c.work <- j:
+		case <-c.ctx.Done():
+			j.err = c.ctx.Err()
+			close(j.done)
+			return
+		}
+	}
+	var one [1]byte
+	n, err := c.src.Read(one[:])
+	if err == nil && n == 0 {
+		n, err = c.src.Read(one[:])
+	}
+	if n > 0 || err != io.EOF {
+		if err == nil || err == io.EOF {
+			err = errors.New("more data than its shape holds")
+		}
+		j := &job{err: fmt.Errorf("tensor %q: %w", p.name, err), done: make(chan struct{})}
+		close(j.done)
+		c.order <- j
+	}
+}
+
+func eofErr(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (c *convertReader) Read(b []byte) (int, error) {
+	for {
+		if c.err != nil {
+			return 0, c.err
+		}
+		if c.cur != nil {
+			if c.off < len(c.cur.out) {
+				n := copy(b, c.cur.out[c.off:])
+				c.off += n
+				c.left -= int64(n)
+				return n, nil
+			}
+			c.acc.merge(c.cur.acc)
+			c.s.free <- c.cur
+			c.cur = nil
+		}
+		j, ok := <-c.order
+		if !ok {
+			c.ended = true
+			if c.left != 0 {
+				c.err = fmt.Errorf("tensor %q: conversion ended %d bytes early", c.p.name, c.left)
+				return 0, c.err
+			}
+			return 0, io.EOF
+		}
+		<-j.done
+		if j.err != nil {
+			c.err = j.err
+			if j.in != nil {
+				c.s.free <- j
+			}
+			c.abort()
+			return 0, c.err
+		}
+		c.cur, c.off = j, 0
+	}
+}
+
+// finish drains the reader after its consumer stopped: it returns the tensor's
+// error, if any (a checksum failure found after the last value), and stops the
+// workers.
+func (c *convertReader) finish() error {
+	if c.err == nil && c.left == 0 {
+		var b [1]byte
+		if _, err := c.Read(b[:]); err != nil && err != io.EOF {
+			return err
+		}
+	}
+	c.abort()
+	return c.err
+}
+
+// abort stops the producer and workers and returns every job to the free list.
+func (c *convertReader) abort() {
+	c.cancel()
+	if c.cur != nil {
+		c.s.free <- c.cur
+		c.cur = nil
+	}
+	for j := range c.order {
+		<-j.done
+		if j.in != nil {
+			c.s.free <- j
+		}
+	}
+	c.wg.Wait()
+	c.ended = true
+}

@@ -1,0 +1,259 @@
+package quant
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/apr-go/apr/kernels"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
+)
+
+// targets are the types apr-quant writes, by their command-line names.
+var targets = []struct {
+	name string
+	t    dtype.DType
+}{
+	{"q8_0", dtype.Q8_0}, {"q4_0", dtype.Q4_0}, {"q4_1", dtype.Q4_1}, {"q5_0", dtype.Q5_0}, {"q5_1", dtype.Q5_1},
+	{"q2_k", dtype.Q2_K}, {"q3_k", dtype.Q3_K}, {"q4_k", dtype.Q4_K}, {"q5_k", dtype.Q5_K}, {"q6_k", dtype.Q6_K},
+	{"f16", dtype.F16}, {"bf16", dtype.BF16}, {"f32", dtype.F32},
+}
+
+// Types returns the target type names ParseType accepts, in a fixed order.
+func Types() []string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.name
+	}
+	return names
+}
+
+// ErrType is wrapped by the error ParseType returns for a name that is not a target.
+var ErrType = errors.New("not a quantization type")
+
+// ParseType returns the target dtype for a name such as "q8_0", "Q4_K" or "f16"
+// (case-insensitive).
+func ParseType(s string) (dtype.DType, error) {
+	l := strings.ToLower(s)
+	for _, t := range targets {
+		if t.name == l {
+			return t.t, nil
+		}
+	}
+	return dtype.Invalid, fmt.Errorf("%q: %w (one of %s)", s, ErrType, strings.Join(Types(), ", "))
+}
+
+func isTarget(t dtype.DType) bool {
+	for _, x := range targets {
+		if x.t == t {
+			return true
+		}
+	}
+	return false
+}
+
+// kFallback is the type a K-quant falls back to when a row is not a whole number of
+// 256-value super-blocks. It follows llama.cpp's quantizer (Q4_K -> Q5_0, Q5_K ->
+// Q5_1, Q6_K -> Q8_0) except for Q2_K and Q3_K, which llama.cpp sends to IQ4_NL:
+// apr does not write IQ4_NL, so they fall back to Q4_0, which has the same 4.5 bits
+// per weight. When the fallback cannot hold the row either (not a multiple of 32),
+// the tensor becomes F16, again as llama.cpp does.
+var kFallback = map[dtype.DType]dtype.DType{
+	dtype.Q2_K: dtype.Q4_0,
+	dtype.Q3_K: dtype.Q4_0,
+	dtype.Q4_K: dtype.Q5_0,
+	dtype.Q5_K: dtype.Q5_1,
+	dtype.Q6_K: dtype.Q8_0,
+}
+
+// Options say what to quantize and how.
+type Options struct {
+	// Type is the target: a GGML block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K),
+	// F16, BF16, or F32 (dequantize every float tensor).
+	Type dtype.DType
+	// Pure converts every float tensor of two or more dimensions, whatever its name
+	// (llama.cpp's name rules are skipped).
+	Pure bool
+	// Include names tensors (path.Match glob patterns) to convert whatever the rules
+	// say, 1-D tensors included; Exclude names tensors to keep as they are. Exclude
+	// wins over Include.
+	Include, Exclude []string
+	// AllowRequantize permits converting an already quantized tensor to another
+	// quantized type (off by default, as in llama.cpp: the error compounds).
+	AllowRequantize bool
+	// Workers is how many chunks are converted at once (default GOMAXPROCS). The
+	// output does not depend on it.
+	Workers int
+	// ChunkElems is the number of values per work item (default 262144, 1 MiB of F32);
+	// it is rounded up to a whole number of 256-value blocks. The output does not
+	// depend on it.
+	ChunkElems int
+	// Stats measures the error of every converted tensor against its source values
+	// (it costs one dequantization of the output).
+	Stats bool
+	// Plan, when the input's tensor list is known before its data (a file with an
+	// index), lets New decide every tensor up front: errors surface before the first
+	// byte is written, and the provenance gets per-type counts and source dtypes.
+	Plan []container.TensorInfo
+	// Warn receives warnings (fallback types); nil drops them.
+	Warn func(msg string)
+	// Producer names the program in the provenance (default "apr <version>").
+	Producer string
+}
+
+// Validate checks the options without an input.
+func (o *Options) Validate() error {
+	if !isTarget(o.Type) {
+		return fmt.Errorf("target %v: %w (one of %s)", o.Type, ErrType, strings.Join(Types(), ", "))
+	}
+	for _, p := range append(append([]string(nil), o.Include...), o.Exclude...) {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("pattern %q: %w", p, err)
+		}
+	}
+	if o.Workers < 0 || o.ChunkElems < 0 {
+		return fmt.Errorf("workers (%d) and chunk size (%d) must not be negative", o.Workers, o.ChunkElems)
+	}
+	return nil
+}
+
+// Decision is what happens to one tensor.
+type Decision struct {
+	From, To dtype.DType // To == From: the tensor is copied as it is
+	Reason   string      // the rule that decided, for reports
+	Fallback bool        // To is a fallback for a row length Type cannot hold
+}
+
+// Converted reports whether the tensor's data changes.
+func (d Decision) Converted() bool { return d.To != d.From }
+
+// Decide applies the rules to one tensor: which type it gets and why, or an error
+// for a selected tensor that cannot be converted (its row length does not fit the
+// type and there is no fallback, it is already quantized, its dtype cannot be
+// decoded).
+func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
+	d := Decision{From: t.DType, To: t.DType}
+	info := t.DType.Info()
+	if p, ok := match(o.Exclude, t.Name); ok {
+		d.Reason = "excluded by " + p
+		return d, nil
+	}
+	if !info.Float {
+		d.Reason = "not a float tensor"
+		return d, nil
+	}
+	if t.DType == o.Type {
+		d.Reason = "already " + o.Type.String()
+		return d, nil
+	}
+	if o.Type == dtype.F32 {
+		d.Reason = "f32 dequantizes every float tensor"
+	} else if p, ok := match(o.Include, t.Name); ok {
+		d.Reason = "included by " + p
+	} else if o.Pure {
+		if len(t.Shape) < 2 {
+			d.Reason = fmt.Sprintf("%d-D (--pure converts 2-D and larger; --include it to convert)", len(t.Shape))
+			return d, nil
+		}
+		d.Reason = "pure: every float tensor of 2+ dimensions"
+	} else if ok, why := llamaRule(t.Name, len(t.Shape)); !ok {
+		d.Reason = why
+		return d, nil
+	} else {
+		d.Reason = why
+	}
+	if !kernels.CanDequantize(t.DType) && t.DType != dtype.F64 {
+		return d, fmt.Errorf("tensor %q: cannot decode %v values (exclude it with --exclude)", t.Name, t.DType)
+	}
+	if info.Quantized() && o.Type.Info().Quantized() && !o.AllowRequantize {
+		return d, fmt.Errorf("tensor %q is already %v: requantizing it to %v compounds the error; "+
+			"start from the float model, or allow it with --allow-requantize", t.Name, t.DType, o.Type)
+	}
+	row := rowLen(t.Shape)
+	to := o.Type
+	if bs := int64(to.Info().BlockElems); row%bs != 0 {
+		fb, ok := kFallback[to]
+		if !ok {
+			return d, fmt.Errorf("tensor %q: rows of %d values (shape %v) are not a whole number of %d-value %v blocks; "+
+				"exclude it (--exclude %s) or choose f16, bf16 or a K-quant (which falls back)", t.Name, row, t.Shape, bs, to, t.Name)
+		}
+		if row%int64(fb.Info().BlockElems) != 0 {
+			fb = dtype.F16
+		}
+		d.Fallback = true
+		d.Reason = fmt.Sprintf("%s; fallback: rows of %d values are not a whole number of %d-value %v blocks", d.Reason, row, bs, to)
+		to = fb
+	}
+	if to == t.DType {
+		d.Reason += "; already " + to.String()
+		return d, nil
+	}
+	d.To = to
+	return d, nil
+}
+
+// rowLen is the innermost dimension (1 for a scalar).
+func rowLen(shape []int64) int64 {
+	if len(shape) == 0 {
+		return 1
+	}
+	return shape[len(shape)-1]
+}
+
+func match(patterns []string, name string) (string, bool) {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return "pattern " + p, true
+		}
+	}
+	return "", false
+}
+
+// llamaRule is llama.cpp's choice of the tensors to quantize: names ending in
+// "weight", two or more dimensions, and none of the tensors it keeps on purpose
+// (norms, MoE routers, positional and token-type embeddings, the small 2-D tensors of
+// Mamba, RWKV, Gemma 3n and T5).
+func llamaRule(name string, dims int) (bool, string) {
+	if !strings.HasSuffix(name, "weight") {
+		return false, "not a weight (name does not end in \"weight\")"
+	}
+	if dims < 2 {
+		return false, fmt.Sprintf("%d-D (norms, biases and vectors stay; --include it to convert)", dims)
+	}
+	keep := []struct{ part, why string }{
+		{"_norm.weight", "norm"},
+		{"ffn_gate_inp.weight", "MoE router"},
+		{"altup", "small AltUp tensor"},
+		{"laurel", "small Laurel tensor"},
+		{"per_layer_model_proj", "per-layer projection"},
+		{"ssm_conv1d.weight", "Mamba conv1d"},
+		{"shortconv.conv.weight", "short convolution"},
+		{"time_mix_first.weight", "RWKV time-mix"},
+		{"time_mix_w0.weight", "RWKV time-mix"},
+		{"time_mix_w1.weight", "RWKV time-mix"},
+		{"time_mix_w2.weight", "RWKV time-mix"},
+		{"time_mix_v0.weight", "RWKV time-mix"},
+		{"time_mix_v1.weight", "RWKV time-mix"},
+		{"time_mix_v2.weight", "RWKV time-mix"},
+		{"time_mix_a0.weight", "RWKV time-mix"},
+		{"time_mix_a1.weight", "RWKV time-mix"},
+		{"time_mix_a2.weight", "RWKV time-mix"},
+		{"time_mix_g1.weight", "RWKV time-mix"},
+		{"time_mix_g2.weight", "RWKV time-mix"},
+		{"time_mix_decay_w1.weight", "RWKV time-mix"},
+		{"time_mix_decay_w2.weight", "RWKV time-mix"},
+		{"time_mix_lerp_fused.weight", "RWKV time-mix"},
+		{"attn_rel_b.weight", "T5 relative position bias"},
+	}
+	for _, k := range keep {
+		if strings.Contains(name, k.part) {
+			return false, k.why + " (kept, as llama.cpp does)"
+		}
+	}
+	if name == "position_embd.weight" || name == "token_types.weight" {
+		return false, "positional or token-type embedding (kept, as llama.cpp does)"
+	}
+	return true, fmt.Sprintf("%d-D weight", dims)
+}

@@ -1,0 +1,383 @@
+package quant
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"runtime"
+	"slices"
+	"unsafe"
+
+	"github.com/apr-go/apr/kernels"
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
+)
+
+// DefaultChunkElems is the default number of values per work item: 1 MiB of F32.
+const DefaultChunkElems = 1 << 18
+
+func unsafeBytes(w []uint64) []byte {
+	if len(w) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))
+}
+
+// plan is one tensor's conversion.
+type plan struct {
+	name     string
+	shape    []int64
+	from, to dtype.DType
+	rowLen   int64
+	elems    int64
+	chunk    int // values per job, a multiple of both types' block sizes
+	outBytes int64
+	stats    bool
+	limitExp uint32 // values with an exponent field this large are checked closely
+}
+
+// convert fills j.out (and j.acc) from j.in: decode to float32, refuse NaN and
+// infinities, encode, refuse a scale or value that overflows its 16-bit float, and
+// measure the error when asked.
+func (p *plan) convert(j *job) error {
+	j.f32 = growF32(j.f32, j.n)
+	x, err := decode(p.from, j.in, j.f32)
+	if err != nil {
+		return fmt.Errorf("tensor %q: decoding %v: %w", p.name, p.from, err)
+	}
+	if anyExpAtLeast(x, p.limitExp) {
+		if err := p.valueErr(x, j.start); err != nil {
+			return err
+		}
+	}
+	j.out = growBytes(j.out, elemBytes(p.to, j.n))
+	if err := kernels.Quantize(p.to, j.out, x); err != nil {
+		return fmt.Errorf("tensor %q: encoding %v: %w", p.name, p.to, err)
+	}
+	if i := overflow(p.to, j.out); i >= 0 {
+		return p.overflowErr(x, i, j.start)
+	}
+	j.acc = errAcc{}
+	if p.stats {
+		j.deq = growF32(j.deq, j.n)
+		if err := kernels.Dequantize(p.to, j.deq, j.out); err != nil {
+			return fmt.Errorf("tensor %q: decoding %v for stats: %w", p.name, p.to, err)
+		}
+		j.acc.add(x, j.deq)
+	}
+	return nil
+}
+
+// valueErr looks at a chunk with large or non-finite values closely: NaN and
+// infinities, then magnitudes beyond what the target holds.
+func (p *plan) valueErr(x []float32, start int64) error {
+	if i := firstNonFinite(x); i >= 0 {
+		at := start + int64(i)
+		what := "NaN"
+		if !isNaN32(x[i]) {
+			what = fmt.Sprint(x[i])
+		}
+		if p.from == dtype.F64 && what != "NaN" {
+			what += " (after conversion from F64: beyond the F32 range, or infinite)"
+		}
+		return fmt.Errorf("tensor %q: %s at %s; NaN and infinite values cannot be quantized (the source model is damaged)",
+			p.name, what, position(at, p.rowLen))
+	}
+	bound := maxMagnitude[p.to]
+	if i := firstAbove(x, bound); i >= 0 {
+		return fmt.Errorf("tensor %q: value %g at %s is beyond what %v holds (magnitudes up to %g: %s); not written",
+			p.name, x[i], position(start+int64(i), p.rowLen), p.to, bound, limitWhy(p.to))
+	}
+	return nil
+}
+
+func limitWhy(t dtype.DType) string {
+	if t.Info().Quantized() {
+		return "its F16 block scale would overflow"
+	}
+	return "it would become infinite"
+}
+
+func isNaN32(v float32) bool { return v != v }
+
+func (p *plan) overflowErr(x []float32, i int, start int64) error {
+	bs := p.to.Info().BlockElems
+	var amax float32
+	for _, v := range x[i:min(i+bs, len(x))] {
+		amax = max(amax, v, -v)
+	}
+	return fmt.Errorf("tensor %q: the %v block at %s (values up to %g in magnitude) needs a scale beyond the F16 range (65504); not written",
+		p.name, p.to, position(start+int64(i), p.rowLen), amax)
+}
+
+// Stream converts the tensors of another stream as it reads them; it is itself an
+// apr.Stream, so it can feed a container writer, another transform or an exporter.
+// Converted tensors are processed in chunks by a pool of workers, in bounded memory
+// (chunk size x 2 x workers); the bytes do not depend on the number of workers.
+//
+// Signatures and licenses of the input are dropped (they covered the old values).
+type Stream struct {
+	src     apr.Stream
+	opts    Options
+	hdr     container.Header
+	workers int
+	chunk   int
+	free    chan *job
+	planned []Decision // from Options.Plan, in order
+	i       int        // tensors returned so far
+	cur     *convertReader
+	curPlan *plan
+	report  Report
+	err     error
+	closed  bool
+}
+
+// New returns a Stream that converts src as o says. With o.Plan set it decides every
+// tensor first and returns the first error (a row length the type cannot hold, a
+// quantized source) before anything is read.
+func New(src apr.Stream, o Options) (*Stream, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Stream{src: src, opts: o, workers: o.Workers, chunk: o.ChunkElems}
+	if s.workers == 0 {
+		s.workers = runtime.GOMAXPROCS(0)
+	}
+	if s.chunk == 0 {
+		s.chunk = DefaultChunkElems
+	}
+	s.chunk = (s.chunk + 255) / 256 * 256
+	s.free = make(chan *job, 2*s.workers+1)
+	for range cap(s.free) {
+		s.free <- &job{}
+	}
+	s.report = Report{Type: o.Type.String()}
+	counts, sources := map[string]any{}, map[string]any{}
+	fallbacks := 0
+	for _, t := range o.Plan {
+		d, err := o.Decide(t)
+		if err != nil {
+			return nil, err
+		}
+		s.planned = append(s.planned, d)
+		counts[d.To.String()] = inc(counts[d.To.String()])
+		sources[d.From.String()] = inc(sources[d.From.String()])
+		if d.Fallback {
+			fallbacks++
+		}
+	}
+	h := src.Header()
+	h.Flags &^= container.FlagSigned | container.FlagLicensed
+	if o.Type.Info().Quantized() {
+		h.Flags |= container.FlagQuantized
+	} else if o.Type == dtype.F32 {
+		h.Flags &^= container.FlagQuantized
+	}
+	if o.Plan != nil {
+		h.Flags &^= container.FlagQuantized
+		for _, d := range s.planned {
+			if d.To.Info().Quantized() {
+				h.Flags |= container.FlagQuantized
+			}
+		}
+	}
+	prov := map[string]any{}
+	maps.Copy(prov, h.Metadata.Provenance)
+	producer := o.Producer
+	if producer == "" {
+		producer = apr.Producer
+	}
+	rules := map[string]any{"pure": o.Pure, "allow_requantize": o.AllowRequantize,
+		"method":    "ggml reference quantizers (no importance matrix)",
+		"selection": "llama.cpp's: 2-D+ tensors named *weight, except norms and the tensors it keeps; --pure: every 2-D+ float tensor"}
+	if len(o.Include) > 0 {
+		rules["include"] = toAny(o.Include)
+	}
+	if len(o.Exclude) > 0 {
+		rules["exclude"] = toAny(o.Exclude)
+	}
+	q := map[string]any{"type": o.Type.String(), "producer": producer, "rules": rules}
+	if o.Plan != nil {
+		q["tensor_types"] = counts
+		q["source_dtypes"] = sources
+		q["fallbacks"] = int64(fallbacks)
+	}
+	prov["quantization"] = q
+	h.Metadata.Provenance = prov
+	s.hdr = h
+	return s, nil
+}
+
+func inc(v any) any {
+	n, _ := v.(int64)
+	return n + 1
+}
+
+func toAny(s []string) []any {
+	a := make([]any, len(s))
+	for i, v := range s {
+		a[i] = v
+	}
+	return a
+}
+
+// Header is the input's header with the quantization provenance added, signature and
+// license flags removed, and the quantized flag set as the output needs.
+func (s *Stream) Header() container.Header { return s.hdr }
+
+// Blocks returns nothing: the input's signatures and licenses do not cover the
+// converted values.
+func (s *Stream) Blocks() []container.Block { return nil }
+
+// Report returns the per-tensor report so far (complete after Next returned io.EOF).
+func (s *Stream) Report() *Report {
+	r := s.report
+	r.Tensors = slices.Clone(r.Tensors)
+	r.total()
+	return &r
+}
+
+// Next returns the next tensor, converted or as it is.
+func (s *Stream) Next() (container.TensorInfo, io.Reader, error) {
+	if s.err != nil {
+		return container.TensorInfo{}, nil, s.err
+	}
+	if s.closed {
+		return container.TensorInfo{}, nil, errors.New("quant: Next after Close")
+	}
+	if err := s.endTensor(); err != nil {
+		s.err = err
+		return container.TensorInfo{}, nil, err
+	}
+	t, r, err := s.src.Next()
+	if err == io.EOF {
+		if s.planned != nil && s.i != len(s.planned) {
+			s.err = fmt.Errorf("the input has %d tensors, its index listed %d", s.i, len(s.planned))
+			return container.TensorInfo{}, nil, s.err
+		}
+		return t, r, err
+	}
+	if err != nil {
+		s.err = err
+		return t, r, err
+	}
+	d, err := s.decide(t)
+	if err != nil {
+		s.err = err
+		return container.TensorInfo{}, nil, err
+	}
+	s.i++
+	in, err := t.RawSize()
+	if err != nil {
+		s.err = fmt.Errorf("tensor %q: %w", t.Name, err)
+		return container.TensorInfo{}, nil, s.err
+	}
+	ts := TensorStats{Name: t.Name, Shape: slices.Clone(t.Shape), From: d.From.String(), To: d.To.String(),
+		Converted: d.Converted(), Fallback: d.Fallback, Reason: d.Reason, BytesBefore: in, BytesAfter: in}
+	ts.Elems, _ = dtype.Elems(t.Shape)
+	ts.BitsPerWeight = bitsPerWeight(d.To)
+	if !d.Converted() {
+		if s.opts.Stats {
+			ts.RMSError, ts.MaxError, ts.RelRMSError = new(float64), new(float64), new(float64)
+		}
+		s.report.Tensors = append(s.report.Tensors, ts)
+		return t, r, nil
+	}
+	out := container.TensorInfo{Name: t.Name, DType: d.To, Shape: slices.Clone(t.Shape)}
+	ob, err := out.RawSize()
+	if err != nil {
+		s.err = fmt.Errorf("tensor %q: as %v: %w", t.Name, d.To, err)
+		return container.TensorInfo{}, nil, s.err
+	}
+	ts.BytesAfter = ob
+	if d.Fallback && s.opts.Warn != nil {
+		s.opts.Warn(fmt.Sprintf("tensor %q: %v instead of %v: %s", t.Name, d.To, s.opts.Type, d.Reason))
+	}
+	p := &plan{name: t.Name, shape: out.Shape, from: d.From, to: d.To, rowLen: rowLen(t.Shape),
+		elems: ts.Elems, chunk: s.chunk, outBytes: ob, stats: s.opts.Stats, limitExp: limitExp(maxMagnitude[d.To])}
+	s.report.Tensors = append(s.report.Tensors, ts)
+	s.cur, s.curPlan = s.startConvert(p, r), p
+	return out, s.cur, nil
+}
+
+// decide uses the plan when there is one, checking that the stream matches it.
+func (s *Stream) decide(t container.TensorInfo) (Decision, error) {
+	if s.planned == nil {
+		return s.opts.Decide(t)
+	}
+	if s.i >= len(s.planned) {
+		return Decision{}, fmt.Errorf("tensor %q: not in the input's index (%d tensors)", t.Name, len(s.planned))
+	}
+	want := s.opts.Plan[s.i]
+	if want.Name != t.Name || want.DType != t.DType || !slices.Equal(want.Shape, t.Shape) {
+		return Decision{}, fmt.Errorf("tensor %d is %q %v %v, the input's index says %q %v %v",
+			s.i, t.Name, t.DType, t.Shape, want.Name, want.DType, want.Shape)
+	}
+	return s.planned[s.i], nil
+}
+
+// endTensor finishes the tensor being converted and records its error measures.
+func (s *Stream) endTensor() error {
+	if s.cur == nil {
+		return nil
+	}
+	c := s.cur
+	s.cur = nil
+	if err := c.finish(); err != nil {
+		return err
+	}
+	if s.opts.Stats && len(s.report.Tensors) > 0 {
+		ts := &s.report.Tensors[len(s.report.Tensors)-1]
+		ts.setError(c.acc)
+	}
+	return nil
+}
+
+// Close stops any conversion in progress and closes the input stream.
+func (s *Stream) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.cur != nil {
+		s.cur.abort()
+		s.cur = nil
+	}
+	return s.src.Close()
+}
+
+// Quantize converts src to an APR v2 stream on dst (writer options such as
+// compression go to the container writer) and returns the report. On error the
+// output is incomplete; callers write to a temporary file.
+func Quantize(dst io.Writer, src apr.Stream, o Options, wopts ...container.Option) (*Report, error) {
+	s, err := New(src, o)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	w, err := container.NewWriter(dst, s.Header(), wopts...)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		info, r, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := w.WriteTensor(info, r); err != nil {
+			if c, ok := r.(*convertReader); ok && c.err != nil {
+				return nil, c.err // names the tensor and the value already
+			}
+			return nil, fmt.Errorf("tensor %q: %w", info.Name, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return s.Report(), nil
+}
