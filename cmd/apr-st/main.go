@@ -1,0 +1,22 @@
+// apr-st imports SafeTensors as APR model streams and exports them back, byte for byte
+// as Hugging Face's safetensors crate writes them.
+//
+//	apr-st import model.safetensors -o model.apr
+//	apr-st import < model.safetensors | apr-decode verify
+//	apr-st import ./Llama-checkpoint/ | apr-encode -c zstd > llama.apr
+//	apr-st export model.apr -o model.safetensors
+//	apr-st export llama.apr --shard-size 5GB -o ./out/
+package main
+
+import (
+	"io"
+
+	"github.com/apr-go/apr/cmd/apr-st/stcli"
+	"github.com/apr-go/apr/cmd/internal/cli"
+)
+
+func main() { cli.Main(run) }
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return stcli.Run("apr-st", "Import and export SafeTensors (Hugging Face) models as APR streams.", &stcli.Main{}, args, stdin, stdout, stderr)
+}

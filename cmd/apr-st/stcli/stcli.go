@@ -1,0 +1,235 @@
+// Package stcli is the command line of apr-st: the import and export commands, shared
+// by apr-st and its aliases apr-st-import and apr-st-export.
+package stcli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/apr-go/apr/cmd/internal/cli"
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/stconv"
+)
+
+// Descriptions of the programs.
+const (
+	ImportHelp = "Import SafeTensors (a file, a Hugging Face checkpoint directory, or stdin) as an APR model stream."
+	ExportHelp = "Export an APR model as SafeTensors: one file, or a Hugging Face checkpoint directory (sharded with --shard-size)."
+)
+
+// Main is apr-st's grammar.
+type Main struct {
+	cli.VersionFlag
+	Import ImportCmd `cmd:"" help:"Import SafeTensors as an APR model (stdout or -o FILE)."`
+	Export ExportCmd `cmd:"" help:"Export an APR model as SafeTensors (stdout, -o FILE, or -o DIR/ for a checkpoint)."`
+}
+
+// ImportMain is apr-st-import's grammar.
+type ImportMain struct {
+	cli.VersionFlag
+	ImportCmd `embed:""`
+}
+
+// ExportMain is apr-st-export's grammar.
+type ExportMain struct {
+	cli.VersionFlag
+	ExportCmd `embed:""`
+}
+
+// Run runs a program whose grammar is one of Main, ImportMain or ExportMain.
+func Run(name, help string, grammar any, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := &cli.Env{Name: name, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	return cli.Run(env, help, grammar, args)
+}
+
+// ImportCmd imports SafeTensors.
+type ImportCmd struct {
+	Input    string `arg:"" optional:"" default:"-" help:"A .safetensors file, a checkpoint directory (model.safetensors.index.json and shards, or model.safetensors), an index file, or '-' for stdin (a pipe streams through)."`
+	Output   string `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
+	Type     string `short:"t" placeholder:"TYPE" help:"Model type of the APR (a name such as LinearRegression, or a code); default: __metadata__'s apr.model_type, else Custom."`
+	Name     string `help:"Model name to record in the metadata."`
+	NoFiles  bool   `help:"Do not keep a checkpoint directory's config and tokenizer files in the metadata."`
+	Compress string `short:"c" default:"none" enum:"none,zstd,zstd-max,lz4" help:"Compression of tensor data: none (memory-mappable, the default), zstd, zstd-max or lz4."`
+	Shuffle  bool   `help:"Byte-shuffle float and integer tensors before compression."`
+	Workers  int    `short:"j" default:"0" help:"Chunks compressed at once (default: number of CPUs)."`
+}
+
+// Run imports.
+func (c *ImportCmd) Run(env *cli.Env) error {
+	comp, err := container.ParseCompression(c.Compress)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	if c.Shuffle && comp == container.CompressNone {
+		return cli.Usagef("--shuffle needs a codec (--compress zstd, zstd-max or lz4)")
+	}
+	opts := stconv.ImportOptions{Name: c.Name, SkipFiles: c.NoFiles}
+	if c.Type != "" {
+		if opts.Type, err = model.ParseType(c.Type); err != nil {
+			return cli.Usagef("%v", err)
+		}
+	}
+	var s apr.Stream
+	name := c.Input
+	if c.Input == "-" || c.Input == "" {
+		name = "stdin"
+		if f, ok := regularFile(env.Stdin); ok {
+			s, err = stconv.OpenFile(f, name, opts)
+		} else {
+			s, err = stconv.NewStream(env.Stdin, opts)
+		}
+	} else {
+		s, err = stconv.Open(c.Input, opts)
+	}
+	if err != nil {
+		return prefix(name, err)
+	}
+	defer s.Close()
+	wopts := []container.Option{container.WithCompression(comp), container.WithShuffle(c.Shuffle)}
+	if c.Workers > 0 {
+		wopts = append(wopts, container.WithWorkers(c.Workers))
+	}
+	out, err := env.Create(c.Output, true)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	if err := apr.Reencode(out, s, nil, false, wopts...); err != nil {
+		return prefix(name, err)
+	}
+	return out.Commit()
+}
+
+// prefix names the input in an error unless the error already does.
+func prefix(name string, err error) error {
+	if strings.Contains(err.Error(), name) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// regularFile returns r as an *os.File when it is a regular file (a redirection).
+func regularFile(r io.Reader) (*os.File, bool) {
+	f, ok := r.(*os.File)
+	if !ok {
+		return nil, false
+	}
+	st, err := f.Stat()
+	return f, err == nil && st.Mode().IsRegular()
+}
+
+// ExportCmd exports SafeTensors.
+type ExportCmd struct {
+	Input     string `arg:"" optional:"" default:"-" help:"APR (or aprender) model file, or '-' for stdin (a pipe is spooled to a temporary file: SafeTensors needs every tensor's shape before the data)."`
+	Output    string `short:"o" placeholder:"PATH" help:"Write to FILE (atomically) instead of stdout. A directory (existing, ending in '/', or with --shard-size) gets a Hugging Face checkpoint: model.safetensors or shards and index, plus the config and tokenizer files kept at import."`
+	ShardSize string `placeholder:"SIZE" help:"Write a sharded checkpoint to -o DIR with shards of at most SIZE (5GB, 500MB, 2GiB, or bytes), as huggingface_hub splits them."`
+	DType     string `name:"dtype" default:"auto" enum:"auto,f32,f16,bf16,f64" help:"Dtype for quantized tensors, which are dequantized: auto (their dtype before import when known, else f32), f32, f16, bf16 or f64. Other tensors keep their dtype."`
+	TmpDir    string `placeholder:"DIR" help:"Where to spool a piped input (default: beside the output file, else $TMPDIR)."`
+}
+
+// Run exports.
+func (c *ExportCmd) Run(env *cli.Env) error {
+	opts := stconv.ExportOptions{TempDir: c.TmpDir}
+	if c.DType != "auto" {
+		d, err := dtype.Parse(strings.ToUpper(c.DType))
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		opts.DType = d
+	}
+	dirOut := false
+	if c.ShardSize != "" {
+		n, err := ParseSize(c.ShardSize)
+		if err != nil {
+			return cli.Usagef("--shard-size: %v", err)
+		}
+		opts.ShardSize = n
+		dirOut = true
+	}
+	toStdout := c.Output == "" || c.Output == "-"
+	if !toStdout && (strings.HasSuffix(c.Output, "/") || isDir(c.Output)) {
+		dirOut = true
+	}
+	if dirOut && toStdout {
+		return cli.Usagef("--shard-size writes a checkpoint directory: give it with -o DIR")
+	}
+	if opts.TempDir == "" && !toStdout && !dirOut {
+		opts.TempDir = filepath.Dir(c.Output)
+	}
+	src, name, err := openSource(env, c.Input)
+	if err != nil {
+		return prefix(name, err)
+	}
+	defer src.Close()
+	if dirOut {
+		if err := stconv.ExportDir(c.Output, src, opts); err != nil {
+			return prefix(name, err)
+		}
+		return nil
+	}
+	out, err := env.Create(c.Output, true)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	if err := stconv.Export(out.Writer, src, opts); err != nil {
+		return prefix(name, err)
+	}
+	if stconv.HasFiles(src.Header()) {
+		env.Errorf("note: the config and tokenizer files kept in the metadata are not written to a single file; export to a directory (-o DIR/) to restore them")
+	}
+	return out.Commit()
+}
+
+func openSource(env *cli.Env, in string) (*stconv.Source, string, error) {
+	if in != "-" && in != "" {
+		src, err := stconv.OpenSource(in)
+		return src, in, err
+	}
+	if f, ok := env.Stdin.(*os.File); ok {
+		src, err := stconv.FileSource(f)
+		return src, "stdin", err
+	}
+	s, err := apr.OpenStream(env.Stdin)
+	if err != nil {
+		return nil, "stdin", err
+	}
+	return stconv.StreamSource(s), "stdin", nil
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// ParseSize reads a byte count as Hugging Face's max_shard_size: an integer, or a
+// number with a unit: KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers
+// of 1024); case does not matter.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := 1.0
+	upper := strings.ToUpper(t)
+	for _, u := range units {
+		if strings.HasSuffix(upper, u.suffix) {
+			mult, t = u.mult, strings.TrimSpace(t[:len(t)-len(u.suffix)])
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 || v*mult >= 1<<62 {
+		return 0, errors.New("expected a positive size such as 5GB, 500MB, 2GiB or 1000000")
+	}
+	return int64(v * mult), nil
+}
