@@ -1,0 +1,260 @@
+package ggufconv
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/model"
+)
+
+// ImportOptions controls an import.
+type ImportOptions struct {
+	// Name is the input's name in error messages ("stdin", a path).
+	Name string
+	// Limits caps what the GGUF reader accepts (zero fields: gguf.DefaultLimits).
+	Limits gguf.Limits
+	// NoDigest skips the SHA-256 of a file source (OpenFile), which costs one extra
+	// read of the file.
+	NoDigest bool
+}
+
+// NewStream reads a GGUF file from r, which may be a pipe, and returns it as a tensor
+// stream: the header is read and checked at once, tensor data then streams from r in
+// bounded memory. A pipe has no digest in the provenance (it would be known only after
+// the APR metadata has gone out). Close does not close r.
+func NewStream(r io.Reader, o ImportOptions) (apr.Stream, error) {
+	return newStream(r, o, nil)
+}
+
+// OpenFile opens the GGUF file at path as a tensor stream. Unless o.NoDigest is set,
+// it first reads the whole file once for the SHA-256 recorded in the provenance.
+func OpenFile(path string, o ImportOptions) (apr.Stream, error) {
+	if o.Name == "" {
+		o.Name = path
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	var digest map[string]any
+	if !o.NoDigest {
+		h := sha256.New()
+		n, err := io.CopyBuffer(h, f, make([]byte, 1<<20))
+		if err == nil {
+			_, err = f.Seek(0, io.SeekStart)
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", o.Name, err)
+		}
+		digest = map[string]any{ProvSHA256: hex.EncodeToString(h.Sum(nil)), ProvSize: n}
+	} else {
+		digest = map[string]any{ProvSize: st.Size()}
+	}
+	s, err := newStream(f, o, digest)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.closer = f
+	return s, nil
+}
+
+type importStream struct {
+	name   string
+	hdr    container.Header
+	gh     *gguf.Header
+	br     *bufio.Reader
+	dr     *gguf.DataReader
+	closer io.Closer
+	done   bool
+	err    error
+}
+
+func newStream(r io.Reader, o ImportOptions, prov map[string]any) (*importStream, error) {
+	name := o.Name
+	if name == "" {
+		name = "stdin"
+	}
+	br := bufio.NewReaderSize(r, 1<<20)
+	gh, err := o.Limits.ReadHeader(br)
+	if err != nil {
+		return nil, named(name, err)
+	}
+	hdr, err := importHeader(gh, prov)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	dr, err := gguf.NewDataReader(br, gh)
+	if err != nil {
+		return nil, named(name, err)
+	}
+	return &importStream{name: name, hdr: hdr, gh: gh, br: br, dr: dr}, nil
+}
+
+// named puts the input's name into a gguf error that lacks one.
+func named(name string, err error) error {
+	var ge *gguf.Error
+	if errors.As(err, &ge) && ge.Path != "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// importHeader builds the APR header of a GGUF file: model type, flags and metadata.
+func importHeader(gh *gguf.Header, prov map[string]any) (container.Header, error) {
+	created, err := container.CreatedAt()
+	if err != nil {
+		return container.Header{}, err
+	}
+	md := container.Metadata{CreatedAt: created, Producer: apr.Producer,
+		Extra: map[string]any{KeyGGUF: EncodeKVs(gh.Version, gh.KVs)}}
+	p := map[string]any{"source_format": SourceFormat, "source_version": int64(gh.Version)}
+	for k, v := range prov {
+		p[k] = v
+	}
+	md.Provenance = p
+	str := func(key string) string {
+		v, _ := gh.Get(key)
+		s, _ := v.AsString()
+		return s
+	}
+	md.Name, md.Description, md.License = str(KeyName), str(KeyDescription), str(KeyLicense)
+	h := container.Header{Type: model.Custom, Metadata: md}
+	if t, ok := archType(str(KeyArchitecture)); ok {
+		h.Type = t
+		prefix := str(KeyArchitecture) + "."
+		cfg := map[string]any{}
+		for _, kv := range gh.KVs {
+			if k, ok := strings.CutPrefix(kv.Key, prefix); ok && k != "" {
+				cfg[k] = kvToConfig(kv.Value)
+			}
+		}
+		if len(cfg) > 0 {
+			h.Metadata.ModelConfig = cfg
+		}
+	}
+	for i := range gh.Tensors {
+		ti := &gh.Tensors[i]
+		d, ok := ti.Type.DType()
+		if !ok {
+			return container.Header{}, fmt.Errorf("tensor %q: ggml type %v has no apr dtype", ti.Name, ti.Type)
+		}
+		if d.Info().Quantized() {
+			h.Flags |= container.FlagQuantized
+		}
+	}
+	return h, nil
+}
+
+// archType maps general.architecture "apr_<type>" to the apr model type.
+func archType(arch string) (model.Type, bool) {
+	name, ok := strings.CutPrefix(arch, ArchPrefix)
+	if !ok {
+		return 0, false
+	}
+	for _, t := range model.Types() {
+		if strings.ToLower(t.String()) == name {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+// Arch returns the general.architecture of an apr model type: "apr_" and the type's
+// registry name in lower case ("apr_linearregression").
+func Arch(t model.Type) string { return ArchPrefix + strings.ToLower(t.String()) }
+
+func (s *importStream) Header() container.Header { return s.hdr }
+
+// GGUF returns the GGUF header that was read.
+func (s *importStream) GGUF() *gguf.Header { return s.gh }
+
+func (s *importStream) Next() (container.TensorInfo, io.Reader, error) {
+	if s.err != nil {
+		return container.TensorInfo{}, nil, s.err
+	}
+	if s.done {
+		return container.TensorInfo{}, nil, io.EOF
+	}
+	i, r, err := s.dr.Next()
+	if err == io.EOF {
+		// The data section must be the end of the input: bytes after it would be lost.
+		if _, err := s.br.ReadByte(); err != io.EOF {
+			if err == nil {
+				err = fmt.Errorf("%s: unexpected bytes after the data section (offset %d)", s.name, s.gh.DataOffset+s.gh.DataSize())
+			} else {
+				err = fmt.Errorf("%s: %w", s.name, err)
+			}
+			s.err = err
+			return container.TensorInfo{}, nil, err
+		}
+		s.done = true
+		return container.TensorInfo{}, nil, io.EOF
+	}
+	if err != nil {
+		s.err = named(s.name, err)
+		return container.TensorInfo{}, nil, s.err
+	}
+	ti := &s.gh.Tensors[i]
+	d, _ := ti.Type.DType()
+	info := container.TensorInfo{Name: ti.Name, DType: d, Shape: ti.Shape()}
+	return info, &tensorReader{r: r, name: s.name}, nil
+}
+
+// tensorReader names the input in a read error (a truncated file); the consumer
+// names the tensor.
+type tensorReader struct {
+	r    io.Reader
+	name string
+}
+
+func (t *tensorReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	switch {
+	case err == nil || err == io.EOF:
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// Not wrapped: consumers report an end of data in their own words and would
+		// drop the input's name.
+		err = fmt.Errorf("%s: the input ends inside the tensor data (truncated file)", t.name)
+	default:
+		err = fmt.Errorf("%s: %w", t.name, err)
+	}
+	return n, err
+}
+
+func (s *importStream) Blocks() []container.Block { return nil }
+
+func (s *importStream) Close() error {
+	if s.closer != nil {
+		return s.closer.Close()
+	}
+	return nil
+}
+
+// Import converts a GGUF stream to an APR v2 stream on w (uncompressed unless opts
+// say otherwise).
+func Import(w io.Writer, s apr.Stream, opts ...container.Option) error {
+	cw, err := container.NewWriter(w, s.Header(), opts...)
+	if err != nil {
+		return err
+	}
+	if err := apr.CopyTensors(cw, s); err != nil {
+		return err
+	}
+	return cw.Close()
+}
