@@ -1,0 +1,288 @@
+// apr-distill trains a NeuralSequential student from one or more teacher models
+// (knowledge distillation), or a model from labelled data alone (fit).
+//
+//	apr-distill fit --data digits.csv.gz --scale 0.0625 --student 64-128-128-10 -o teacher.apr
+//	apr-distill teacher.apr --data digits.csv.gz --scale 0.0625 --student 64-16-16-10 -o student.apr
+//	apr-distill a.apr b.apr --method ensemble --weights 2,1 --data x.npz --student 64-16-10 -o s.apr
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/apr-go/apr/cmd/internal/cli"
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/distill"
+	"github.com/apr-go/apr/lib/model"
+)
+
+func main() { cli.Main(run) }
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := &cli.Env{Name: "apr-distill", Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	return cli.Run(env, "Train a NeuralSequential student from teacher models (knowledge distillation), or a model from labelled data (fit).",
+		&distillCLI{}, args)
+}
+
+type distillCLI struct {
+	cli.VersionFlag
+	Distill distillCmd `cmd:"" default:"withargs" help:"Distil a student from one or more teacher models (the default command)."`
+	Fit     fitCmd     `cmd:"" help:"Train a model from labelled data with no teacher (the same loop, alpha = 0)."`
+}
+
+// trainFlags are the options shared by both commands.
+type trainFlags struct {
+	Data        string   `required:"" placeholder:"FILE" help:"Training data: CSV (optionally gzip, header optional), .npy (features; --labels for labels) or .npz (X and optional y)."`
+	LabelColumn string   `default:"-1" placeholder:"COL" help:"CSV label column: index from 0 (negative from the end), header name, or 'none' (default: the last column)."`
+	Labels      string   `placeholder:"FILE" help:"Labels (.npy) for a .npy feature file."`
+	Scale       float64  `default:"1" help:"Multiply every feature by this factor first (e.g. 0.0625 for pixels 0..16); use the same value for teacher and student."`
+	Student     string   `required:"" placeholder:"ARCH|FILE" help:"Layer widths of a new model, e.g. 64-16-16-10, or an existing NeuralSequential .apr to start from."`
+	Activation  string   `default:"relu" enum:"relu,tanh,sigmoid,identity" help:"Hidden-layer activation of a new model (relu, tanh, sigmoid, identity)."`
+	Output      string   `short:"o" placeholder:"FILE" help:"Write the model to FILE (atomically) instead of stdout."`
+	Epochs      int      `default:"20" help:"Training epochs (of the final stage)."`
+	BatchSize   int      `default:"32" help:"Rows per mini-batch."`
+	LR          float64  `name:"lr" default:"0.001" help:"Learning rate."`
+	Optimizer   string   `default:"adam" enum:"adam,sgd" help:"Optimizer: adam or sgd."`
+	Momentum    float64  `default:"0" help:"SGD momentum."`
+	Seed        uint64   `default:"0" help:"Seed of the initialisation and the batch order."`
+	ValSplit    float64  `default:"0.2" placeholder:"FRACTION" help:"Fraction of the rows held out for validation (stratified by label)."`
+	SplitSeed   uint64   `default:"0" help:"Seed of the validation split (keep it equal for teacher and student, so the student is validated on rows the teacher never saw)."`
+	Name        string   `help:"Model name in the metadata."`
+	Compress    string   `short:"c" default:"zstd" enum:"none,zstd,zstd-max,lz4" help:"Compression of tensor data."`
+	Meta        []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a custom metadata value (repeatable)."`
+}
+
+type distillCmd struct {
+	Teachers []string `arg:"" name:"teacher" help:"Teacher model files (.apr): NeuralSequential classifiers or LogisticRegression."`
+	trainFlags
+	Method      string    `default:"standard" enum:"standard,progressive,ensemble" help:"standard, progressive (hidden layers matched by --layer-map first) or ensemble (several teachers)."`
+	Alpha       float64   `default:"0.7" help:"Weight of the soft-target term (1-alpha weighs the hard labels)."`
+	Temperature float64   `short:"T" default:"3" help:"Softmax temperature of the soft targets."`
+	LayerMap    string    `placeholder:"S:T,..." help:"progressive: student:teacher hidden-layer pairs, e.g. 0:0,1:2."`
+	HintEpochs  int       `default:"0" help:"progressive: epochs of the hidden-layer stage (default: half of --epochs)."`
+	Weights     []float64 `placeholder:"W,..." help:"ensemble: one weight per teacher (default: equal)."`
+}
+
+type fitCmd struct {
+	trainFlags
+}
+
+func (c *fitCmd) Run(env *cli.Env) error {
+	return train(env, nil, &c.trainFlags, distill.Fit, func(o *distill.Options) error { return nil })
+}
+
+func (c *distillCmd) Run(env *cli.Env) error {
+	method, err := distill.ParseMethod(c.Method)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	if len(c.Teachers) > 1 && method != distill.Ensemble {
+		return cli.Usagef("%d teachers: use --method ensemble", len(c.Teachers))
+	}
+	if method == distill.Progressive && c.LayerMap == "" {
+		return cli.Usagef("--method progressive needs --layer-map, e.g. 0:0,1:2")
+	}
+	if c.LayerMap != "" && method != distill.Progressive {
+		return cli.Usagef("--layer-map is for --method progressive")
+	}
+	if len(c.Weights) > 0 && method != distill.Ensemble {
+		return cli.Usagef("--weights is for --method ensemble")
+	}
+	layerMap, err := distill.ParseLayerMap(c.LayerMap)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	return train(env, c.Teachers, &c.trainFlags, method, func(o *distill.Options) error {
+		o.Alpha, o.Temperature, o.LayerMap, o.HintEpochs, o.Weights = c.Alpha, c.Temperature, layerMap, c.HintEpochs, c.Weights
+		return nil
+	})
+}
+
+func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Method, set func(*distill.Options) error) error {
+	opt := distill.DefaultOptions()
+	opt.Method, opt.Epochs, opt.BatchSize, opt.Seed = method, f.Epochs, f.BatchSize, f.Seed
+	opt.Optimizer = model.Optimizer{Name: f.Optimizer, LR: f.LR, Momentum: f.Momentum}
+	if err := set(&opt); err != nil {
+		return err
+	}
+	if f.Epochs < 1 || f.BatchSize < 1 {
+		return cli.Usagef("--epochs %d and --batch-size %d must be at least 1", f.Epochs, f.BatchSize)
+	}
+	if !(f.Scale > 0) || math.IsInf(f.Scale, 0) {
+		return cli.Usagef("--scale %v: expected a finite value > 0", f.Scale)
+	}
+	comp, err := container.ParseCompression(f.Compress)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	var teachers []*distill.Teacher
+	for _, p := range teacherPaths {
+		t, err := distill.LoadTeacher(p)
+		if err != nil {
+			return err
+		}
+		teachers = append(teachers, t)
+	}
+	data, err := distill.LoadData(f.Data, distill.LoadOptions{LabelColumn: f.LabelColumn, Labels: f.Labels})
+	if err != nil {
+		return err
+	}
+	digest, err := fileSHA256(f.Data)
+	if err != nil {
+		return err
+	}
+	if f.Scale != 1 {
+		for i := range data.X.Data {
+			data.X.Data[i] *= f.Scale
+		}
+	}
+	trainSet, valSet, err := distill.Split(data, f.ValSplit, f.SplitSeed)
+	if err != nil {
+		return cli.Usagef("--val-split: %v", err)
+	}
+	student, err := newStudent(f, data, teachers)
+	if err != nil {
+		return err
+	}
+	if cli.IsTerminal(env.Stderr) {
+		opt.Progress = func(s distill.EpochStats) { env.Infof("%s", progressLine(s)) }
+	}
+	out, err := env.Create(f.Output, true)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	start := time.Now()
+	res, err := distill.Run(student, teachers, trainSet, valSet, opt)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	report(env, method, opt, res, elapsed)
+
+	prov := distill.Provenance(teachers, opt, data, digest, f.ValSplit, res)
+	for _, v := range prov {
+		v.(map[string]any)["data"].(map[string]any)["scale"] = f.Scale
+	}
+	hyper := map[string]any{"method": string(method), "epochs": int64(opt.Epochs), "batch_size": int64(opt.BatchSize),
+		"optimizer": f.Optimizer, "lr": f.LR, "seed": f.Seed, "val_split": f.ValSplit, "split_seed": f.SplitSeed}
+	if method != distill.Fit {
+		hyper["temperature"], hyper["alpha"] = opt.Temperature, opt.Alpha
+	}
+	so := apr.SaveOptions{Name: f.Name, Hyperparameters: hyper, Metrics: distill.Metrics(res), Compression: comp}
+	for _, kv := range f.Meta {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return cli.Usagef("--meta %q: expected KEY=VALUE", kv)
+		}
+		if so.Custom == nil {
+			so.Custom = map[string]any{}
+		}
+		so.Custom[k] = v
+	}
+	if err := distill.Encode(out, student, so, prov); err != nil {
+		return fmt.Errorf("%s: %w", out.Name, err)
+	}
+	return out.Commit()
+}
+
+// newStudent builds the student from an architecture or loads it from a file.
+func newStudent(f *trainFlags, data distill.Data, teachers []*distill.Teacher) (*model.NeuralSequentialModel, error) {
+	var student *model.NeuralSequentialModel
+	if st, err := os.Stat(f.Student); err == nil && st.Mode().IsRegular() {
+		m, _, err := distill.LoadModel(f.Student)
+		if err != nil {
+			return nil, err
+		}
+		nn, ok := m.(*model.NeuralSequentialModel)
+		if !ok {
+			return nil, fmt.Errorf("%s: the student must be a NeuralSequential model, this is %v", f.Student, m.Type())
+		}
+		student = nn
+	} else {
+		widths, err := model.ParseWidths(f.Student)
+		if err != nil {
+			if strings.HasSuffix(strings.ToLower(f.Student), ".apr") {
+				return nil, fmt.Errorf("--student %s: no such file", f.Student)
+			}
+			return nil, cli.Usagef("--student: %v", err)
+		}
+		act, err := model.ParseActivation(f.Activation)
+		if err != nil {
+			return nil, cli.Usagef("--activation: %v", err)
+		}
+		if student, err = model.NewNeuralSequential(widths, act, model.ActSoftmax, f.Seed); err != nil {
+			return nil, cli.Usagef("--student: %v", err)
+		}
+	}
+	if student.Inputs() != data.X.Cols {
+		hint := ""
+		if data.Y == nil && f.LabelColumn == "none" {
+			hint = ""
+		} else if data.X.Cols+1 == student.Inputs() {
+			hint = " (is the last column features, not labels? use --label-column none)"
+		}
+		return nil, fmt.Errorf("%s: %d features per row, the student takes %d%s", data.Name, data.X.Cols, student.Inputs(), hint)
+	}
+	for _, t := range teachers {
+		if t.Inputs() != data.X.Cols {
+			return nil, fmt.Errorf("%s: %d features per row, teacher %s takes %d", data.Name, data.X.Cols, t.Name, t.Inputs())
+		}
+	}
+	return student, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func pct(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f", v)
+}
+
+func progressLine(s distill.EpochStats) string {
+	if s.Stage == "hint" {
+		return fmt.Sprintf("hint  epoch %3d  loss %.5f", s.Epoch, s.Loss)
+	}
+	return fmt.Sprintf("epoch %3d  loss %.5f  accuracy %s  agreement %s  val accuracy %s  val agreement %s",
+		s.Epoch, s.Loss, pct(s.TrainAccuracy), pct(s.Agreement), pct(s.ValAccuracy), pct(s.ValAgreement))
+}
+
+// report prints the final figures on stderr, always.
+func report(env *cli.Env, method distill.Method, opt distill.Options, res *distill.Result, elapsed time.Duration) {
+	env.Infof("%s: %s, %d epochs in %v (%.0f samples/s): loss %.5f", env.Name, method, opt.Epochs, elapsed.Round(time.Millisecond),
+		float64(res.TrainRows*opt.Epochs)/elapsed.Seconds(), res.Loss)
+	if method == distill.Progressive {
+		env.Infof("  hint stage: loss %.5f", res.HintLoss)
+	}
+	line := func(what string, rows int, acc, agree, tacc float64) {
+		if method == distill.Fit {
+			env.Infof("  %-10s %5d rows: accuracy %s", what, rows, pct(acc))
+			return
+		}
+		env.Infof("  %-10s %5d rows: accuracy %s, agreement with teacher %s (teacher accuracy %s)", what, rows, pct(acc), pct(agree), pct(tacc))
+	}
+	line("train", res.TrainRows, res.TrainAccuracy, res.TrainAgreement, res.TeacherTrainAccuracy)
+	if res.ValRows > 0 {
+		line("validation", res.ValRows, res.ValAccuracy, res.ValAgreement, res.TeacherValAccuracy)
+	}
+}
