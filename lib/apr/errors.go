@@ -6,6 +6,8 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/seal"
+	"github.com/apr-go/apr/lib/sign"
 )
 
 // The error table of the .apr case study. Branch on them with errors.Is / errors.As.
@@ -28,9 +30,10 @@ var (
 	// ErrModelTypeMismatch matches every *ModelTypeMismatch.
 	ErrModelTypeMismatch = errors.New("model type mismatch")
 	// ErrSignatureInvalid: no valid signature from a trusted key.
-	ErrSignatureInvalid = errors.New("signature invalid")
-	// ErrDecryptionFailed: wrong key or password, or tampered sealed data.
-	ErrDecryptionFailed = errors.New("decryption failed")
+	ErrSignatureInvalid = sign.ErrSignatureInvalid
+	// ErrDecryptionFailed: wrong key or password, or tampered sealed data. It is
+	// seal.ErrDecryptionFailed, so errors.Is works with either.
+	ErrDecryptionFailed = seal.ErrDecryptionFailed
 )
 
 // ModelTypeMismatch is returned by Load when the file holds another model type.

@@ -1,0 +1,241 @@
+package apr
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/manifest"
+	"github.com/apr-go/apr/lib/sign"
+)
+
+// SignStream reads an APR v2 stream from src and writes it to dst with one more
+// signature block, by key, over the content digest. Existing signature and license
+// blocks are kept.
+//
+// The output is the input byte for byte, except the header's flags (SIGNED is set)
+// and CRC, the blocks section and the footer: tensors are not re-compressed, so
+// signing runs at the speed of reading and hashing. Every checksum of the input is
+// verified before the signature is made; on any error the output is incomplete (a
+// reader refuses it) and the caller must discard it.
+func SignStream(dst io.Writer, src io.Reader, key *sign.PrivateKey, opts ...SignOption) (*sign.Signature, error) {
+	if key == nil {
+		return nil, errors.New("no signing key")
+	}
+	if _, err := newSignConfigChecked(opts); err != nil {
+		return nil, err
+	}
+	var sig *sign.Signature
+	err := appendBlocks(dst, src, container.FlagSigned, func(digest [32]byte, old []container.Block) ([]container.Block, error) {
+		b, s, err := SignatureBlock(key, digest, opts...)
+		if err != nil {
+			return nil, err
+		}
+		sig = s
+		return append(old, b), nil
+	})
+	return sig, err
+}
+
+// LicenseStream is SignStream for a license: it adds a license block issued by
+// issuer and bound to the stream's content, replacing any license block the input
+// had (a file holds at most one). lic.IssuedAt zero means SOURCE_DATE_EPOCH or now.
+// It returns the signed license and whether an older license was replaced.
+func LicenseStream(dst io.Writer, src io.Reader, lic sign.License, issuer *sign.PrivateKey) (*sign.License, bool, error) {
+	if issuer == nil {
+		return nil, false, errors.New("no issuer key")
+	}
+	// Check the license fields before any byte is written.
+	probe := lic
+	if probe.IssuedAt.IsZero() {
+		c, err := newSignConfig(nil)
+		if err != nil {
+			return nil, false, err
+		}
+		probe.IssuedAt = c.time
+		lic.IssuedAt = c.time
+	}
+	if _, err := sign.SignLicense(probe, issuer); err != nil {
+		return nil, false, err
+	}
+	var signed *sign.License
+	replaced := false
+	err := appendBlocks(dst, src, container.FlagLicensed, func(digest [32]byte, old []container.Block) ([]container.Block, error) {
+		b, l, err := LicenseBlock(lic, issuer, digest)
+		if err != nil {
+			return nil, err
+		}
+		signed = l
+		var out []container.Block
+		for _, o := range old {
+			if o.Kind == container.BlockLicense {
+				replaced = true
+				continue
+			}
+			out = append(out, o)
+		}
+		return append(out, b), nil
+	})
+	return signed, replaced, err
+}
+
+// spliceHold is how many trailing bytes appendBlocks holds back: the input's blocks
+// section and footer must fit in it (a signature block is about 100 bytes plus its
+// comment, so thousands of them fit). A variable so that tests can lower it.
+var spliceHold = 4 << 20
+
+// appendBlocks copies an APR v2 stream from src to dst with the header flag set
+// and the blocks section replaced by what add returns; add gets the content
+// digest and the input's blocks once the whole input has been verified.
+func appendBlocks(dst io.Writer, src io.Reader, set container.Flags, add func(digest [32]byte, old []container.Block) ([]container.Block, error)) error {
+	var hdr [container.HeaderSize]byte
+	if n, err := io.ReadFull(src, hdr[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("%w: not an APR file (%d bytes)", ErrFormat, n)
+		}
+		return err
+	}
+	if string(hdr[:4]) != "APRN" || hdr[4] != container.MajorVersion {
+		return fmt.Errorf("%w: not an APR v2 stream (only APR v2 files carry signatures; convert with apr-encode first)", ErrFormat)
+	}
+	flags := container.Flags(binary.LittleEndian.Uint32(hdr[8:]))
+	if flags&container.FlagEncrypted != 0 {
+		return fmt.Errorf("%w: the input is sealed, so its content cannot be hashed; sign before sealing (apr-sign | apr-seal), or unseal first", container.ErrEncrypted)
+	}
+	// Reader side: the original bytes. Writer side: the patched header, then the
+	// input delayed by spliceHold bytes, so that its old blocks and footer can be
+	// cut off once the reader has verified them.
+	out := bufio.NewWriterSize(dst, 1<<20)
+	crc := crc32.NewIEEE()
+	w := io.MultiWriter(out, crc)
+	patched := hdr
+	binary.LittleEndian.PutUint32(patched[8:], uint32(flags|set))
+	binary.LittleEndian.PutUint32(patched[60:], crc32.ChecksumIEEE(patched[:60]))
+	if _, err := w.Write(patched[:]); err != nil {
+		return err
+	}
+	delay := &delayWriter{out: w, hold: spliceHold}
+	cr, err := container.NewReader(io.MultiReader(bytes.NewReader(hdr[:]), io.TeeReader(src, delay)))
+	if err != nil {
+		return err
+	}
+	defer cr.Close()
+	fh := cr.Header()
+	mb, err := manifest.New(fh.Type, fh.Metadata)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		t, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		th, err := mb.Tensor(t.TensorInfo)
+		if err != nil {
+			return err
+		}
+		if _, err := io.CopyBuffer(th, t, buf); err != nil {
+			return fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		if err := th.Close(); err != nil {
+			return err
+		}
+	}
+	if delay.err != nil {
+		return delay.err
+	}
+	digest, err := mb.Sum()
+	if err != nil {
+		return err
+	}
+	// The reader has verified the footer, which is the last 64 bytes read.
+	tail := delay.buf
+	if len(tail) < container.FooterSize {
+		return fmt.Errorf("%w: stream too short", ErrFormat)
+	}
+	foot := tail[len(tail)-container.FooterSize:]
+	indexOff := binary.LittleEndian.Uint64(foot[8:])
+	indexLen := binary.LittleEndian.Uint64(foot[16:])
+	blocksOff := uint64(alignUp64(indexOff + indexLen))
+	tailOff := uint64(container.HeaderSize) + uint64(delay.flushed)
+	end := tailOff + uint64(len(tail)) - container.FooterSize
+	if blocksOff < tailOff || blocksOff > end {
+		return fmt.Errorf("the input's blocks section is larger than %d bytes; cannot add a block in a stream", spliceHold)
+	}
+	if _, err := w.Write(tail[:blocksOff-tailOff]); err != nil {
+		return err
+	}
+	blocks, err := add(digest, cr.Blocks())
+	if err != nil {
+		return err
+	}
+	if len(blocks) > container.MaxBlockCount {
+		return fmt.Errorf("too many blocks: %d (at most %d)", len(blocks), container.MaxBlockCount)
+	}
+	sec := make([]byte, 16, 64)
+	copy(sec, "APRB")
+	binary.LittleEndian.PutUint32(sec[4:], uint32(len(blocks)))
+	for _, b := range blocks {
+		if len(b.Payload) > container.MaxBlock {
+			return fmt.Errorf("block of %d bytes (at most %d)", len(b.Payload), container.MaxBlock)
+		}
+		sec = binary.LittleEndian.AppendUint32(sec, b.Kind)
+		sec = binary.LittleEndian.AppendUint32(sec, uint32(len(b.Payload)))
+		sec = append(sec, b.Payload...)
+	}
+	binary.LittleEndian.PutUint64(sec[8:], uint64(len(sec)-16))
+	secLen := len(sec)
+	sec = append(sec, make([]byte, alignUp64(uint64(secLen))-uint64(secLen))...)
+	if _, err := w.Write(sec); err != nil {
+		return err
+	}
+	var nf [container.FooterSize]byte
+	copy(nf[:], foot[:32]) // magic, reserved, index offset and length, tensor count
+	binary.LittleEndian.PutUint64(nf[32:], blocksOff)
+	binary.LittleEndian.PutUint64(nf[40:], uint64(secLen))
+	copy(nf[48:52], foot[48:52]) // index CRC
+	crc.Write(nf[:52])
+	binary.LittleEndian.PutUint32(nf[52:], crc.Sum32())
+	copy(nf[56:], foot[56:]) // end magic
+	if _, err := out.Write(nf[:]); err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+func alignUp64(n uint64) uint64 { return (n + container.Align - 1) &^ (container.Align - 1) }
+
+// delayWriter passes bytes on to out, holding back the last hold bytes.
+type delayWriter struct {
+	out     io.Writer
+	buf     []byte
+	hold    int
+	flushed int64
+	err     error
+}
+
+func (d *delayWriter) Write(p []byte) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	d.buf = append(d.buf, p...)
+	if len(d.buf) >= 2*d.hold {
+		n := len(d.buf) - d.hold
+		if _, err := d.out.Write(d.buf[:n]); err != nil {
+			d.err = err
+			return 0, err
+		}
+		d.flushed += int64(n)
+		d.buf = d.buf[:copy(d.buf, d.buf[n:])]
+	}
+	return len(p), nil
+}
