@@ -253,8 +253,17 @@ func Import(w io.Writer, s apr.Stream, opts ...container.Option) error {
 	if err != nil {
 		return err
 	}
-	if err := apr.CopyTensors(cw, s); err != nil {
-		return err
+	for {
+		info, r, err := s.Next()
+		if err == io.EOF {
+			return cw.Close()
+		}
+		if err != nil {
+			return err
+		}
+		// WriteTensor names the tensor in its errors.
+		if err := cw.WriteTensor(info, r); err != nil {
+			return err
+		}
 	}
-	return cw.Close()
 }

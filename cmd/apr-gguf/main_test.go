@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testdata = "../../testdata/gguf"
+
+func runIt(t *testing.T, stdin []byte, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, bytes.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// TestRoundTrip: import then export gives the original bytes, file to file and
+// through stdin/stdout.
+func TestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"tiny-llama.Q4_0.gguf", "allkv.gguf"} {
+		src := filepath.Join(testdata, name)
+		orig, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aprPath := filepath.Join(dir, name+".apr")
+		if _, stderr, code := runIt(t, nil, "import", src, "-o", aprPath); code != 0 {
+			t.Fatalf("import %s: exit %d: %s", name, code, stderr)
+		}
+		back := filepath.Join(dir, name)
+		if _, stderr, code := runIt(t, nil, "export", aprPath, "-o", back); code != 0 {
+			t.Fatalf("export %s: exit %d: %s", name, code, stderr)
+		}
+		if got, _ := os.ReadFile(back); !bytes.Equal(got, orig) {
+			t.Errorf("%s: file round trip differs", name)
+		}
+		// Pipes, with compression in between.
+		aprBytes, stderr, code := runIt(t, orig, "import", "-c", "zstd")
+		if code != 0 {
+			t.Fatalf("import from stdin: exit %d: %s", code, stderr)
+		}
+		ggufBytes, stderr, code := runIt(t, []byte(aprBytes), "export", "--temp-dir", dir)
+		if code != 0 {
+			t.Fatalf("export from stdin: exit %d: %s", code, stderr)
+		}
+		if ggufBytes != string(orig) {
+			t.Errorf("%s: pipe round trip differs", name)
+		}
+	}
+}
+
+// TestHostile: damaged inputs fail with exit 1, a message naming the input, and no
+// output file.
+func TestHostile(t *testing.T) {
+	dir := t.TempDir()
+	orig, err := os.ReadFile(filepath.Join(testdata, "small.Q4_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string][]byte{
+		"truncated.gguf": orig[:len(orig)-7],
+		"trailing.gguf":  append(append([]byte(nil), orig...), 1, 2, 3),
+		"header.gguf":    orig[:200],
+		"counts.gguf":    append(append([]byte(nil), orig[:8]...), append([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, orig[16:]...)...),
+		"empty.gguf":     nil,
+		"notgguf.gguf":   []byte("hello, world"),
+	}
+	for name, b := range bad {
+		in := filepath.Join(dir, name)
+		if err := os.WriteFile(in, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, name+".apr")
+		_, stderr, code := runIt(t, nil, "import", in, "-o", out)
+		if code != 1 || !strings.HasPrefix(stderr, "apr-gguf: ") || !strings.Contains(stderr, name) {
+			t.Errorf("import %s: exit %d, stderr %q", name, code, stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("import %s left an output file", name)
+		}
+		_, stderr, code = runIt(t, b, "import", "-o", out)
+		if code != 1 || !strings.Contains(stderr, "stdin") {
+			t.Errorf("import %s from stdin: exit %d, stderr %q", name, code, stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("import %s from stdin left an output file", name)
+		}
+	}
+	// A damaged APR file does not export.
+	aprPath := filepath.Join(dir, "ok.apr")
+	if _, stderr, code := runIt(t, orig, "import", "-o", aprPath); code != 0 {
+		t.Fatal(stderr)
+	}
+	a, _ := os.ReadFile(aprPath)
+	for i, b := range [][]byte{a[:len(a)-1], flip(a, len(a)/2), flip(a, 100)} {
+		in := filepath.Join(dir, "bad.apr")
+		os.WriteFile(in, b, 0o644)
+		out := filepath.Join(dir, "bad.gguf")
+		if _, stderr, code := runIt(t, nil, "export", in, "-o", out); code != 1 || stderr == "" {
+			t.Errorf("export of damaged APR %d: exit %d %q", i, code, stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("export of damaged APR %d left an output file", i)
+		}
+		if _, _, code := runIt(t, b, "export", "-o", out, "--temp-dir", dir); code != 1 {
+			t.Errorf("export of damaged APR %d from stdin: exit %d", i, code)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("export of damaged APR %d from stdin left an output file", i)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.spool")); len(left) != 0 {
+		t.Errorf("spool files left: %v", left)
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := append([]byte(nil), b...)
+	c[i] ^= 0x10
+	return c
+}
+
+func TestUsage(t *testing.T) {
+	out, _, code := runIt(t, nil, "--help")
+	if code != 0 || !strings.Contains(out, "import") || !strings.Contains(out, "export") {
+		t.Errorf("--help: exit %d\n%s", code, out)
+	}
+	out, _, code = runIt(t, nil, "export", "--help")
+	if code != 0 || !strings.Contains(out, "--temp-dir") {
+		t.Errorf("export --help: exit %d\n%s", code, out)
+	}
+	if _, stderr, code := runIt(t, nil, "import", "-c", "gzip"); code != 2 || !strings.Contains(stderr, "--help") {
+		t.Errorf("bad codec: exit %d %q", code, stderr)
+	}
+	if _, stderr, code := runIt(t, nil); code != 2 || stderr == "" {
+		t.Errorf("no command: exit %d %q", code, stderr)
+	}
+	if out, _, code := runIt(t, nil, "--version"); code != 0 || !strings.HasPrefix(out, "apr-gguf ") {
+		t.Errorf("--version: exit %d %q", code, out)
+	}
+}
