@@ -90,16 +90,23 @@ func loadNPZ(path string) (Data, error) {
 	defer z.Close()
 	read := func(names ...string) (npy.Header, []byte, string, error) {
 		for _, n := range names {
-			if _, ok := z.Lookup(n); !ok {
+			e, ok := z.Lookup(n)
+			if !ok {
 				continue
+			}
+			if e.Header.DataSize > maxDataBytes {
+				return npy.Header{}, nil, n, fmt.Errorf("array %s: %d bytes, more than the cap %d", n, e.Header.DataSize, int64(maxDataBytes))
 			}
 			a, err := z.Open(n)
 			if err != nil {
 				return npy.Header{}, nil, n, err
 			}
 			defer a.Close()
-			h, b, err := npy.ReadAll(a, n, maxDataBytes)
-			return h, b, n, err
+			b, err := io.ReadAll(a)
+			if err == nil && int64(len(b)) != e.Header.DataSize {
+				err = fmt.Errorf("array %s: %d data bytes, its header announces %d", n, len(b), e.Header.DataSize)
+			}
+			return e.Header, b, n, err
 		}
 		return npy.Header{}, nil, "", nil
 	}

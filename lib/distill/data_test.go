@@ -1,0 +1,136 @@
+package distill
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/npy"
+)
+
+func f64bytes(v []float64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+	return b
+}
+
+func TestLoadData(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	csv := write("h.csv", "\nlabel,a,b\n1,0.5,2\n0,1.5,3\n")
+	d, err := LoadData(csv, LoadOptions{LabelColumn: "label"})
+	if err != nil || d.X.Rows != 2 || d.X.Cols != 2 || d.X.Data[2] != 1.5 || d.Y[0] != 1 || d.Y[1] != 0 {
+		t.Fatalf("header CSV: %+v %v", d, err)
+	}
+	if d, err = LoadData(csv, LoadOptions{LabelColumn: "0"}); err != nil || d.Y[0] != 1 {
+		t.Errorf("label column 0: %+v %v", d, err)
+	}
+	plain := write("p.csv", "0.5,2,1\n1.5,3,0\n")
+	if d, err = LoadData(plain, LoadOptions{LabelColumn: "none"}); err != nil || d.Y != nil || d.X.Cols != 3 {
+		t.Errorf("unlabelled: %+v %v", d, err)
+	}
+	for _, c := range []struct{ file, col, want string }{
+		{csv, "nope", `"nope": not in the header`},
+		{plain, "x", "no header line"},
+		{plain, "3", "the file has 3 columns"},
+		{write("f.csv", "1,2.5\n"), "", "row 1, column 2: label 2.5"},
+		{write("r.csv", "1,2\n3\n"), "", "line 2"},
+	} {
+		if _, err := LoadData(c.file, LoadOptions{LabelColumn: c.col}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s --label-column %q: %v, want %q", filepath.Base(c.file), c.col, err, c.want)
+		}
+	}
+
+	x := []float64{1, 2, 3, 4, 5, 6}
+	xp, yp := filepath.Join(dir, "x.npy"), filepath.Join(dir, "y.npy")
+	if err := npy.WriteFile(xp, dtype.F64, []int64{3, 2}, f64bytes(x)); err != nil {
+		t.Fatal(err)
+	}
+	if err := npy.WriteFile(yp, dtype.U8, []int64{3}, []byte{2, 0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = LoadData(xp, LoadOptions{Labels: yp}); err != nil || d.X.Rows != 3 || d.X.Data[5] != 6 || d.Y[0] != 2 {
+		t.Errorf("npy: %+v %v", d, err)
+	}
+	zp := filepath.Join(dir, "d.npz")
+	f, err := os.Create(zp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := npy.NewNPZWriter(f, npy.Store)
+	w, err := zw.Create("X", dtype.F64, []int64{3, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(f64bytes(x))
+	w, err = zw.Create("y", dtype.F64, []int64{3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(f64bytes([]float64{1, 1, 7}))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if d, err = LoadData(zp, LoadOptions{}); err != nil || d.X.Cols != 2 || d.Y[2] != 7 {
+		t.Errorf("npz: %+v %v", d, err)
+	}
+	if _, err := LoadData(xp, LoadOptions{Labels: xp}); err == nil || !strings.Contains(err.Error(), "one label per row") {
+		t.Errorf("2-D labels: %v", err)
+	}
+}
+
+func TestSplitStratified(t *testing.T) {
+	d, err := LoadData(digitsPath, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, val, err := Split(d, 0.25, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(y []int) map[int]int {
+		m := map[int]int{}
+		for _, c := range y {
+			m[c]++
+		}
+		return m
+	}
+	all, v := count(d.Y), count(val.Y)
+	for c, n := range all {
+		if want := int(math.Round(0.25 * float64(n))); v[c] != want {
+			t.Errorf("class %d: %d of %d rows in validation, want %d", c, v[c], n, want)
+		}
+	}
+	if train.X.Rows+val.X.Rows != d.X.Rows || len(train.Y) != train.X.Rows {
+		t.Errorf("split %d + %d of %d rows", train.X.Rows, val.X.Rows, d.X.Rows)
+	}
+	again, _, _ := Split(d, 0.25, 0)
+	other, _, _ := Split(d, 0.25, 1)
+	same := func(a, b Data) bool {
+		for i := range a.X.Data {
+			if a.X.Data[i] != b.X.Data[i] {
+				return false
+			}
+		}
+		return true
+	}
+	if !same(train, again) || same(train, other) {
+		t.Error("the split does not follow its seed")
+	}
+	if _, _, err := Split(d, 1, 0); err == nil {
+		t.Error("split 1 accepted")
+	}
+}
