@@ -29,11 +29,12 @@
 // SafeTensors puts every tensor's dtype and shape in a header before the data, and
 // the crate's writer orders the data by dtype then name, so an export needs the whole
 // tensor list first and then the data in the writer's order. From an APR v2 file the
-// index gives the list at once; the data is then read in one pass when the file's
-// order is already the writer's (as after an import), by random access when the
-// tensors are stored plain, and otherwise, or from a pipe, the tensors are spooled to
-// a temporary file first (ExportOptions.TempDir) and copied out in order. Memory stays
-// bounded in every case.
+// index gives the list at once; the data is then read where it lies when the tensors
+// are stored plain (each tensor's CRC32 checked on the way), in one pass of the
+// streaming reader when they are compressed and the file's order is already the
+// writer's (as after an import), and otherwise, or from a pipe, the tensors are
+// spooled to a temporary file first (ExportOptions.TempDir) and copied out in order.
+// Memory stays bounded in every case.
 //
 // Float, integer and bool tensors are written as they are, so a file written by the
 // crate and imported then exported comes back byte for byte (with at most one

@@ -412,8 +412,10 @@ func closeProvider(p provider) {
 }
 
 // provider picks how the data of a file source is read for the given output order:
-// in one pass when the file's order is the output order; by random access when every
-// tensor is stored plain; otherwise through a spool.
+// by random access when every tensor is stored plain (each tensor's CRC32 checked as
+// it is copied; header, metadata and index were checked when the file was opened); in
+// one pass of the streaming reader when the file's order is the output order;
+// otherwise through a spool.
 func (s *Source) provider(order []string, list []outTensor, spooled provider, opts ExportOptions) (provider, error) {
 	if spooled != nil {
 		return spooled, nil
@@ -432,15 +434,15 @@ func (s *Source) provider(order []string, list []outTensor, spooled provider, op
 			plain = false
 		}
 	}
+	if plain {
+		return &randomProvider{s: s, list: list, byName: byName}, nil
+	}
 	if inOrder {
 		r, err := container.NewReader(io.NewSectionReader(s.f, 0, s.size))
 		if err != nil {
 			return nil, err
 		}
 		return &orderProvider{r: r, list: list, byName: byName}, nil
-	}
-	if plain {
-		return &randomProvider{s: s, list: list, byName: byName}, nil
 	}
 	r, err := container.NewReader(io.NewSectionReader(s.f, 0, s.size))
 	if err != nil {

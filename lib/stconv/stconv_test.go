@@ -221,19 +221,23 @@ func TestExportPaths(t *testing.T) {
 
 // TestExportCorruptFile: a flipped byte in a plain tensor is caught on every path.
 func TestExportCorruptFile(t *testing.T) {
-	for _, reversed := range []bool{false, true} {
+	big := filepath.Join(validDir, "big_f32.safetensors")
+	for _, variant := range []string{"plain", "plain reversed", "lz4 in order"} {
 		var b []byte
-		if reversed {
+		switch variant {
+		case "plain":
+			b = toAPR(t, mustOpen(t, big))
+		case "plain reversed":
 			b, _ = reverseAPR(t)
-		} else {
-			b = toAPR(t, mustOpen(t, filepath.Join(validDir, "big_f32.safetensors")))
+		default:
+			b = toAPR(t, mustOpen(t, big), container.WithCompression(container.CompressLZ4))
 		}
 		cf, err := container.NewFile(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		e := cf.Entries()[0]
-		b[e.DataOffset+3] ^= 0x40
+		b[e.DataOffset+e.StoredSize-3] ^= 0x40
 		src, err := OpenSource(writeTemp(t, "bad.apr", b))
 		if err != nil {
 			t.Fatal(err)
@@ -241,14 +245,14 @@ func TestExportCorruptFile(t *testing.T) {
 		err = Export(io.Discard, src, ExportOptions{})
 		src.Close()
 		if !errors.Is(err, container.ErrChecksum) || !strings.Contains(err.Error(), e.Name) {
-			t.Errorf("reversed=%v: got %v, want a checksum error naming %q", reversed, err, e.Name)
+			t.Errorf("%s: got %v, want a checksum error naming %q", variant, err, e.Name)
 		}
 		s, err := apr.OpenStream(bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := Export(io.Discard, StreamSource(s), ExportOptions{}); !errors.Is(err, container.ErrChecksum) {
-			t.Errorf("reversed=%v, pipe: got %v, want a checksum error", reversed, err)
+			t.Errorf("%s, pipe: got %v, want a checksum error", variant, err)
 		}
 	}
 }
