@@ -270,7 +270,9 @@ func loadCSV(path, labelColumn string) (Data, error) {
 		return Data{}, nil
 	}
 	if names != nil && len(names) != m.Cols {
-		return Data{}, fmt.Errorf("header has %d names, the rows %d fields", len(names), m.Cols)
+		// Not column names (scikit-learn's "569,30,malignant,benign" line): skipped,
+		// but only indices select the label column.
+		names = nil
 	}
 	col, err := labelIndex(labelColumn, names, m.Cols)
 	if err != nil {
