@@ -4,6 +4,7 @@ package pipelines
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +13,30 @@ import (
 	"testing"
 )
 
-// needPrograms checks that the built programs are on PATH (make test-pipelines puts
-// bin/ there).
+// TestMain builds the current programs into a temporary bin directory and puts it
+// first on PATH, so the scripts run exactly the code under test.
+func TestMain(m *testing.M) {
+	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		os.Exit(m.Run()) // no processes: every test skips
+	}
+	bin, err := os.MkdirTemp("", "apr-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "../cmd/...")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the programs:", err)
+		os.Exit(1)
+	}
+	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	code := m.Run()
+	os.RemoveAll(bin)
+	os.Exit(code)
+}
+
+// needPrograms skips where processes cannot run and checks the programs are built.
 func needPrograms(t *testing.T, names ...string) {
 	t.Helper()
 	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
@@ -21,7 +44,7 @@ func needPrograms(t *testing.T, names ...string) {
 	}
 	for _, n := range names {
 		if _, err := exec.LookPath(n); err != nil {
-			t.Fatalf("%s is not on PATH: run `make test-pipelines` (it builds bin/ and puts it on PATH)", n)
+			t.Fatalf("%s was not built: %v", n, err)
 		}
 	}
 }
