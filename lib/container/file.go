@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"runtime"
 )
 
 // File is an APR file opened for random access. Open reads the header, metadata, footer
@@ -25,10 +24,13 @@ type File struct {
 	byName  map[string]int
 	blocks  []Block
 	workers int
+	opts    []ReaderOption
+	opener  TensorOpener // set for a sealed file opened with an unsealer
+	sealMAC []byte
 }
 
 // Open opens the named file, memory-mapping it where the platform allows.
-func Open(path string) (*File, error) {
+func Open(path string, opts ...ReaderOption) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -43,7 +45,7 @@ func Open(path string) (*File, error) {
 	if mapped != nil {
 		ra = bytes.NewReader(mapped)
 	}
-	f, err := NewFile(ra, st.Size())
+	f, err := NewFile(ra, st.Size(), opts...)
 	if err != nil {
 		if unmap != nil {
 			unmap()
@@ -61,9 +63,12 @@ func Open(path string) (*File, error) {
 	return f, nil
 }
 
-// NewFile reads an APR file of the given size from ra.
-func NewFile(ra io.ReaderAt, size int64) (*File, error) {
-	f := &File{ra: ra, size: size, workers: runtime.GOMAXPROCS(0)}
+// NewFile reads an APR file of the given size from ra. For a sealed file opened
+// WithUnsealer, it also opens the seal and checks the seal MAC over header, metadata,
+// seal section and index before it returns.
+func NewFile(ra io.ReaderAt, size int64, opts ...ReaderOption) (*File, error) {
+	o := readOptions(opts)
+	f := &File{ra: ra, size: size, workers: o.workers, opts: opts}
 	if size < HeaderSize+FooterSize {
 		if size >= 6 {
 			b := make([]byte, 6)
@@ -152,6 +157,17 @@ func NewFile(ra io.ReaderAt, size int64) (*File, error) {
 			return nil, formatErr(int64(ft.BlocksOff), "blocks need flags %v, which the header (%v) does not declare", need, h.Flags)
 		}
 	}
+	if f.blocks, f.sealMAC, err = splitSealBlock(f.blocks, h.Flags, int64(ft.BlocksOff)); err != nil {
+		return nil, err
+	}
+	if seal != nil && o.unsealer != nil {
+		if f.opener, err = o.unsealer.Begin(AuthHeader(hb), meta, seal); err != nil {
+			return nil, err
+		}
+		if err := f.opener.VerifyMAC(idx, f.sealMAC); err != nil {
+			return nil, err
+		}
+	}
 	return f, nil
 }
 
@@ -186,6 +202,9 @@ func (f *File) Entries() []Entry { return f.entries }
 
 // Blocks returns the signature and license blocks.
 func (f *File) Blocks() []Block { return f.blocks }
+
+// SealMAC returns the payload of a sealed file's seal MAC block (see Reader.SealMAC).
+func (f *File) SealMAC() []byte { return f.sealMAC }
 
 // Mapped reports whether the file is memory-mapped.
 func (f *File) Mapped() bool { return f.mapped != nil }
@@ -230,8 +249,14 @@ func (f *File) TensorBytes(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	var co ChunkOpener
 	if e.Encrypted {
-		return nil, fmt.Errorf("tensor %q: %w", e.Name, ErrEncrypted)
+		if f.opener == nil {
+			return nil, fmt.Errorf("tensor %q: %w (open the file with an unsealer)", e.Name, ErrEncrypted)
+		}
+		if co, err = f.opener.Tensor(uint64(f.byName[name]), e.encodeRecordHeader()); err != nil {
+			return nil, tensorErr(e.Name, err)
+		}
 	}
 	data, err := f.stored(e)
 	if err != nil {
@@ -241,13 +266,16 @@ func (f *File) TensorBytes(name string) ([]byte, error) {
 		return data, nil
 	}
 	out := make([]byte, 0, min(e.RawSize, 64<<20)) // grows with decoded data, not with a claim
-	err = f.decodeChunks(e, data, func(b []byte) error { out = append(out, b...); return nil })
-	return out, err
+	err = f.decodeChunks(e, co, data, func(b []byte) error { out = append(out, b...); return nil })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // decodeChunks splits verified stored bytes into frames and decodes them in parallel,
 // in order.
-func (f *File) decodeChunks(e *Entry, data []byte, emit func([]byte) error) error {
+func (f *File) decodeChunks(e *Entry, co ChunkOpener, data []byte, emit func([]byte) error) error {
 	p, i, n := int64(0), int64(0), e.chunks()
 	next := func() ([]byte, bool, error) {
 		if i == n {
@@ -261,6 +289,9 @@ func (f *File) decodeChunks(e *Entry, data []byte, emit func([]byte) error) erro
 		}
 		l := le.Uint32(data[p:])
 		size := int64(l &^ rawChunkFlag)
+		if err := checkFrameLen(e, i, l, e.DataOffset+p); err != nil {
+			return nil, false, tensorErr(e.Name, err)
+		}
 		if size > int64(len(data))-p-frameHeader {
 			return nil, false, &FormatError{Offset: e.DataOffset + p, Tensor: e.Name, Msg: fmt.Sprintf("chunk %d length %d overruns the tensor", i, size)}
 		}
@@ -269,18 +300,20 @@ func (f *File) decodeChunks(e *Entry, data []byte, emit func([]byte) error) erro
 		i++
 		return frame, true, nil
 	}
-	work := func(idx int64, frame []byte) ([]byte, error) {
-		rawLen := int(min(int64(e.ChunkSize), e.RawSize-idx*int64(e.ChunkSize)))
-		l := le.Uint32(frame)
-		return decodeChunk(e, idx, frame[frameHeader:], l&rawChunkFlag != 0, le.Uint32(frame[4:]), rawLen, -1)
-	}
+	work := func(idx int64, frame []byte) ([]byte, error) { return decodeFrame(e, co, idx, n, frame) }
 	return ordered(context.Background(), f.workers, next, work, emit)
 }
 
 // Verify reads the whole file in order and checks every CRC, every record against the
-// index, and the whole-file CRC, decompressing every chunk.
+// index, and the whole-file CRC, decompressing every chunk. Sealed tensors are
+// decrypted (every tag checked) when the file was opened with an unsealer; otherwise
+// only the CRCs of their chunks are checked.
 func (f *File) Verify() error {
-	r, err := NewReader(io.NewSectionReader(f.ra, 0, f.size))
+	opts := f.opts
+	if f.opener != nil { // the seal is open already: do not unwrap the key again
+		opts = append(opts[:len(opts):len(opts)], func(o *readerOptions) { o.opener = f.opener })
+	}
+	r, err := NewReader(io.NewSectionReader(f.ra, 0, f.size), opts...)
 	if err != nil {
 		return err
 	}
@@ -293,7 +326,7 @@ func (f *File) Verify() error {
 		if err != nil {
 			return err
 		}
-		if t.Encrypted {
+		if t.Encrypted && r.opener == nil {
 			continue // Next checks the frames of sealed data without decrypting them
 		}
 		if _, err := io.Copy(io.Discard, t); err != nil {

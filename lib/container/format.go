@@ -383,10 +383,14 @@ func (e *Entry) check() error {
 	return nil
 }
 
-// chunks returns the number of chunk frames of a chunked tensor.
+// chunks returns the number of chunk frames of a chunked tensor (at least one when
+// it is sealed).
 func (e *Entry) chunks() int64 {
 	if e.ChunkSize == 0 {
 		return 0
+	}
+	if e.Encrypted {
+		return sealedChunkCount(e)
 	}
 	return (e.RawSize + int64(e.ChunkSize) - 1) / int64(e.ChunkSize)
 }
@@ -499,6 +503,9 @@ func checkLayout(entries []Entry, dataStart, indexOff int64) error {
 		}
 		if e.Chunked() {
 			min := e.chunks() * frameHeader
+			if e.Encrypted {
+				min = e.chunks() * (frameHeader + SealOverhead)
+			}
 			if e.StoredSize < min {
 				return &FormatError{Offset: e.DataOffset, Tensor: e.Name, Msg: fmt.Sprintf("stored size %d too small for %d chunk frames", e.StoredSize, e.chunks())}
 			}
@@ -556,7 +563,7 @@ func decodeBlocks(b []byte, off int64) ([]Block, error) {
 		if l > MaxBlock || int64(l) > int64(len(b)-p-8) {
 			return nil, formatErr(off+int64(p), "block %d length %d overruns the section", i, l)
 		}
-		if kind != BlockSignature && kind != BlockLicense {
+		if kind != BlockSignature && kind != BlockLicense && kind != BlockSeal {
 			return nil, formatErr(off+int64(p), "block %d has unknown kind %d", i, kind)
 		}
 		out = append(out, Block{Kind: kind, Payload: append([]byte(nil), b[p+8:p+8+int(l)]...)})
@@ -577,6 +584,8 @@ func blockFlags(blocks []Block) Flags {
 			f |= FlagSigned
 		case BlockLicense:
 			f |= FlagLicensed
+		case BlockSeal:
+			f |= FlagEncrypted
 		}
 	}
 	return f

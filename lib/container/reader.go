@@ -91,25 +91,40 @@ type Reader struct {
 	cur     *Tensor
 	seen    []Entry
 	blocks  []Block
+	opener  TensorOpener // set when the file is sealed and an unsealer opened it
+	sealMAC []byte
 	done    bool
 	err     error
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
 
-// ReaderOption configures a Reader.
-type ReaderOption func(*Reader)
+type readerOptions struct {
+	workers  int
+	unsealer Unsealer
+	opener   TensorOpener // an open seal, passed by File.Verify
+}
+
+// ReaderOption configures a Reader or a File.
+type ReaderOption func(*readerOptions)
 
 // WithReadWorkers sets how many chunks are decompressed at once (default GOMAXPROCS).
-func WithReadWorkers(n int) ReaderOption { return func(r *Reader) { r.workers = n } }
+func WithReadWorkers(n int) ReaderOption { return func(o *readerOptions) { o.workers = n } }
 
-// NewReader reads and verifies the header and metadata.
+func readOptions(opts []ReaderOption) readerOptions {
+	o := readerOptions{workers: runtime.GOMAXPROCS(0)}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// NewReader reads and verifies the header and metadata (and, for a sealed file read
+// with WithUnsealer, opens the seal: a wrong key is an error here).
 func NewReader(r io.Reader, opts ...ReaderOption) (*Reader, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	rd := &Reader{src: &source{br: bufio.NewReaderSize(r, 1<<20), crc: crc32.NewIEEE()}, workers: runtime.GOMAXPROCS(0), ctx: ctx, cancel: cancel}
-	for _, o := range opts {
-		o(rd)
-	}
+	o := readOptions(opts)
+	rd := &Reader{src: &source{br: bufio.NewReaderSize(r, 1<<20), crc: crc32.NewIEEE()}, workers: o.workers, ctx: ctx, cancel: cancel}
 	hb := make([]byte, HeaderSize)
 	if err := rd.src.read(hb); err != nil {
 		cancel()
@@ -147,6 +162,13 @@ func NewReader(r io.Reader, opts ...ReaderOption) (*Reader, error) {
 			err = rd.src.skipPad()
 		}
 	}
+	if err == nil && seal != nil {
+		if o.opener != nil {
+			rd.opener = o.opener
+		} else if o.unsealer != nil {
+			rd.opener, err = o.unsealer.Begin(AuthHeader(hb), meta, seal)
+		}
+	}
 	if err != nil {
 		cancel()
 		return nil, err
@@ -167,6 +189,12 @@ func (r *Reader) Header() FileHeader { return r.hdr }
 
 // Blocks returns the signature and license blocks; valid after Next returned io.EOF.
 func (r *Reader) Blocks() []Block { return r.blocks }
+
+// SealMAC returns the payload of a sealed file's seal MAC block (the first block,
+// kind BlockSeal, which Blocks does not list), for tools that rewrite the blocks
+// section of a sealed file without its key and must keep that block first; valid
+// after Next returned io.EOF, nil for a file that is not sealed.
+func (r *Reader) SealMAC() []byte { return r.sealMAC }
 
 // Entries returns the index entries verified so far (all of them after io.EOF).
 func (r *Reader) Entries() []Entry { return r.seen }
@@ -249,7 +277,13 @@ func (r *Reader) readRecord() (*Tensor, error) {
 		return nil, err
 	}
 	e.DataOffset = r.src.off
-	return &Tensor{Entry: *e, r: r, left: e.RawSize, crc: crc32.NewIEEE(), start: r.src.off}, nil
+	t := &Tensor{Entry: *e, r: r, left: e.RawSize, crc: crc32.NewIEEE(), start: r.src.off}
+	if e.Encrypted && r.opener != nil {
+		if t.co, err = r.opener.Tensor(uint64(len(r.seen)), e.encodeRecordHeader()); err != nil {
+			return nil, tensorErr(e.Name, err)
+		}
+	}
+	return t, nil
 }
 
 // readEnd reads index, blocks and footer and checks them against the records seen.
@@ -337,6 +371,12 @@ func (r *Reader) readEnd() error {
 	if _, err := s.br.Peek(1); err != io.EOF {
 		return formatErr(footOff+FooterSize, "unexpected bytes after the footer")
 	}
+	if r.blocks, r.sealMAC, err = splitSealBlock(r.blocks, r.hdr.Flags, blocksOff); err != nil {
+		return err
+	}
+	if r.opener != nil {
+		return r.opener.VerifyMAC(idx, r.sealMAC)
+	}
 	return nil
 }
 
@@ -361,7 +401,8 @@ func sameEntry(idx, rec *Entry) error {
 type Tensor struct {
 	Entry
 	r     *Reader
-	left  int64 // raw bytes not yet returned
+	co    ChunkOpener // for a sealed tensor read with an unsealer
+	left  int64       // raw bytes not yet returned
 	crc   hash.Hash32
 	start int64
 	// chunked reading
@@ -377,14 +418,14 @@ func (t *Tensor) Read(p []byte) (int, error) {
 	if t.err != nil {
 		return 0, t.err
 	}
+	if t.Encrypted && t.co == nil {
+		return 0, t.setErr(fmt.Errorf("tensor %q: %w (read it with an unsealer)", t.Name, ErrEncrypted))
+	}
 	if t.left == 0 {
 		if err := t.end(); err != nil {
 			return 0, err
 		}
 		return 0, io.EOF
-	}
-	if t.Encrypted {
-		return 0, t.setErr(&FormatError{Offset: t.DataOffset, Tensor: t.Name, Msg: ErrEncrypted.Error()})
 	}
 	var n int
 	if !t.Chunked() {
@@ -447,9 +488,7 @@ func (t *Tensor) startChunks() {
 			return frame, err == nil, err
 		}
 		work := func(idx int64, frame []byte) ([]byte, error) {
-			rawLen := int(min(int64(t.ChunkSize), t.RawSize-idx*int64(t.ChunkSize)))
-			l := le.Uint32(frame)
-			return decodeChunk(&t.Entry, idx, frame[frameHeader:], l&rawChunkFlag != 0, le.Uint32(frame[4:]), rawLen, -1)
+			return decodeFrame(&t.Entry, t.co, idx, n, frame)
 		}
 		emit := func(b []byte) error {
 			select {
@@ -475,9 +514,8 @@ func (t *Tensor) readFrame(idx int64) ([]byte, error) {
 	}
 	l := le.Uint32(h[:])
 	size := int64(l &^ rawChunkFlag)
-	rawLen := min(int64(t.ChunkSize), t.RawSize-idx*int64(t.ChunkSize))
-	if size > rawLen || (l&rawChunkFlag != 0 && size != rawLen) {
-		return nil, formatErr(off, "chunk %d claims %d bytes for %d raw bytes", idx, size, rawLen)
+	if err := checkFrameLen(&t.Entry, idx, l, off); err != nil {
+		return nil, err
 	}
 	frame := make([]byte, frameHeader+size)
 	copy(frame, h[:])
@@ -497,6 +535,11 @@ func (t *Tensor) end() error {
 	if t.chunks != nil {
 		if err := <-t.errc; err != nil {
 			return t.setErr(tensorErr(t.Name, err))
+		}
+	} else if t.RawSize == 0 && t.chunks_() > 0 {
+		// A sealed empty tensor: its one empty chunk still authenticates.
+		if err := t.skipFrames(t.co != nil); err != nil {
+			return t.setErr(err)
 		}
 	}
 	s := t.r.src
@@ -526,21 +569,39 @@ func (t *Tensor) finish() error {
 	}
 	if t.Chunked() && t.chunks == nil && t.left == t.RawSize && t.RawSize > 0 {
 		// Never started: check the frames and their CRCs without decompressing.
-		for i, n := int64(0), t.chunks_(); i < n; i++ {
-			frame, err := t.readFrame(i)
-			if err != nil {
-				return t.setErr(tensorErr(t.Name, err))
-			}
-			if want, got := le.Uint32(frame[4:]), crc32.ChecksumIEEE(frame[frameHeader:]); want != got {
-				return t.setErr(&ChecksumError{What: fmt.Sprintf("chunk %d", i), Tensor: t.Name, Offset: -1, Expected: want, Actual: got})
-			}
+		if err := t.skipFrames(false); err != nil {
+			return t.setErr(err)
 		}
 		t.left = 0
 		return t.end()
 	}
-	if t.Encrypted && !t.Chunked() {
-		return t.setErr(&FormatError{Offset: t.DataOffset, Tensor: t.Name, Msg: "encrypted tensor without chunks"})
+	if t.Encrypted && t.co == nil {
+		// Sealed and no key: only the empty chunk of an empty tensor is left to check.
+		t.left = 0
+		return t.end()
 	}
 	_, err := io.Copy(io.Discard, t)
 	return err
+}
+
+// skipFrames reads every chunk frame of a tensor that was not read, checking each
+// CRC; with open set (a sealed empty tensor and its opener) it also authenticates
+// the chunk.
+func (t *Tensor) skipFrames(open bool) error {
+	for i, n := int64(0), t.chunks_(); i < n; i++ {
+		frame, err := t.readFrame(i)
+		if err != nil {
+			return tensorErr(t.Name, err)
+		}
+		if open {
+			if _, err := decodeFrame(&t.Entry, t.co, i, n, frame); err != nil {
+				return tensorErr(t.Name, err)
+			}
+			continue
+		}
+		if want, got := le.Uint32(frame[4:]), crc32.ChecksumIEEE(frame[frameHeader:]); want != got {
+			return &ChecksumError{What: fmt.Sprintf("chunk %d", i), Tensor: t.Name, Offset: -1, Expected: want, Actual: got}
+		}
+	}
+	return nil
 }

@@ -26,6 +26,7 @@ type writerOptions struct {
 	shuffle     bool
 	chunk       int
 	workers     int
+	sealer      Sealer
 }
 
 // Option configures a Writer.
@@ -59,6 +60,7 @@ type Writer struct {
 	entries []Entry
 	names   map[string]bool
 	blocks  []Block
+	sealed  TensorSealer // nil unless WithSealer
 	err     error
 	closed  bool
 }
@@ -97,12 +99,32 @@ func NewWriter(w io.Writer, h Header, opts ...Option) (*Writer, error) {
 	if len(meta) > MaxMetadata {
 		return nil, fmt.Errorf("metadata is %d bytes, the cap is %d", len(meta), MaxMetadata)
 	}
-	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), crc: crc32.NewIEEE(), opts: o, flags: flags, names: map[string]bool{}}
 	fh := fileHeader{Major: MajorVersion, Minor: MinorVersion, Type: h.Type, Flags: flags,
 		MetaLen: uint32(len(meta)), MetaCRC: crc32.ChecksumIEEE(meta)}
+	var section []byte
+	var sealed TensorSealer
+	if o.sealer != nil {
+		n := o.sealer.SectionLen()
+		if n < 1 || n > MaxSeal {
+			return nil, fmt.Errorf("seal section of %d bytes: must be 1 to %d", n, MaxSeal)
+		}
+		fh.Flags |= FlagEncrypted
+		fh.SealLen = uint32(n)
+		if section, sealed, err = o.sealer.Begin(AuthHeader(fh.encode()), meta); err != nil {
+			return nil, err
+		}
+		if len(section) != n {
+			return nil, fmt.Errorf("sealer returned a %d-byte seal section, announced %d", len(section), n)
+		}
+	}
+	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), crc: crc32.NewIEEE(), opts: o, flags: fh.Flags, names: map[string]bool{}, sealed: sealed}
 	wr.write(fh.encode())
 	wr.write(meta)
 	wr.pad()
+	if sealed != nil {
+		wr.write(section)
+		wr.pad()
+	}
 	return wr, wr.err
 }
 
@@ -145,6 +167,16 @@ func (w *Writer) WriteTensor(t TensorInfo, data io.Reader) error {
 		e.ChunkSize = uint32(w.opts.chunk)
 		e.Shuffle = w.opts.shuffle && info.BlockElems == 1 && info.BlockBytes > 1
 	}
+	var cs ChunkSealer
+	if w.sealed != nil {
+		e.Encrypted = true
+		e.ChunkSize = uint32(w.opts.chunk)
+		var err error
+		if cs, err = w.sealed.Tensor(uint64(len(w.entries)), e.encodeRecordHeader()); err != nil {
+			w.err = fmt.Errorf("tensor %q: %w", t.Name, err)
+			return w.err
+		}
+	}
 	w.write(e.encodeRecordHeader())
 	w.pad()
 	e.DataOffset = w.off
@@ -152,7 +184,7 @@ func (w *Writer) WriteTensor(t TensorInfo, data io.Reader) error {
 	dataCRC := crc32.NewIEEE()
 	var err error
 	if e.Chunked() {
-		err = w.writeChunks(&e, data, dataCRC)
+		err = w.writeChunks(&e, cs, data, dataCRC)
 	} else {
 		err = w.writePlain(&e, data, dataCRC)
 	}
@@ -201,25 +233,32 @@ func (w *Writer) writePlain(e *Entry, data io.Reader, dataCRC hash.Hash32) error
 	return nil
 }
 
-func (w *Writer) writeChunks(e *Entry, data io.Reader, dataCRC hash.Hash32) error {
+// writeChunks writes the chunk frames of a compressed or sealed (cs != nil) tensor.
+func (w *Writer) writeChunks(e *Entry, cs ChunkSealer, data io.Reader, dataCRC hash.Hash32) error {
 	esz := 0
 	if e.Shuffle {
 		esz = e.DType.Info().BlockBytes
 	}
-	left := e.RawSize
+	left, i, n := e.RawSize, int64(0), e.chunks()
 	next := func() ([]byte, bool, error) {
-		if left == 0 {
+		if i == n {
 			return nil, false, nil
 		}
-		n := min(left, int64(e.ChunkSize))
-		buf := make([]byte, n)
+		size := min(left, int64(e.ChunkSize))
+		buf := make([]byte, size)
 		if _, err := io.ReadFull(data, buf); err != nil {
 			return nil, false, shortData(e, e.RawSize-left, err)
 		}
-		left -= n
+		left -= size
+		i++
 		return buf, true, nil
 	}
-	work := func(_ int64, raw []byte) ([]byte, error) { return encodeChunk(raw, w.opts.compression, esz) }
+	work := func(idx int64, raw []byte) ([]byte, error) {
+		if cs != nil {
+			return sealFrame(cs, idx, n, raw, entryCompression(w.opts.compression, e), esz)
+		}
+		return encodeChunk(raw, w.opts.compression, esz)
+	}
 	emit := func(frame []byte) error {
 		dataCRC.Write(frame)
 		w.write(frame)
@@ -240,6 +279,8 @@ func shortData(e *Entry, got int64, err error) error {
 func (w *Writer) AddBlock(b Block) error {
 	need := blockFlags([]Block{b})
 	switch {
+	case b.Kind == BlockSeal:
+		return fmt.Errorf("the seal MAC block is written by the writer itself (WithSealer)")
 	case b.Kind != BlockSignature && b.Kind != BlockLicense:
 		return fmt.Errorf("unknown block kind %d", b.Kind)
 	case len(b.Payload) > MaxBlock:
@@ -270,8 +311,20 @@ func (w *Writer) Close() error {
 	f := footer{IndexOff: uint64(w.off), IndexLen: uint64(len(idx)), Count: uint64(len(w.entries)), IndexCRC: crc32.ChecksumIEEE(idx)}
 	w.write(idx)
 	w.pad()
-	if len(w.blocks) > 0 {
-		b := encodeBlocks(w.blocks)
+	blocks := w.blocks
+	if w.sealed != nil {
+		mac, err := w.sealed.MAC(idx)
+		if err == nil && len(mac) != SealMACSize {
+			err = fmt.Errorf("sealer returned a %d-byte MAC, expected %d", len(mac), SealMACSize)
+		}
+		if err != nil {
+			w.err = err
+			return err
+		}
+		blocks = append([]Block{{Kind: BlockSeal, Payload: mac}}, blocks...)
+	}
+	if len(blocks) > 0 {
+		b := encodeBlocks(blocks)
 		f.BlocksOff, f.BlocksLen = uint64(w.off), uint64(len(b))
 		w.write(b)
 		w.pad()
