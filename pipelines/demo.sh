@@ -53,4 +53,13 @@ if [ "$status" -ne 1 ]; then
 fi
 echo "(exit status 1, as it should be: the error names the tensor, offset, expected and actual CRC)"
 
+# The later stages: quantization, SafeTensors, GGUF, signing, sealing, distillation.
+# Each is a script of its own that also runs alone.
+for stage in quant st gguf sign seal distill; do
+	script="$root/pipelines/$stage.sh"
+	[ -f "$script" ] || continue
+	mkdir -p "$work/$stage"
+	DEMO_DIR="$work/$stage" bash "$script"
+done
+
 step "done: files in $work"
