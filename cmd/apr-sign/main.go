@@ -7,6 +7,7 @@
 //	apr-sign --detached --minisign -k author.key model.apr   # model.apr.minisig
 //	apr-sign license -k issuer.key --licensee "Acme" --expires 2027-01-01 < signed.apr > licensed.apr
 //	apr-sign verify --license -p issuer.pub licensed.apr
+//	apr-sign pubkey author.pub > author.minisign.pub          # for minisign -V
 package main
 
 import (
@@ -39,6 +40,41 @@ type signCLI struct {
 	Keygen  keygenCmd  `cmd:"" help:"Generate an Ed25519 key pair: NAME.key (private, mode 0600) and NAME.pub."`
 	Verify  verifyCmd  `cmd:"" help:"Check that a model carries a valid signature (or license) from a trusted key; exit 0 only then."`
 	License licenseCmd `cmd:"" help:"Add a license block signed by the issuer's key (replaces an existing license)."`
+	Pubkey  pubkeyCmd  `cmd:"" help:"Print a public key (from a private or public key file) in another format, e.g. minisign's for 'minisign -V'."`
+}
+
+type pubkeyCmd struct {
+	From   string `arg:"" placeholder:"KEYFILE" help:"A private or public key file in any supported format."`
+	Format string `short:"f" default:"minisign" enum:"pem,minisign,ssh" help:"Output format: pem (PKIX), minisign, or ssh (an authorized_keys line) (default: minisign)."`
+}
+
+func (c *pubkeyCmd) Run(env *cli.Env) error {
+	data, err := readSmall(c.From)
+	if err != nil {
+		return err
+	}
+	pub, err := sign.ParsePublicKey(data)
+	if err != nil {
+		k, kerr := sign.ParsePrivateKey(data, nil)
+		if kerr != nil {
+			return fmt.Errorf("%s: neither a public key (%v) nor an unencrypted private key (%v)", c.From, err, kerr)
+		}
+		pub = k.Public()
+	}
+	var out []byte
+	switch c.Format {
+	case "pem":
+		out, err = sign.MarshalPublicKeyPEM(pub)
+	case "ssh":
+		out, err = sign.MarshalAuthorizedKey(pub, "apr-sign "+pub.ID.String())
+	default:
+		out, err = sign.MarshalMinisignPublicKey(pub, "")
+	}
+	if err != nil {
+		return err
+	}
+	_, err = env.Stdout.Write(out)
+	return err
 }
 
 // keyFlags read a private key, possibly encrypted.

@@ -333,6 +333,27 @@ func TestEncryptedKeyAndUsage(t *testing.T) {
 	}
 }
 
+func TestPubkey(t *testing.T) {
+	dir := t.TempDir()
+	key, pub := keygen(t, dir, "a")
+	want, err := sign.ParsePublicKey(must(os.ReadFile(pub)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{key, pub} {
+		for _, f := range []string{"pem", "minisign", "ssh"} {
+			out, _ := mustRun(t, nil, "pubkey", "-f", f, from)
+			got, err := sign.ParsePublicKey([]byte(out))
+			if err != nil || !got.Equal(want) {
+				t.Errorf("pubkey -f %s %s: %v\n%s", f, from, err, out)
+			}
+		}
+	}
+	if _, errs, code := runIt(t, nil, "pubkey", "../../testdata/keys/test-openssh-ed25519-encrypted"); code != 1 || !strings.Contains(errs, "private key") {
+		t.Errorf("encrypted key: exit %d, %s", code, errs)
+	}
+}
+
 func TestDetachedMinisign(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
 	dir := t.TempDir()
@@ -367,12 +388,10 @@ func TestDetachedMinisign(t *testing.T) {
 		}
 		t.Skip("peer test skipped: minisign is not installed (apt-get install -y minisign)")
 	}
-	p, err := sign.ParsePublicKey(must(os.ReadFile(pub)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// apr-sign pubkey converts the PEM public key to minisign's format.
+	mpubText, _ := mustRun(t, nil, "pubkey", pub)
 	mpub := filepath.Join(dir, "author.minisign.pub")
-	os.WriteFile(mpub, must(sign.MarshalMinisignPublicKey(p, "")), 0o644)
+	os.WriteFile(mpub, []byte(mpubText), 0o644)
 	cmd := exec.Command("minisign", "-V", "-p", mpub, "-m", file)
 	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "file:model.apr") {
 		t.Fatalf("minisign -V: %v\n%s", err, b)
