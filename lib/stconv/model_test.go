@@ -160,7 +160,7 @@ func first[A, B any](a A, _ B) A { return a }
 
 func TestLoadModelErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := LoadModel[*model.LinearRegressionModel](filepath.Join(dir, "nonexistent.safetensors"), model.LinearRegression); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "no such file") {
+	if _, err := LoadModel[*model.LinearRegressionModel](filepath.Join(dir, "nonexistent.safetensors"), model.LinearRegression); !errors.Is(err, os.ErrNotExist) || !strings.Contains(strings.ToLower(err.Error()), "no such file") {
 		t.Errorf("missing file: %v", err)
 	}
 	bad := filepath.Join(dir, "corrupted.safetensors")
