@@ -114,14 +114,14 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteTable writes the report as an aligned table with a summary line.
 func (r *Report) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tensor\tshape\tfrom\tto\tbpw\tbefore\tafter\trms err\trel rms\tmax err\t")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TENSOR\tSHAPE\tFROM\tTO\tBPW\tBEFORE\tAFTER\tRMS ERR\tREL RMS\tMAX ERR")
 	for _, t := range r.Tensors {
 		to := t.To
 		if t.Fallback {
 			to += "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", t.Name, shapeString(t.Shape), dash(t.From), to,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\n", t.Name, shapeString(t.Shape), dash(t.From), to,
 			t.BitsPerWeight, size(t.BytesBefore), size(t.BytesAfter), num(t.RMSError), pct(t.RelRMSError), num(t.MaxError))
 	}
 	if err := tw.Flush(); err != nil {
@@ -139,7 +139,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "%d tensors, %d converted (%s), %s -> %s (%.2fx), %.2f bits per weight\n",
 		tt.Tensors, tt.Converted, strings.Join(types, ", "), size(tt.BytesBefore), size(tt.BytesAfter), ratio, tt.BitsPerWeight)
 	if err == nil && tt.Fallbacks > 0 {
-		_, err = fmt.Fprintf(w, "* %d tensors use a fallback type: their rows are not a whole number of %s blocks\n", tt.Fallbacks, r.Type)
+		_, err = fmt.Fprintf(w, "* %d of them use a fallback type: their rows are not a whole number of %s blocks\n", tt.Fallbacks, r.Type)
 	}
 	return err
 }

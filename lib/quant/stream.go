@@ -189,9 +189,15 @@ func New(src apr.Stream, o Options) (*Stream, error) {
 	if producer == "" {
 		producer = apr.Producer
 	}
-	rules := map[string]any{"pure": o.Pure, "allow_requantize": o.AllowRequantize,
-		"method":    "ggml reference quantizers (no importance matrix)",
-		"selection": "llama.cpp's: 2-D+ tensors named *weight, except norms and the tensors it keeps; --pure: every 2-D+ float tensor"}
+	selection := "llama.cpp" // 2-D+ tensors named *weight, except norms and the tensors llama.cpp keeps
+	switch {
+	case o.Type == dtype.F32:
+		selection = "every float tensor"
+	case o.Pure:
+		selection = "pure" // every 2-D+ float tensor
+	}
+	rules := map[string]any{"selection": selection, "pure": o.Pure, "allow_requantize": o.AllowRequantize,
+		"method": "ggml reference quantizers, no importance matrix"}
 	if len(o.Include) > 0 {
 		rules["include"] = toAny(o.Include)
 	}
