@@ -78,12 +78,53 @@ func jsonInfo(name string, info *apr.Info) map[string]any {
 		}
 		blocks = append(blocks, map[string]any{"kind": kind, "size": len(b.Payload)})
 	}
-	return map[string]any{
+	out := map[string]any{
 		"file": name, "format": info.Format, "version": fmt.Sprintf("%d.%d", info.Major, info.Minor),
 		"model_type": info.Type.String(), "model_type_code": uint16(info.Type),
 		"flags": flagList(info.Flags), "size": info.Size, "metadata": jsonSafe(info.Metadata.Map()),
 		"tensors": tensors, "blocks": blocks,
 	}
+	if info.Seal != nil {
+		out["seal"] = jsonSeal(info.Seal)
+	}
+	return out
+}
+
+// jsonSeal says who can open a sealed file: recipient types, password, stanza count.
+func jsonSeal(section []byte) map[string]any {
+	si, err := apr.ParseSealInfo(section)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	m := map[string]any{"stanzas": si.Stanzas, "x25519_recipients": si.X25519, "password": si.Password}
+	if p := si.Argon2id; p != nil {
+		m["argon2id"] = map[string]any{"time": p.Time, "memory_kib": p.MemoryKiB, "threads": p.Threads}
+	}
+	if len(si.OtherType) > 0 {
+		m["other_types"] = si.OtherType
+	}
+	return m
+}
+
+// sealText is the one-line summary of who can open a sealed file.
+func sealText(section []byte) string {
+	si, err := apr.ParseSealInfo(section)
+	if err != nil {
+		return "unreadable seal section: " + err.Error()
+	}
+	var parts []string
+	if si.X25519 > 0 {
+		parts = append(parts, fmt.Sprintf("%d X25519 recipient(s)", si.X25519))
+	}
+	if p := si.Argon2id; p != nil {
+		parts = append(parts, fmt.Sprintf("a password (argon2id t=%d, m=%s, p=%d)", p.Time, bytesText(int64(p.MemoryKiB)<<10), p.Threads))
+	} else if si.Password {
+		parts = append(parts, "a password")
+	}
+	for _, t := range si.OtherType {
+		parts = append(parts, "a "+t+" recipient")
+	}
+	return fmt.Sprintf("%s; %d stanza(s)", strings.Join(parts, ", "), si.Stanzas)
 }
 
 func flagList(f container.Flags) []string {
@@ -123,6 +164,9 @@ func printInfo(w io.Writer, name string, info *apr.Info) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  type\t%v (0x%04X)\n", info.Type, uint16(info.Type))
 	fmt.Fprintf(tw, "  flags\t%v\n", info.Flags)
+	if info.Seal != nil {
+		fmt.Fprintf(tw, "  sealed for\t%s\n", sealText(info.Seal))
+	}
 	md := info.Metadata.Map()
 	keys := make([]string, 0, len(md))
 	for k := range md {

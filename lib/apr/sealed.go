@@ -258,7 +258,13 @@ func SealStream(dst io.Writer, src Stream, recipients []seal.Recipient, opts ...
 // tag verifies, and the index is authenticated before Next returns io.EOF. A stream
 // that is not sealed is an error.
 func OpenSealedStream(r io.Reader, identities ...seal.Identity) (Stream, error) {
-	cr, err := container.NewReader(r, container.WithUnsealer(NewUnsealer(identities...)))
+	return OpenSealedStreamWith(r, NewUnsealer(identities...))
+}
+
+// OpenSealedStreamWith is OpenSealedStream with any container.Unsealer (one that asks
+// for a password only when the file needs one, say).
+func OpenSealedStreamWith(r io.Reader, u container.Unsealer) (Stream, error) {
+	cr, err := container.NewReader(r, container.WithUnsealer(u))
 	if err != nil {
 		return nil, err
 	}
