@@ -150,7 +150,7 @@ var halfFields = map[dtype.DType][]int{
 // first value of the offending block, or -1.
 func overflow(t dtype.DType, out []byte) int {
 	fields, ok := halfFields[t]
-	if !ok {
+	if !ok || scaleBounded[t] {
 		return -1
 	}
 	info := t.Info()
@@ -163,6 +163,11 @@ func overflow(t dtype.DType, out []byte) int {
 	}
 	return -1
 }
+
+// scaleBounded are the types whose one scale is amax divided by a constant (127, 8,
+// 16): with every |value| within maxMagnitude it cannot exceed 65504, so their output
+// needs no second look.
+var scaleBounded = map[dtype.DType]bool{dtype.Q8_0: true, dtype.Q4_0: true, dtype.Q5_0: true}
 
 // errAcc accumulates the error of converted values against their source.
 type errAcc struct {
