@@ -24,6 +24,7 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/seal"
 	"github.com/apr-go/apr/lib/sign"
 )
 
@@ -132,6 +133,33 @@ func readSmall(path string) ([]byte, error) {
 	return b, nil
 }
 
+// sealedFlags open sealed inputs, whose signatures cover the plaintext.
+type sealedFlags struct {
+	Identity []string `short:"i" placeholder:"IDENTITY" help:"For a sealed input: an X25519 identity file (apr-seal keygen, age-keygen) that opens it; repeatable."`
+}
+
+// unsealer returns nil when no identity was given.
+func (s *sealedFlags) unsealer() (container.Unsealer, error) {
+	if len(s.Identity) == 0 {
+		return nil, nil
+	}
+	var ids []seal.Identity
+	for _, p := range s.Identity {
+		b, err := readSmall(p)
+		if err != nil {
+			return nil, err
+		}
+		list, err := seal.ParseX25519Identities(strings.NewReader(string(b)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		for _, id := range list {
+			ids = append(ids, id)
+		}
+	}
+	return apr.NewUnsealer(ids...), nil
+}
+
 func loadPublicKeys(paths []string) ([]*sign.PublicKey, error) {
 	var keys []*sign.PublicKey
 	for _, p := range paths {
@@ -150,6 +178,7 @@ func loadPublicKeys(paths []string) ([]*sign.PublicKey, error) {
 
 type signCmd struct {
 	keyFlags
+	sealedFlags
 	Input    string `arg:"" optional:"" default:"-" help:"APR v2 model ('-': stdin)."`
 	Output   string `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout; with --detached, the signature file (default FILE.minisig)."`
 	Comment  string `placeholder:"TEXT" help:"Signed comment (e.g. who signs and why); with --detached, the trusted comment."`
@@ -181,7 +210,11 @@ func (c *signCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
-	sig, err := apr.SignStream(out, in, key, apr.WithComment(c.Comment))
+	u, err := c.unsealer()
+	if err != nil {
+		return err
+	}
+	sig, err := apr.SignStream(out, in, key, apr.WithComment(c.Comment), apr.WithSealedInput(u))
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -293,6 +326,7 @@ func (c *keygenCmd) Run(env *cli.Env) error {
 }
 
 type verifyCmd struct {
+	sealedFlags
 	Input    string   `arg:"" optional:"" default:"-" help:"APR v2 model ('-': stdin)."`
 	Pubkey   []string `short:"p" required:"" placeholder:"PUB" help:"Trusted public key (PKIX PEM, OpenSSH, minisign); repeatable. A key inside the file is never trusted."`
 	License  bool     `help:"Check the license instead of signatures: the -p keys are trusted license issuers, and a valid, unexpired license bound to this content is required."`
@@ -319,9 +353,13 @@ func (c *verifyCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer in.Close()
-	p := apr.Policy{Signers: keys}
+	u, err := c.unsealer()
+	if err != nil {
+		return err
+	}
+	p := apr.Policy{Signers: keys, Unsealer: u}
 	if c.License {
-		p = apr.Policy{LicenseIssuers: keys}
+		p = apr.Policy{LicenseIssuers: keys, Unsealer: u}
 	}
 	report := env.Stdout
 	var src io.Reader = in
@@ -425,6 +463,7 @@ func (c *verifyCmd) minisign(env *cli.Env, keys []*sign.PublicKey) error {
 
 type licenseCmd struct {
 	keyFlags
+	sealedFlags
 	Input    string `arg:"" optional:"" default:"-" help:"APR v2 model ('-': stdin)."`
 	Output   string `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
 	Licensee string `required:"" placeholder:"NAME" help:"Who the license is for."`
@@ -468,7 +507,11 @@ func (c *licenseCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
-	signed, replaced, err := apr.LicenseStream(out, in, lic, key)
+	u, err := c.unsealer()
+	if err != nil {
+		return err
+	}
+	signed, replaced, err := apr.LicenseStream(out, in, lic, key, apr.WithSealedInput(u))
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}

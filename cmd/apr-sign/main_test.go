@@ -12,6 +12,7 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/seal"
 	"github.com/apr-go/apr/lib/sign"
 )
 
@@ -404,5 +405,41 @@ func TestDetachedMinisign(t *testing.T) {
 	mustRun(t, nil, "--detached", "--minisign", "-k", mkey, "-o", file+".2.minisig", file)
 	if b, err := exec.Command("minisign", "-V", "-p", mpub2, "-m", file, "-x", file+".2.minisig").CombinedOutput(); err != nil {
 		t.Fatalf("minisign -V with a keygen --minisign key: %v\n%s", err, b)
+	}
+}
+
+// TestSealedInput: apr-seal | apr-sign -i IDENTITY signs the plaintext of a sealed
+// model; verify needs the identity too, and --pass releases the still-sealed bytes.
+func TestSealedInput(t *testing.T) {
+	dir := t.TempDir()
+	key, pub := keygen(t, dir, "author")
+	idFile := "../../testdata/keys/test-age-identity.txt"
+	rb, err := os.ReadFile("../../testdata/keys/test-age-recipient.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := seal.ParseX25519Recipient(strings.TrimSpace(string(rb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := apr.OpenStream(bytes.NewReader(modelBytes(t, "secret")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sealed bytes.Buffer
+	if err := apr.SealStream(&sealed, src, []seal.Recipient{r}); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := runIt(t, sealed.Bytes(), "-k", key); code != 1 || out != "" || !strings.Contains(errs, "sealed") {
+		t.Fatalf("sealed input without identity: exit %d, %d bytes out, %s", code, len(out), errs)
+	}
+	signed, _ := mustRun(t, sealed.Bytes(), "-k", key, "-i", idFile)
+	mustRun(t, []byte(signed), "verify", "-p", pub, "-i", idFile)
+	passed, _ := mustRun(t, []byte(signed), "verify", "-p", pub, "-i", idFile, "--pass")
+	if passed != signed {
+		t.Error("--pass did not release the sealed model unchanged")
+	}
+	if out, _, code := runIt(t, []byte(signed), "verify", "-p", pub, "--pass"); code != 1 || out != "" {
+		t.Errorf("sealed, verified without identity: exit %d, %d bytes out", code, len(out))
 	}
 }

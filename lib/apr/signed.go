@@ -54,8 +54,9 @@ var (
 type SignOption func(*signConfig)
 
 type signConfig struct {
-	comment string
-	time    time.Time
+	comment  string
+	time     time.Time
+	unsealer container.Unsealer
 }
 
 // WithComment sets the signed comment (UTF-8, tab allowed, at most
@@ -64,6 +65,15 @@ func WithComment(c string) SignOption { return func(s *signConfig) { s.comment =
 
 // WithSignTime sets the signing time (default: SOURCE_DATE_EPOCH when set, else now).
 func WithSignTime(t time.Time) SignOption { return func(s *signConfig) { s.time = t } }
+
+// WithSealedInput lets SignStream and LicenseStream sign a sealed stream: u (for
+// instance NewUnsealer(identity)) decrypts the tensors so that their plaintext is
+// hashed, while the sealed bytes pass through unchanged (the seal does not cover the
+// SIGNED and LICENSED flags nor the signature and license blocks). The signature
+// covers the plaintext content, as every apr signature does.
+func WithSealedInput(u container.Unsealer) SignOption {
+	return func(s *signConfig) { s.unsealer = u }
+}
 
 func newSignConfig(opts []SignOption) (*signConfig, error) {
 	c := &signConfig{}
@@ -180,6 +190,9 @@ type Policy struct {
 	LicenseIssuers []*sign.PublicKey
 	// Now is the time licenses are checked at (zero: time.Now()).
 	Now time.Time
+	// Unsealer opens a sealed stream (NewUnsealer(identity)), whose signatures
+	// cover the plaintext; nil for plain streams.
+	Unsealer container.Unsealer
 }
 
 // SignatureCheck is the outcome for one signature block.
@@ -215,7 +228,11 @@ func Verify(r io.Reader, p Policy) (*Verification, error) {
 	if len(p.Signers) == 0 && len(p.LicenseIssuers) == 0 {
 		return nil, errors.New("verification needs at least one trusted key")
 	}
-	res, err := manifest.FromReader(r)
+	var ro []container.ReaderOption
+	if p.Unsealer != nil {
+		ro = append(ro, container.WithUnsealer(p.Unsealer))
+	}
+	res, err := manifest.FromReader(r, ro...)
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +440,11 @@ func LoadWithPolicy[M model.Model](path string, want model.Type, p Policy) (M, *
 // decodeVerified is decodeStream with the content manifest computed on the way and
 // the policy checked before the model is built.
 func decodeVerified(r io.Reader, want model.Type, p Policy) (model.Model, *Verification, error) {
-	cr, err := container.NewReader(r)
+	var ro []container.ReaderOption
+	if p.Unsealer != nil {
+		ro = append(ro, container.WithUnsealer(p.Unsealer))
+	}
+	cr, err := container.NewReader(r, ro...)
 	if err != nil {
 		if errors.Is(err, ErrUnsupportedVersion) {
 			return nil, nil, fmt.Errorf("%w (only APR v2 files carry signatures; convert with apr-encode and sign): %w", ErrSignatureInvalid, err)

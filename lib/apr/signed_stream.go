@@ -27,11 +27,12 @@ func SignStream(dst io.Writer, src io.Reader, key *sign.PrivateKey, opts ...Sign
 	if key == nil {
 		return nil, errors.New("no signing key")
 	}
-	if _, err := newSignConfigChecked(opts); err != nil {
+	c, err := newSignConfigChecked(opts)
+	if err != nil {
 		return nil, err
 	}
 	var sig *sign.Signature
-	err := appendBlocks(dst, src, container.FlagSigned, func(digest [32]byte, old []container.Block) ([]container.Block, error) {
+	err = appendBlocks(dst, src, c.unsealer, container.FlagSigned, func(digest [32]byte, old []container.Block) ([]container.Block, error) {
 		b, s, err := SignatureBlock(key, digest, opts...)
 		if err != nil {
 			return nil, err
@@ -46,7 +47,8 @@ func SignStream(dst io.Writer, src io.Reader, key *sign.PrivateKey, opts ...Sign
 // issuer and bound to the stream's content, replacing any license block the input
 // had (a file holds at most one). lic.IssuedAt zero means SOURCE_DATE_EPOCH or now.
 // It returns the signed license and whether an older license was replaced.
-func LicenseStream(dst io.Writer, src io.Reader, lic sign.License, issuer *sign.PrivateKey) (*sign.License, bool, error) {
+// WithSealedInput is the only option it uses.
+func LicenseStream(dst io.Writer, src io.Reader, lic sign.License, issuer *sign.PrivateKey, opts ...SignOption) (*sign.License, bool, error) {
 	if issuer == nil {
 		return nil, false, errors.New("no issuer key")
 	}
@@ -63,9 +65,13 @@ func LicenseStream(dst io.Writer, src io.Reader, lic sign.License, issuer *sign.
 	if _, err := sign.SignLicense(probe, issuer); err != nil {
 		return nil, false, err
 	}
+	c, err := newSignConfig(opts)
+	if err != nil {
+		return nil, false, err
+	}
 	var signed *sign.License
 	replaced := false
-	err := appendBlocks(dst, src, container.FlagLicensed, func(digest [32]byte, old []container.Block) ([]container.Block, error) {
+	err = appendBlocks(dst, src, c.unsealer, container.FlagLicensed, func(digest [32]byte, old []container.Block) ([]container.Block, error) {
 		b, l, err := LicenseBlock(lic, issuer, digest)
 		if err != nil {
 			return nil, err
@@ -92,7 +98,7 @@ var spliceHold = 4 << 20
 // appendBlocks copies an APR v2 stream from src to dst with the header flag set
 // and the blocks section replaced by what add returns; add gets the content
 // digest and the input's blocks once the whole input has been verified.
-func appendBlocks(dst io.Writer, src io.Reader, set container.Flags, add func(digest [32]byte, old []container.Block) ([]container.Block, error)) error {
+func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set container.Flags, add func(digest [32]byte, old []container.Block) ([]container.Block, error)) error {
 	var hdr [container.HeaderSize]byte
 	if n, err := io.ReadFull(src, hdr[:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -104,8 +110,8 @@ func appendBlocks(dst io.Writer, src io.Reader, set container.Flags, add func(di
 		return fmt.Errorf("%w: not an APR v2 stream (only APR v2 files carry signatures; convert with apr-encode first)", ErrFormat)
 	}
 	flags := container.Flags(binary.LittleEndian.Uint32(hdr[8:]))
-	if flags&container.FlagEncrypted != 0 {
-		return fmt.Errorf("%w: the input is sealed, so its content cannot be hashed; sign before sealing (apr-sign | apr-seal), or unseal first", container.ErrEncrypted)
+	if flags&container.FlagEncrypted != 0 && u == nil {
+		return fmt.Errorf("%w: the input is sealed, so its content cannot be hashed; sign before sealing (apr-sign | apr-seal), give the key, or unseal first", container.ErrEncrypted)
 	}
 	// Reader side: the original bytes. Writer side: the patched header, then the
 	// input delayed by spliceHold bytes, so that its old blocks and footer can be
@@ -120,7 +126,11 @@ func appendBlocks(dst io.Writer, src io.Reader, set container.Flags, add func(di
 		return err
 	}
 	delay := &delayWriter{out: w, hold: spliceHold}
-	cr, err := container.NewReader(io.MultiReader(bytes.NewReader(hdr[:]), io.TeeReader(src, delay)))
+	var ro []container.ReaderOption
+	if u != nil {
+		ro = append(ro, container.WithUnsealer(u))
+	}
+	cr, err := container.NewReader(io.MultiReader(bytes.NewReader(hdr[:]), io.TeeReader(src, delay)), ro...)
 	if err != nil {
 		return err
 	}
@@ -177,6 +187,9 @@ func appendBlocks(dst io.Writer, src io.Reader, set container.Flags, add func(di
 	blocks, err := add(digest, cr.Blocks())
 	if err != nil {
 		return err
+	}
+	if mac := cr.SealMAC(); mac != nil { // a sealed file's seal MAC block stays first
+		blocks = append([]container.Block{{Kind: container.BlockSeal, Payload: mac}}, blocks...)
 	}
 	if len(blocks) > container.MaxBlockCount {
 		return fmt.Errorf("too many blocks: %d (at most %d)", len(blocks), container.MaxBlockCount)

@@ -15,6 +15,7 @@ import (
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/manifest"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/seal"
 	"github.com/apr-go/apr/lib/sign"
 )
 
@@ -498,5 +499,68 @@ func TestDescribeBlock(t *testing.T) {
 	bad := DescribeBlock(container.Block{Kind: container.BlockSignature, Payload: []byte{9}})
 	if bad.Err == nil || !strings.Contains(bad.String(), "unreadable") {
 		t.Errorf("malformed block: %s", bad)
+	}
+}
+
+// TestSignAndSealCompose: sign | seal and seal | sign both give a sealed file whose
+// signature covers the plaintext: it verifies with the key (reading through the
+// seal) and after unsealing, never without the key.
+func TestSignAndSealCompose(t *testing.T) {
+	k := newKey(t)
+	id, err := seal.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := []*sign.PublicKey{k.Public()}
+	plain := encoded(t, SaveOptions{Name: "secret", Compression: container.CompressZstd})
+	sealStream := func(in []byte) []byte {
+		src, err := OpenStream(bytes.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := SealStream(&out, src, []seal.Recipient{id.Recipient()}); err != nil {
+			t.Fatal(err)
+		}
+		return out.Bytes()
+	}
+	unseal := func(in []byte) []byte {
+		s, err := OpenSealedStream(bytes.NewReader(in), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := Reencode(&out, s, nil, true); err != nil {
+			t.Fatal(err)
+		}
+		return out.Bytes()
+	}
+	signThenSeal := sealStream(signed(t, plain, k))
+	sealed := sealStream(plain)
+	var buf bytes.Buffer
+	if _, err := SignStream(&buf, bytes.NewReader(sealed), k); !errors.Is(err, container.ErrEncrypted) || buf.Len() != 0 {
+		t.Fatalf("sealed input without the key: %v, %d bytes out", err, buf.Len())
+	}
+	sealThenSign := signed(t, sealed, k, WithSealedInput(NewUnsealer(id)))
+	// seal | sign changes only flags, header CRC, blocks and footer of the sealed file.
+	end := int(binary.LittleEndian.Uint64(sealed[len(sealed)-container.FooterSize+32:])) // blocks offset
+	if end == 0 || !bytes.Equal(sealed[64:end], sealThenSign[64:end]) {
+		t.Error("signing a sealed file changed its sealed bytes")
+	}
+	for name, f := range map[string][]byte{"sign|seal": signThenSeal, "seal|sign": sealThenSign} {
+		if _, err := verify(f, Policy{Signers: trusted, Unsealer: NewUnsealer(id)}); err != nil {
+			t.Errorf("%s, with the key: %v", name, err)
+		}
+		if _, err := verify(f, Policy{Signers: trusted}); !errors.Is(err, container.ErrEncrypted) {
+			t.Errorf("%s, without the key: %v", name, err)
+		}
+		if _, err := verify(unseal(f), Policy{Signers: trusted}); err != nil {
+			t.Errorf("%s, unsealed: %v", name, err)
+		}
+		path := filepath.Join(t.TempDir(), "m.apr")
+		os.WriteFile(path, f, 0o644)
+		if _, _, err := LoadWithPolicy[*model.LinearRegressionModel](path, model.LinearRegression, Policy{Signers: trusted, Unsealer: NewUnsealer(id)}); err != nil {
+			t.Errorf("%s, LoadWithPolicy: %v", name, err)
+		}
 	}
 }

@@ -223,18 +223,16 @@ type Result struct {
 }
 
 // FromReader reads a whole APR v2 stream, verifying every checksum as the
-// container reader does, and returns its manifest digest and blocks. A sealed
-// stream cannot be described without its key (container.ErrEncrypted).
-func FromReader(r io.Reader) (*Result, error) {
-	cr, err := container.NewReader(r)
+// container reader does, and returns its manifest digest and blocks. The digest of
+// a sealed stream is that of its plaintext, so it needs the key
+// (container.WithUnsealer); without it the error wraps container.ErrEncrypted.
+func FromReader(r io.Reader, opts ...container.ReaderOption) (*Result, error) {
+	cr, err := container.NewReader(r, opts...)
 	if err != nil {
 		return nil, err
 	}
 	defer cr.Close()
 	h := cr.Header()
-	if h.Flags&container.FlagEncrypted != 0 {
-		return nil, fmt.Errorf("%w: the stream is sealed; unseal it first", container.ErrEncrypted)
-	}
 	b, err := New(h.Type, h.Metadata)
 	if err != nil {
 		return nil, err
@@ -253,6 +251,9 @@ func FromReader(r io.Reader) (*Result, error) {
 			return nil, err
 		}
 		if _, err := io.CopyBuffer(th, t, buf); err != nil {
+			if errors.Is(err, container.ErrEncrypted) {
+				return nil, fmt.Errorf("%w: the content of a sealed stream is hashed in plaintext; give its key, or unseal it first", err)
+			}
 			return nil, err
 		}
 		if err := th.Close(); err != nil {
