@@ -11,6 +11,7 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/seal"
 )
 
 // fixture saves a small LinearRegression model (zstd + shuffle) and returns its path.
@@ -111,5 +112,29 @@ func TestExtractAndPlain(t *testing.T) {
 	}
 	if _, stderr, code := runIt(t, nil, "extract", path, "--format", "npy"); code != 2 || !strings.Contains(stderr, "-t") {
 		t.Errorf("npy without a tensor: exit %d %q", code, stderr)
+	}
+}
+
+// A sealed file verifies without its key: every chunk CRC covers the ciphertext.
+func TestVerifySealedWithoutKey(t *testing.T) {
+	x, _ := model.FromRows([][]float64{{0, 1}, {1, 0}, {2, 2}})
+	m := model.NewLinearRegression()
+	if err := m.Fit(x, []float64{1, 2, 6}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := seal.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sealed.apr")
+	if err := apr.SaveForRecipient(path, m, apr.SaveOptions{}, id.Recipient()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if out, stderr, code := runIt(t, b, "verify"); code != 0 || !strings.Contains(out, "OK, 2 tensors") {
+		t.Fatalf("verify of a sealed file: exit %d %q %q", code, out, stderr)
+	}
+	if _, _, code := runIt(t, flip(b, len(b)/2), "verify"); code != 1 {
+		t.Errorf("damaged sealed file: exit %d, want 1", code)
 	}
 }
