@@ -406,7 +406,7 @@ type Tensor struct {
 	crc   hash.Hash32
 	start int64
 	// chunked reading
-	chunks  chan []byte
+	decoded chan []byte
 	errc    chan error
 	pending []byte
 	ended   bool
@@ -445,10 +445,10 @@ func (t *Tensor) Read(p []byte) (int, error) {
 		}
 	} else {
 		if len(t.pending) == 0 {
-			if t.chunks == nil {
+			if t.decoded == nil {
 				t.startChunks()
 			}
-			c, ok := <-t.chunks
+			c, ok := <-t.decoded
 			if !ok {
 				err := <-t.errc
 				if err == nil {
@@ -471,14 +471,14 @@ func (t *Tensor) setErr(err error) error {
 }
 
 // startChunks reads the frames in order in the background and decompresses them in
-// parallel; the decoded chunks arrive in order on t.chunks.
+// parallel; the decoded chunks arrive in order on t.decoded.
 func (t *Tensor) startChunks() {
-	t.chunks = make(chan []byte, 1)
+	t.decoded = make(chan []byte, 1)
 	t.errc = make(chan error, 1)
 	ctx := t.r.ctx
 	go func() {
-		defer close(t.chunks)
-		i, n := int64(0), t.chunks_()
+		defer close(t.decoded)
+		i, n := int64(0), t.Entry.chunks()
 		next := func() ([]byte, bool, error) {
 			if i == n {
 				return nil, false, nil
@@ -492,7 +492,7 @@ func (t *Tensor) startChunks() {
 		}
 		emit := func(b []byte) error {
 			select {
-			case t.chunks <- b:
+			case t.decoded <- b:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
@@ -501,8 +501,6 @@ func (t *Tensor) startChunks() {
 		t.errc <- ordered(ctx, t.r.workers, next, work, emit)
 	}()
 }
-
-func (t *Tensor) chunks_() int64 { return t.Entry.chunks() }
 
 // readFrame reads chunk frame idx from the stream and feeds the tensor CRC.
 func (t *Tensor) readFrame(idx int64) ([]byte, error) {
@@ -532,11 +530,11 @@ func (t *Tensor) end() error {
 		return t.err
 	}
 	t.ended = true
-	if t.chunks != nil {
+	if t.decoded != nil {
 		if err := <-t.errc; err != nil {
 			return t.setErr(tensorErr(t.Name, err))
 		}
-	} else if t.RawSize == 0 && t.chunks_() > 0 {
+	} else if t.RawSize == 0 && t.Entry.chunks() > 0 {
 		// A sealed empty tensor: its one empty chunk still authenticates.
 		if err := t.skipFrames(t.co != nil); err != nil {
 			return t.setErr(err)
@@ -567,7 +565,7 @@ func (t *Tensor) finish() error {
 	if t.err != nil {
 		return t.err
 	}
-	if t.Chunked() && t.chunks == nil && t.left == t.RawSize && t.RawSize > 0 {
+	if t.Chunked() && t.decoded == nil && t.left == t.RawSize && t.RawSize > 0 {
 		// Never started: check the frames and their CRCs without decompressing.
 		if err := t.skipFrames(false); err != nil {
 			return t.setErr(err)
@@ -588,7 +586,7 @@ func (t *Tensor) finish() error {
 // CRC; with open set (a sealed empty tensor and its opener) it also authenticates
 // the chunk.
 func (t *Tensor) skipFrames(open bool) error {
-	for i, n := int64(0), t.chunks_(); i < n; i++ {
+	for i, n := int64(0), t.Entry.chunks(); i < n; i++ {
 		frame, err := t.readFrame(i)
 		if err != nil {
 			return tensorErr(t.Name, err)
