@@ -497,7 +497,7 @@ func decodeVerified(r io.Reader, want model.Type, p Policy) (model.Model, *Verif
 // BlockInfo describes a signature or license block as it is written, without
 // verifying it: nothing in it is trustworthy until Verify says so.
 type BlockInfo struct {
-	Kind    string    // "signature", "license" or "unknown"
+	Kind    string    // "signature", "license", "seal MAC" or "unknown"
 	Size    int       // payload bytes
 	KeyID   string    // signing or issuing key id, as minisign prints ids
 	Time    time.Time // signing time, or license issue time
@@ -523,6 +523,8 @@ func DescribeBlock(b container.Block) BlockInfo {
 			return bi
 		}
 		bi.KeyID, bi.Time, bi.Comment = s.KeyID.String(), s.Time, s.Comment
+	case container.BlockSeal:
+		bi.Kind = "seal MAC"
 	case container.BlockLicense:
 		bi.Kind = "license"
 		l, _, _, err := ParseLicenseBlock(b.Payload)
