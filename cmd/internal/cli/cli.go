@@ -171,12 +171,12 @@ func (o *Output) Abort() {
 	}
 }
 
-// IsTerminal reports whether w is a character device (a terminal).
+// IsTerminal reports whether w is a terminal. A character device is not enough:
+// /dev/null is one too, and writing model bytes there is fine.
 func IsTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return isTerminal(f)
 }

@@ -111,3 +111,18 @@ func TestProgressOnlyWhenAsked(t *testing.T) {
 		t.Fatalf("no progress line: %q", errb.String())
 	}
 }
+
+func TestDevNullIsNotATerminal(t *testing.T) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	if IsTerminal(f) {
+		t.Fatal("/dev/null reported as a terminal")
+	}
+	env := &Env{Name: "apr-test", Stdout: f}
+	if _, err := env.Create("-", true); err != nil {
+		t.Fatalf("binary output to /dev/null refused: %v", err)
+	}
+}
