@@ -11,7 +11,7 @@ PKGS_LIB := ./lib/... ./kernels/...
 PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
-.PHONY: all build test test-native test-purego test-wasm test-wasip1 test-fuzz test-pipelines \
+.PHONY: all build test test-native test-purego test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
         lint demo bench fuzz install clean
 
 all: build
@@ -61,9 +61,18 @@ fuzz:
 demo: build
 	PATH="$(BIN):$$PATH" pipelines/demo.sh
 
+# Whole-process benchmarks on generated 1 GiB models (results: docs/BENCHMARKS.md).
+# Each script prints its own table; BENCH_DIR keeps and reuses the generated inputs.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/
-	PATH="$(BIN):$$PATH" .ci/bench
+	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf; do \
+		[ ! -x $$b ] || PATH="$(BIN):$$PATH" $$b || exit 1; \
+	done
+
+# Peers too large or slow for every CI run: llama.cpp (npm's node-llama-cpp) loads and
+# runs a model after apr-gguf import | apr-quant q8_0 | apr-gguf export.
+test-peers: build
+	PATH="$(BIN):$$PATH" .ci/test-peers-gguf
 
 clean:
 	rm -rf $(BIN)
