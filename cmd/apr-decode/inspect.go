@@ -8,15 +8,18 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/quant"
 )
 
 type inspectCmd struct {
 	Input string `arg:"" optional:"" default:"-" help:"APR or aprender file ('-': stdin, read through to the end)."`
 	JSON  bool   `help:"Print JSON instead of text."`
+	Quant bool   `name:"quantization" help:"Also show, per tensor, the type, bits per weight and sizes as F32 and as stored."`
 }
 
 func (c *inspectCmd) Run(env *cli.Env) error {
@@ -38,9 +41,17 @@ func (c *inspectCmd) Run(env *cli.Env) error {
 	if c.JSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(jsonInfo(name, info))
+		out := jsonInfo(name, info)
+		if c.Quant {
+			out["quantization"] = quant.Describe(info.Info)
+		}
+		return enc.Encode(out)
 	}
 	printInfo(env.Stdout, name, info)
+	if c.Quant {
+		fmt.Fprintln(env.Stdout, "quantization:")
+		return quant.Describe(info.Info).WriteTable(env.Stdout)
+	}
 	return nil
 }
 
@@ -72,11 +83,24 @@ func jsonInfo(name string, info *apr.Info) map[string]any {
 	}
 	blocks := []map[string]any{}
 	for _, b := range info.Blocks {
-		kind := "signature"
-		if b.Kind == container.BlockLicense {
-			kind = "license"
+		bi := apr.DescribeBlock(b)
+		jb := map[string]any{"kind": bi.Kind, "size": bi.Size, "key_id": bi.KeyID, "verified": false}
+		if !bi.Time.IsZero() {
+			jb["time"] = bi.Time.UTC().Format(time.RFC3339)
 		}
-		blocks = append(blocks, map[string]any{"kind": kind, "size": len(b.Payload)})
+		if bi.Comment != "" {
+			jb["comment"] = bi.Comment
+		}
+		if bi.Licensee != "" {
+			jb["licensee"], jb["tier"], jb["seats"] = bi.Licensee, bi.Tier, bi.Seats
+			if !bi.ExpiresAt.IsZero() {
+				jb["expires_at"] = bi.ExpiresAt.UTC().Format(time.RFC3339)
+			}
+		}
+		if bi.Err != nil {
+			jb["error"] = bi.Err.Error()
+		}
+		blocks = append(blocks, jb)
 	}
 	out := map[string]any{
 		"file": name, "format": info.Format, "version": fmt.Sprintf("%d.%d", info.Major, info.Minor),
@@ -174,14 +198,10 @@ func printInfo(w io.Writer, name string, info *apr.Info) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(tw, "  %s\t%s\n", k, summary(md[k], 0))
+		printValue(tw, "  ", k, md[k])
 	}
 	for _, b := range info.Blocks {
-		kind := "signature"
-		if b.Kind == container.BlockLicense {
-			kind = "license"
-		}
-		fmt.Fprintf(tw, "  block\t%s, %d bytes\n", kind, len(b.Payload))
+		fmt.Fprintf(tw, "  block\t%s\n", apr.DescribeBlock(b))
 	}
 	tw.Flush()
 	var raw, stored int64
@@ -206,6 +226,26 @@ func printInfo(w io.Writer, name string, info *apr.Info) {
 		fmt.Fprintf(tw, "  %s\t%v\t%v\t%s\t%s\t%s\n", e.Name, e.DType, e.Shape, bytesText(e.RawSize), bytesText(e.StoredSize), codec)
 	}
 	tw.Flush()
+}
+
+// printValue prints one metadata entry: on one line when it is short, else a map
+// as one line per entry, indented (GGUF key-value sets, Hugging Face configs).
+func printValue(tw io.Writer, indent, key string, v any) {
+	line := summary(v, 0)
+	m, ok := v.(map[string]any)
+	if !ok || len(line) <= 100 {
+		fmt.Fprintf(tw, "%s%s\t%s\n", indent, key, line)
+		return
+	}
+	fmt.Fprintf(tw, "%s%s\t(%d entries)\n", indent, key, len(m))
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		printValue(tw, indent+"  ", k, m[k])
+	}
 }
 
 // summary renders a metadata value on one line, shortening long arrays and strings so

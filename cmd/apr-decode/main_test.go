@@ -138,3 +138,16 @@ func TestVerifySealedWithoutKey(t *testing.T) {
 		t.Errorf("damaged sealed file: exit %d, want 1", code)
 	}
 }
+
+func TestInspectQuantizationAndErrors(t *testing.T) {
+	path := fixture(t)
+	out, _, code := runIt(t, nil, "inspect", "--quantization", path)
+	if code != 0 || !strings.Contains(out, "quantization:") || !strings.Contains(out, "bits per weight") {
+		t.Errorf("inspect --quantization: exit %d\n%s", code, out)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.apr")
+	os.WriteFile(empty, nil, 0o644)
+	if _, stderr, code := runIt(t, nil, "inspect", empty); code != 1 || !strings.Contains(stderr, "too short for an APR v2 file") {
+		t.Errorf("empty file: exit %d %q", code, stderr)
+	}
+}

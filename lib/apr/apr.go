@@ -92,13 +92,13 @@ func Load[M model.Model](path string, want model.Type) (M, error) {
 	}
 	defer f.Close()
 	var m model.Model
-	if isV2File(path) {
-		m, err = decodeStream(f, want)
-	} else {
+	if isAprenderFile(path) {
 		var b []byte
 		if b, err = io.ReadAll(io.LimitReader(f, aprender.MaxFileSize+1)); err == nil {
 			m, err = decodeBytes(b, want)
 		}
+	} else {
+		m, err = decodeStream(f, want)
 	}
 	if err != nil {
 		return zero, fmt.Errorf("%s: %w", path, err)
@@ -125,15 +125,20 @@ func as[M model.Model](m model.Model, want model.Type) (M, error) {
 	return typed, nil
 }
 
-func isV2File(path string) bool {
+// isAprenderFile reports whether path starts like one of aprender's layouts; every
+// other file goes to the APR v2 reader, whose errors say what an APR file needs.
+func isAprenderFile(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
 	var b [5]byte
-	_, err = io.ReadFull(f, b[:])
-	return err == nil && string(b[:4]) == "APRN" && b[4] == container.MajorVersion
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		return false
+	}
+	_, ok := aprender.Detect(b[:])
+	return ok
 }
 
 func decodeBytes(b []byte, want model.Type) (model.Model, error) {

@@ -19,7 +19,7 @@ type Info struct {
 // file it reads only header, metadata, footer and index; aprender files are read whole
 // (their layouts have no index at the end).
 func Inspect(path string) (*Info, error) {
-	if isV2File(path) {
+	if !isAprenderFile(path) {
 		ci, err := container.Inspect(path)
 		if err != nil {
 			return nil, err
