@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"runtime"
@@ -23,16 +22,23 @@ type FileHeader struct {
 	Seal         []byte // the raw seal section of an encrypted file
 }
 
-// source reads the stream, keeping the offset and the CRC32 of every byte consumed.
+// source reads the stream, keeping the offset and the CRC32 of every byte consumed
+// (tensor data is read with readData and folded in per tensor by crcCombine, so each
+// data byte is checksummed once).
 type source struct {
 	br  *bufio.Reader
 	off int64
-	crc hash.Hash32
+	crc uint32
 }
 
 func (s *source) read(b []byte) error {
+	err := s.readData(b)
+	s.crc = crcUpdate(s.crc, b)
+	return err
+}
+
+func (s *source) readData(b []byte) error {
 	n, err := io.ReadFull(s.br, b)
-	s.crc.Write(b[:n])
 	s.off += int64(n)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -124,7 +130,7 @@ func readOptions(opts []ReaderOption) readerOptions {
 func NewReader(r io.Reader, opts ...ReaderOption) (*Reader, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := readOptions(opts)
-	rd := &Reader{src: &source{br: bufio.NewReaderSize(r, 1<<20), crc: crc32.NewIEEE()}, workers: o.workers, ctx: ctx, cancel: cancel}
+	rd := &Reader{src: &source{br: bufio.NewReaderSize(r, 1<<20)}, workers: o.workers, ctx: ctx, cancel: cancel}
 	hb := make([]byte, HeaderSize)
 	if err := rd.src.read(hb); err != nil {
 		cancel()
@@ -277,7 +283,7 @@ func (r *Reader) readRecord() (*Tensor, error) {
 		return nil, err
 	}
 	e.DataOffset = r.src.off
-	t := &Tensor{Entry: *e, r: r, left: e.RawSize, crc: crc32.NewIEEE(), start: r.src.off}
+	t := &Tensor{Entry: *e, r: r, left: e.RawSize, start: r.src.off}
 	if e.Encrypted && r.opener != nil {
 		if t.co, err = r.opener.Tensor(uint64(len(r.seen)), e.encodeRecordHeader()); err != nil {
 			return nil, tensorErr(e.Name, err)
@@ -351,7 +357,7 @@ func (r *Reader) readEnd() error {
 	if _, err := io.ReadFull(s.br, fb); err != nil {
 		return formatErr(footOff, "file truncated: expected the %d-byte footer", FooterSize)
 	}
-	s.crc.Write(fb[:52])
+	s.crc = crcUpdate(s.crc, fb[:52])
 	f, err := decodeFooter(fb, footOff)
 	if err != nil {
 		return err
@@ -365,7 +371,7 @@ func (r *Reader) readEnd() error {
 	case f.IndexCRC != indexCRC:
 		return &ChecksumError{What: "index", Offset: indexOff, Expected: f.IndexCRC, Actual: indexCRC}
 	}
-	if got := s.crc.Sum32(); got != f.FileCRC {
+	if got := s.crc; got != f.FileCRC {
 		return &ChecksumError{What: "file", Offset: 0, Expected: f.FileCRC, Actual: got}
 	}
 	if _, err := s.br.Peek(1); err != io.EOF {
@@ -403,7 +409,7 @@ type Tensor struct {
 	r     *Reader
 	co    ChunkOpener // for a sealed tensor read with an unsealer
 	left  int64       // raw bytes not yet returned
-	crc   hash.Hash32
+	crc   uint32
 	start int64
 	// chunked reading
 	decoded chan []byte
@@ -434,9 +440,8 @@ func (t *Tensor) Read(p []byte) (int, error) {
 		}
 		var err error
 		n, err = t.r.src.br.Read(p)
-		t.r.src.crc.Write(p[:n])
 		t.r.src.off += int64(n)
-		t.crc.Write(p[:n])
+		t.crc = crcUpdate(t.crc, p[:n])
 		if err != nil && n == 0 {
 			if err == io.EOF {
 				err = formatErr(t.r.src.off, "file truncated in tensor data: %d bytes missing", t.left)
@@ -507,7 +512,7 @@ func (t *Tensor) readFrame(idx int64) ([]byte, error) {
 	s := t.r.src
 	off := s.off
 	var h [frameHeader]byte
-	if err := s.read(h[:]); err != nil {
+	if err := s.readData(h[:]); err != nil {
 		return nil, err
 	}
 	l := le.Uint32(h[:])
@@ -517,10 +522,10 @@ func (t *Tensor) readFrame(idx int64) ([]byte, error) {
 	}
 	frame := make([]byte, frameHeader+size)
 	copy(frame, h[:])
-	if err := s.read(frame[frameHeader:]); err != nil {
+	if err := s.readData(frame[frameHeader:]); err != nil {
 		return nil, err
 	}
-	t.crc.Write(frame)
+	t.crc = crcUpdate(t.crc, frame)
 	return frame, nil
 }
 
@@ -542,7 +547,8 @@ func (t *Tensor) end() error {
 	}
 	s := t.r.src
 	t.StoredSize = s.off - t.start
-	t.CRC = t.crc.Sum32()
+	t.CRC = t.crc
+	s.crc = crcCombine(s.crc, t.crc, t.StoredSize)
 	trOff := s.off
 	var tr [trailerSize]byte
 	if err := s.read(tr[:]); err != nil {

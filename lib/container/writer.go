@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"runtime"
@@ -53,7 +52,7 @@ func WithWorkers(n int) Option { return func(o *writerOptions) { o.workers = n }
 // After any error the output is incomplete and every later call returns that error.
 type Writer struct {
 	out     *bufio.Writer
-	crc     hash.Hash32 // over every byte written
+	crc     uint32 // CRC32 of every byte written (tensor data folded in by crcCombine)
 	off     int64
 	opts    writerOptions
 	flags   Flags
@@ -117,7 +116,7 @@ func NewWriter(w io.Writer, h Header, opts ...Option) (*Writer, error) {
 			return nil, fmt.Errorf("sealer returned a %d-byte seal section, announced %d", len(section), n)
 		}
 	}
-	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), crc: crc32.NewIEEE(), opts: o, flags: fh.Flags, names: map[string]bool{}, sealed: sealed}
+	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), opts: o, flags: fh.Flags, names: map[string]bool{}, sealed: sealed}
 	wr.write(fh.encode())
 	wr.write(meta)
 	wr.pad()
@@ -129,11 +128,17 @@ func NewWriter(w io.Writer, h Header, opts ...Option) (*Writer, error) {
 }
 
 func (w *Writer) write(b []byte) {
+	w.writeData(b)
+	w.crc = crcUpdate(w.crc, b)
+}
+
+// writeData writes tensor data, whose CRC the caller folds into the file CRC once the
+// tensor is complete, so each data byte is checksummed once.
+func (w *Writer) writeData(b []byte) {
 	if w.err != nil {
 		return
 	}
 	_, w.err = w.out.Write(b)
-	w.crc.Write(b)
 	w.off += int64(len(b))
 }
 
@@ -181,19 +186,20 @@ func (w *Writer) WriteTensor(t TensorInfo, data io.Reader) error {
 	w.pad()
 	e.DataOffset = w.off
 	start := w.off
-	dataCRC := crc32.NewIEEE()
+	var dataCRC uint32
 	var err error
 	if e.Chunked() {
-		err = w.writeChunks(&e, cs, data, dataCRC)
+		err = w.writeChunks(&e, cs, data, &dataCRC)
 	} else {
-		err = w.writePlain(&e, data, dataCRC)
+		err = w.writePlain(&e, data, &dataCRC)
 	}
 	if err != nil {
 		w.err = err
 		return err
 	}
 	e.StoredSize = w.off - start
-	e.CRC = dataCRC.Sum32()
+	e.CRC = dataCRC
+	w.crc = crcCombine(w.crc, dataCRC, e.StoredSize)
 	var tr [trailerSize]byte
 	le.PutUint64(tr[:], uint64(e.StoredSize))
 	le.PutUint32(tr[8:], e.CRC)
@@ -216,15 +222,15 @@ func (w *Writer) WriteTensorBytes(t TensorInfo, data []byte) error {
 	return w.WriteTensor(t, bytes.NewReader(data))
 }
 
-func (w *Writer) writePlain(e *Entry, data io.Reader, dataCRC hash.Hash32) error {
+func (w *Writer) writePlain(e *Entry, data io.Reader, dataCRC *uint32) error {
 	buf := make([]byte, 256<<10)
 	for left := e.RawSize; left > 0; {
 		n := int(min(left, int64(len(buf))))
 		if _, err := io.ReadFull(data, buf[:n]); err != nil {
 			return shortData(e, e.RawSize-left, err)
 		}
-		dataCRC.Write(buf[:n])
-		w.write(buf[:n])
+		*dataCRC = crcUpdate(*dataCRC, buf[:n])
+		w.writeData(buf[:n])
 		if w.err != nil {
 			return w.err
 		}
@@ -234,7 +240,7 @@ func (w *Writer) writePlain(e *Entry, data io.Reader, dataCRC hash.Hash32) error
 }
 
 // writeChunks writes the chunk frames of a compressed or sealed (cs != nil) tensor.
-func (w *Writer) writeChunks(e *Entry, cs ChunkSealer, data io.Reader, dataCRC hash.Hash32) error {
+func (w *Writer) writeChunks(e *Entry, cs ChunkSealer, data io.Reader, dataCRC *uint32) error {
 	esz := 0
 	if e.Shuffle {
 		esz = e.DType.Info().BlockBytes
@@ -260,8 +266,8 @@ func (w *Writer) writeChunks(e *Entry, cs ChunkSealer, data io.Reader, dataCRC h
 		return encodeChunk(raw, w.opts.compression, esz)
 	}
 	emit := func(frame []byte) error {
-		dataCRC.Write(frame)
-		w.write(frame)
+		*dataCRC = crcUpdate(*dataCRC, frame)
+		w.writeData(frame)
 		return w.err
 	}
 	return ordered(context.Background(), w.opts.workers, next, work, emit)
@@ -330,8 +336,8 @@ func (w *Writer) Close() error {
 		w.pad()
 	}
 	body := f.encodeBody()
-	w.crc.Write(body[:52])
-	le.PutUint32(body[52:], w.crc.Sum32())
+	w.crc = crcUpdate(w.crc, body[:52])
+	le.PutUint32(body[52:], w.crc)
 	if w.err == nil {
 		_, w.err = w.out.Write(body)
 		w.off += FooterSize

@@ -1,0 +1,63 @@
+package container
+
+import "hash/crc32"
+
+// crcUpdate extends an IEEE CRC32 with p (crc32.Update takes the fast CLMUL path for
+// the IEEE table).
+func crcUpdate(crc uint32, p []byte) uint32 { return crc32.Update(crc, crc32.IEEETable, p) }
+
+// crcCombine returns the CRC32 of a||b given crc(a), crc(b) and len(b), without
+// touching the bytes. Tensor data is checksummed once, for its own CRC, and folded
+// into the whole-file CRC with this, instead of being read twice.
+//
+// CRC32 is linear over GF(2): appending n zero bytes to a message multiplies its CRC
+// state by a fixed 32x32 bit matrix (the operator of x^(8n) modulo the polynomial), so
+// crc(a||b) = crc(a)·M^n xor crc(b). M^n is built by repeated squaring.
+func crcCombine(crcA, crcB uint32, lenB int64) uint32 {
+	if lenB <= 0 {
+		return crcA
+	}
+	var odd, even [32]uint32
+	// The operator for one zero bit, in reflected form.
+	odd[0] = 0xEDB88320
+	for i, row := uint(1), uint32(1); i < 32; i, row = i+1, row<<1 {
+		odd[i] = row
+	}
+	gf2Square(&even, &odd) // two zero bits
+	gf2Square(&odd, &even) // four zero bits
+	for {
+		gf2Square(&even, &odd) // first pass: one zero byte; then 2, 4, ... bytes
+		if lenB&1 != 0 {
+			crcA = gf2Times(&even, crcA)
+		}
+		lenB >>= 1
+		if lenB == 0 {
+			break
+		}
+		gf2Square(&odd, &even)
+		if lenB&1 != 0 {
+			crcA = gf2Times(&odd, crcA)
+		}
+		lenB >>= 1
+		if lenB == 0 {
+			break
+		}
+	}
+	return crcA ^ crcB
+}
+
+func gf2Times(mat *[32]uint32, vec uint32) uint32 {
+	var sum uint32
+	for i := 0; vec != 0; i, vec = i+1, vec>>1 {
+		if vec&1 != 0 {
+			sum ^= mat[i]
+		}
+	}
+	return sum
+}
+
+func gf2Square(dst, mat *[32]uint32) {
+	for i := range dst {
+		dst[i] = gf2Times(mat, mat[i])
+	}
+}
