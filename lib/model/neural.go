@@ -6,8 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/apr-go/apr/kernels"
 )
 
 // Activation names the function a dense layer applies to its output.
@@ -67,9 +65,11 @@ type DenseLayer struct {
 // softmax, sigmoid or identity on the last one). A softmax output with at least two
 // units, or a single sigmoid unit (binary: P(class 1)), makes it a classifier.
 //
-// Arithmetic is float32: every layer's products are kernels.Dot (forward) and
-// kernels.MatMul (training), whose summation order is fixed, so results are
-// reproducible bit for bit on a given platform.
+// Arithmetic is float32: every layer's products are kernels.MatMul over whole
+// blocks of rows (forward, backward and weight gradients), whose summation order
+// is fixed, so results are reproducible bit for bit, and a row's outputs do not
+// depend on the other rows of its batch or on the number of cores (see
+// neural_gemm.go).
 //
 // Tensors: "layers.{i}.weight" F32 [out, in] and "layers.{i}.bias" F32 [out] for
 // each layer i from 0. Config: {"widths": [in, h1, ..., out], "activations":
@@ -274,18 +274,6 @@ func Float32Rows(x Matrix, want int) ([]float32, error) {
 	return out, nil
 }
 
-// forwardLayer computes dst (rows×Out) = Weight·a + Bias for rows×In inputs a,
-// before the activation, one kernels.Dot per output value.
-func (l *DenseLayer) forwardLayer(dst, a []float32, rows int) {
-	for i := range rows {
-		ai := a[i*l.In : (i+1)*l.In]
-		di := dst[i*l.Out : (i+1)*l.Out]
-		for j := range di {
-			di[j] = kernels.Dot(ai, l.Weight[j*l.In:(j+1)*l.In]) + l.Bias[j]
-		}
-	}
-}
-
 // activate applies act to z in place (rows of width cols).
 func activate(act Activation, z []float32, cols int) {
 	switch act {
@@ -346,17 +334,7 @@ func (m *NeuralSequentialModel) ForwardAll(x []float32, rows int) ([][]float32, 
 	if rows < 0 || len(x) != rows*m.Inputs() {
 		return nil, fmt.Errorf("neural sequential: %d input values for %d rows of %d features", len(x), rows, m.Inputs())
 	}
-	outs := make([][]float32, len(m.Layers))
-	a := x
-	for i := range m.Layers {
-		l := &m.Layers[i]
-		z := make([]float32, rows*l.Out)
-		l.forwardLayer(z, a, rows)
-		activate(l.Activation, z, l.Out)
-		outs[i] = z
-		a = z
-	}
-	return outs, nil
+	return m.infer(x, rows, true)
 }
 
 // Logits returns the class logits of a classifier for rows×Inputs() values x:
@@ -373,17 +351,11 @@ func (m *NeuralSequentialModel) Logits(x []float32, rows int) ([]float32, error)
 	if rows < 0 || len(x) != rows*m.Inputs() {
 		return nil, fmt.Errorf("neural sequential: %d input values for %d rows of %d features", len(x), rows, m.Inputs())
 	}
-	a := x
-	var z []float32
-	for i := range m.Layers {
-		l := &m.Layers[i]
-		z = make([]float32, rows*l.Out)
-		l.forwardLayer(z, a, rows)
-		if i < len(m.Layers)-1 {
-			activate(l.Activation, z, l.Out)
-		}
-		a = z
+	outs, err := m.infer(x, rows, false)
+	if err != nil {
+		return nil, err
 	}
+	z := outs[len(outs)-1]
 	if m.Outputs() == 1 {
 		two := make([]float32, 2*rows)
 		for i, v := range z {

@@ -110,9 +110,10 @@ func (o Optimizer) withDefaults() (Optimizer, error) {
 // hidden activations), then Step. The caller owns the loss, so the same Trainer
 // serves plain training, distillation and hidden-layer matching.
 //
-// Forward uses kernels.Dot for every output value, Backward kernels.MatMul for the
-// weight and input gradients; the arithmetic is float32 in a fixed order, so the
-// same batches give the same parameters bit for bit.
+// Forward, Backward and Step use every core (GOMAXPROCS): a batch is cut into
+// shards of a fixed number of rows, each shard's products are kernels.MatMul, and
+// the shards' gradients are added in shard order, so the same batches give the
+// same parameters bit for bit whatever the number of cores.
 type Trainer struct {
 	Model *NeuralSequentialModel
 	// InputGrad, when set before Backward, makes Backward also compute the gradient
@@ -122,15 +123,18 @@ type Trainer struct {
 	opt    Optimizer
 	rows   int
 	input  []float32
-	z, a   [][]float32 // per layer: pre- and post-activation, rows×Out
-	gW, gB [][]float32
-	m1W    [][]float32 // Adam first moments, or SGD momentum buffers
+	z, a   [][]float32  // per layer: pre- and post-activation, rows×Out
+	wT     [][]float32  // per layer: Weightᵀ (In×Out) as of the last Forward
+	gW, gB [][]float32  // gradients of the last Backward (shard 0 works in them)
+	shards []shardGrads // partial gradients of shards 1, 2, ...
+	shard0 shardGrads   // shard 0's transposition buffer (its gradients are gW, gB)
+	m1W    [][]float32  // Adam first moments, or SGD momentum buffers
 	m2W    [][]float32
 	m1B    [][]float32
 	m2B    [][]float32
-	dzT    []float32
-	da     [2][]float32
+	da     [][]float32 // per hidden layer: gradient w.r.t. its activated output
 	dIn    []float32
+	tasks  []paramTask
 	steps  int
 }
 
@@ -148,6 +152,8 @@ func (m *NeuralSequentialModel) NewTrainer(opt Optimizer) (*Trainer, error) {
 	n := len(m.Layers)
 	t.z, t.a = make([][]float32, n), make([][]float32, n)
 	t.gW, t.gB = make([][]float32, n), make([][]float32, n)
+	t.wT, t.da = make([][]float32, n), make([][]float32, n)
+	t.tasks = paramTasks(m)
 	t.m1W, t.m2W, t.m1B, t.m2B = make([][]float32, n), make([][]float32, n), make([][]float32, n), make([][]float32, n)
 	for i, l := range m.Layers {
 		t.gW[i], t.gB[i] = make([]float32, len(l.Weight)), make([]float32, len(l.Bias))
@@ -182,15 +188,32 @@ func (t *Trainer) Forward(x []float32, rows int) ([]float32, error) {
 		return nil, fmt.Errorf("trainer: %d input values for %d rows of %d features", len(x), rows, m.Inputs())
 	}
 	t.rows, t.input = rows, x
-	a := x
-	for i := range m.Layers {
-		l := &m.Layers[i]
+	parallelFor(len(m.Layers), func(i int) { t.wT[i] = m.Layers[i].transposeInto(t.wT[i]) })
+	for i, l := range m.Layers {
 		t.z[i] = grow(t.z[i], rows*l.Out)
-		l.forwardLayer(t.z[i], a, rows)
 		t.a[i] = grow(t.a[i], rows*l.Out)
-		copy(t.a[i], t.z[i])
-		activate(l.Activation, t.a[i], l.Out)
-		a = t.a[i]
+	}
+	nsh := (rows + shardRows - 1) / shardRows
+	errs := make([]error, nsh)
+	parallelFor(nsh, func(s int) {
+		r0, r1 := s*shardRows, min(rows, (s+1)*shardRows)
+		a := x[r0*m.Inputs() : r1*m.Inputs()]
+		for i := range m.Layers {
+			l := &m.Layers[i]
+			z, act := t.z[i][r0*l.Out:r1*l.Out], t.a[i][r0*l.Out:r1*l.Out]
+			if err := l.affine(z, a, t.wT[i], r1-r0); err != nil {
+				errs[s] = err
+				return
+			}
+			copy(act, z)
+			activate(l.Activation, act, l.Out)
+			a = act
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return t.z[len(m.Layers)-1], nil
 }
@@ -223,37 +246,98 @@ func (t *Trainer) Backward(dLogits []float32, dHidden [][]float32) error {
 			return fmt.Errorf("trainer: hidden gradient of layer %d: %d values, expected %d (and not the last layer)", l, len(d), rows*m.Layers[l].Out)
 		}
 	}
-	dz := dLogits
-	for l := n - 1; l >= 0; l-- {
-		ly := &m.Layers[l]
-		if l < n-1 {
-			// dz = da ⊙ act'(z): da holds dL/d(a_l) from the layer above.
-			d := t.da[l%2][:rows*ly.Out]
-			if l < len(dHidden) && dHidden[l] != nil {
-				for i, v := range dHidden[l] {
-					d[i] += v
+	nsh := (rows + shardRows - 1) / shardRows
+	for len(t.shards) < nsh-1 {
+		sg := shardGrads{gW: make([][]float32, n), gB: make([][]float32, n)}
+		for i, l := range m.Layers {
+			sg.gW[i], sg.gB[i] = make([]float32, len(l.Weight)), make([]float32, len(l.Bias))
+		}
+		t.shards = append(t.shards, sg)
+	}
+	for l := range n - 1 {
+		t.da[l] = grow(t.da[l], rows*m.Layers[l].Out)
+	}
+	if t.InputGrad {
+		t.dIn = grow(t.dIn, rows*m.Inputs())
+	}
+	errs := make([]error, nsh)
+	parallelFor(nsh, func(s int) {
+		gW, gB, buf := t.gW, t.gB, &t.shard0
+		if s > 0 {
+			buf = &t.shards[s-1]
+			gW, gB = buf.gW, buf.gB
+		}
+		errs[s] = t.backwardShard(s*shardRows, min(rows, (s+1)*shardRows), dLogits, dHidden, gW, gB, &buf.dzT)
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if nsh > 1 {
+		parallelFor(len(t.tasks), func(i int) {
+			tk := t.tasks[i]
+			dst := t.gW[tk.layer]
+			if tk.bias {
+				dst = t.gB[tk.layer]
+			}
+			dst = dst[tk.lo:tk.hi]
+			for _, sg := range t.shards[:nsh-1] {
+				src := sg.gW[tk.layer]
+				if tk.bias {
+					src = sg.gB[tk.layer]
+				}
+				src = src[tk.lo:tk.hi]
+				for k, v := range src[:len(dst)] {
+					dst[k] += v
 				}
 			}
-			derivative(ly.Activation, d, t.z[l], t.a[l])
-			dz = d
+		})
+	}
+	return nil
+}
+
+// backwardShard back-propagates rows r0..r1-1 of the last batch, writing the
+// shard's weight and bias gradients into gW and gB and its rows of the hidden
+// (and input) gradients.
+func (t *Trainer) backwardShard(r0, r1 int, dLogits []float32, dHidden [][]float32, gW, gB [][]float32, dzT *[]float32) error {
+	m := t.Model
+	n := len(m.Layers)
+	rs := r1 - r0
+	for l := n - 1; l >= 0; l-- {
+		ly := &m.Layers[l]
+		var dz []float32
+		if l == n-1 {
+			dz = dLogits[r0*ly.Out : r1*ly.Out]
+		} else {
+			// dz = da ⊙ act'(z): da holds dL/d(a_l) from the layer above.
+			dz = t.da[l][r0*ly.Out : r1*ly.Out]
+			if l < len(dHidden) && dHidden[l] != nil {
+				for i, v := range dHidden[l][r0*ly.Out : r1*ly.Out] {
+					dz[i] += v
+				}
+			}
+			derivative(ly.Activation, dz, t.z[l][r0*ly.Out:r1*ly.Out], t.a[l][r0*ly.Out:r1*ly.Out])
 		}
 		prev := t.input
 		if l > 0 {
 			prev = t.a[l-1]
 		}
+		prev = prev[r0*ly.In : r1*ly.In]
 		// gW = dzᵀ·prev (Out×In), gB = column sums of dz.
-		t.dzT = grow(t.dzT, rows*ly.Out)
-		for i := range rows {
+		*dzT = grow(*dzT, rs*ly.Out)
+		tr := *dzT
+		for i := range rs {
 			for j := range ly.Out {
-				t.dzT[j*rows+i] = dz[i*ly.Out+j]
+				tr[j*rs+i] = dz[i*ly.Out+j]
 			}
 		}
-		if err := kernels.MatMul(t.gW[l], t.dzT, prev, ly.Out, rows, ly.In); err != nil {
+		if err := kernels.MatMul(gW[l], tr, prev, ly.Out, rs, ly.In); err != nil {
 			return err
 		}
-		gb := t.gB[l]
+		gb := gB[l]
 		clear(gb)
-		for i := range rows {
+		for i := range rs {
 			row := dz[i*ly.Out : (i+1)*ly.Out]
 			for j, v := range row {
 				gb[j] += v
@@ -261,15 +345,11 @@ func (t *Trainer) Backward(dLogits []float32, dHidden [][]float32) error {
 		}
 		// d(prev) = dz·W (rows×In).
 		if l > 0 || t.InputGrad {
-			var dst []float32
+			dst := t.dIn
 			if l > 0 {
-				t.da[(l-1)%2] = grow(t.da[(l-1)%2], rows*ly.In)
-				dst = t.da[(l-1)%2]
-			} else {
-				t.dIn = grow(t.dIn, rows*ly.In)
-				dst = t.dIn
+				dst = t.da[l-1]
 			}
-			if err := kernels.MatMul(dst, dz, ly.Weight, rows, ly.Out, ly.In); err != nil {
+			if err := kernels.MatMul(dst[r0*ly.In:r1*ly.In], dz, ly.Weight, rs, ly.Out, ly.In); err != nil {
 				return err
 			}
 		}
@@ -311,24 +391,27 @@ func (t *Trainer) Step() {
 	o := t.opt
 	lr := float32(o.LR)
 	wd := float32(o.WeightDecay)
+	b1, b2 := float32(o.Beta1), float32(o.Beta2)
+	var c1, c2 float32
 	if o.Name == "adam" {
-		b1, b2 := float32(o.Beta1), float32(o.Beta2)
-		c1 := float32(1 - math.Pow(o.Beta1, float64(t.steps)))
-		c2 := float32(math.Sqrt(1 - math.Pow(o.Beta2, float64(t.steps))))
-		eps := float32(o.Eps)
-		for i := range t.Model.Layers {
-			l := &t.Model.Layers[i]
-			adam(l.Weight, t.gW[i], t.m1W[i], t.m2W[i], b1, b2, lr/c1, c2, eps, wd)
-			adam(l.Bias, t.gB[i], t.m1B[i], t.m2B[i], b1, b2, lr/c1, c2, eps, 0)
+		c1 = float32(1 - math.Pow(o.Beta1, float64(t.steps)))
+		c2 = float32(math.Sqrt(1 - math.Pow(o.Beta2, float64(t.steps))))
+	}
+	eps, mom := float32(o.Eps), float32(o.Momentum)
+	parallelFor(len(t.tasks), func(i int) {
+		tk := t.tasks[i]
+		l := &t.Model.Layers[tk.layer]
+		p, g, m1, m2, decay := l.Weight, t.gW[tk.layer], t.m1W[tk.layer], t.m2W[tk.layer], wd
+		if tk.bias {
+			p, g, m1, m2, decay = l.Bias, t.gB[tk.layer], t.m1B[tk.layer], t.m2B[tk.layer], 0
 		}
-		return
-	}
-	mom := float32(o.Momentum)
-	for i := range t.Model.Layers {
-		l := &t.Model.Layers[i]
-		sgd(l.Weight, t.gW[i], t.m1W[i], lr, mom, wd)
-		sgd(l.Bias, t.gB[i], t.m1B[i], lr, mom, 0)
-	}
+		p, g, m1 = p[tk.lo:tk.hi], g[tk.lo:tk.hi], m1[tk.lo:tk.hi]
+		if o.Name == "adam" {
+			adam(p, g, m1, m2[tk.lo:tk.hi], b1, b2, lr/c1, c2, eps, decay)
+		} else {
+			sgd(p, g, m1, lr, mom, decay)
+		}
+	})
 }
 
 // adam applies one Adam update: p -= (lr/c1)·m / (sqrt(v)/c2 + eps), where c1 and
