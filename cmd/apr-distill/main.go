@@ -143,6 +143,12 @@ func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Me
 			data.X.Data[i] *= f.Scale
 		}
 	}
+	// Check every value before the split, so errors name the row of the file.
+	for i, v := range data.X.Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.IsInf(float64(float32(v)), 0) {
+			return fmt.Errorf("%s: row %d, column %d: value %v, expected a finite number", data.Name, i/data.X.Cols+1, i%data.X.Cols+1, v)
+		}
+	}
 	trainSet, valSet, err := distill.Split(data, f.ValSplit, f.SplitSeed)
 	if err != nil {
 		return cli.Usagef("--val-split: %v", err)

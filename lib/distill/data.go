@@ -330,14 +330,20 @@ func labelIndex(s string, names []string, cols int) (int, error) {
 	return 0, fmt.Errorf("label column %q: not in the header (%s)", s, strings.Join(names, ","))
 }
 
-// Split divides d into a training and a validation set: a fraction frac of the
-// rows (rounded) goes to validation, drawn per class (stratified) when d has labels,
-// in an order fixed by seed. frac 0 gives an empty validation set.
+// Split divides d into a training and a validation set the way scikit-learn's
+// train_test_split(test_size=frac, stratify=y) sizes them: ceil(frac·rows) rows go
+// to validation (450 of digits' 1797 at 0.25). With labels the split is stratified:
+// each class gives floor(frac·its rows) validation rows, and the rows still missing
+// go one each to the classes with the largest fractional remainders (ties to the
+// lower class). Which rows of a class are drawn is fixed by seed. frac 0 gives an
+// empty validation set.
 func Split(d Data, frac float64, seed uint64) (train, val Data, err error) {
 	if !(frac >= 0 && frac < 1) {
 		return Data{}, Data{}, fmt.Errorf("validation split %v, expected a fraction in [0,1)", frac)
 	}
 	n := d.X.Rows
+	// The small allowance keeps 0.1·30 (3.0000000000000004 in float64) at 3.
+	nVal := min(n, int(math.Ceil(frac*float64(n)-1e-9)))
 	r := model.NewRand(seed, model.StreamSplit)
 	isVal := make([]bool, n)
 	if d.Y != nil {
@@ -347,17 +353,39 @@ func Split(d Data, frac float64, seed uint64) (train, val Data, err error) {
 			byClass[c] = append(byClass[c], i)
 			maxC = max(maxC, c)
 		}
+		take := make([]int, maxC+1)
+		rem := make([]float64, maxC+1)
+		left := nVal
+		for c := 0; c <= maxC; c++ {
+			exact := float64(nVal) * float64(len(byClass[c])) / float64(max(n, 1))
+			take[c] = int(math.Floor(exact))
+			rem[c] = exact - float64(take[c])
+			left -= take[c]
+		}
+		for ; left > 0; left-- {
+			best := -1
+			for c := 0; c <= maxC; c++ {
+				if take[c] < len(byClass[c]) && (best < 0 || rem[c] > rem[best]) {
+					best = c
+				}
+			}
+			if best < 0 {
+				break
+			}
+			take[best]++
+			rem[best] = -1
+		}
 		for c := 0; c <= maxC; c++ {
 			idx := byClass[c]
 			r.Shuffle(idx)
-			for _, i := range idx[:int(math.Round(frac*float64(len(idx))))] {
+			for _, i := range idx[:take[c]] {
 				isVal[i] = true
 			}
 		}
 	} else {
 		idx := identity(n)
 		r.Shuffle(idx)
-		for _, i := range idx[:int(math.Round(frac*float64(n)))] {
+		for _, i := range idx[:nVal] {
 			isVal[i] = true
 		}
 	}

@@ -108,10 +108,16 @@ func TestSplitStratified(t *testing.T) {
 		}
 		return m
 	}
+	// scikit-learn's train_test_split(test_size=0.25, stratify=y) sizes: 450 test
+	// rows, each class floor(450·n/1797) or one more (the largest remainders).
+	if val.X.Rows != 450 || train.X.Rows != 1347 {
+		t.Errorf("split %d/%d rows, want 1347/450", train.X.Rows, val.X.Rows)
+	}
 	all, v := count(d.Y), count(val.Y)
 	for c, n := range all {
-		if want := int(math.Round(0.25 * float64(n))); v[c] != want {
-			t.Errorf("class %d: %d of %d rows in validation, want %d", c, v[c], n, want)
+		lo := 450 * n / 1797
+		if v[c] != lo && v[c] != lo+1 {
+			t.Errorf("class %d: %d of %d rows in validation, want %d or %d", c, v[c], n, lo, lo+1)
 		}
 	}
 	if train.X.Rows+val.X.Rows != d.X.Rows || len(train.Y) != train.X.Rows {

@@ -30,8 +30,9 @@
 //
 // The student's initialisation, the data split and the batch order come from the
 // seed (model.Rand); the arithmetic is float32 in a fixed order (lib/model's Trainer
-// on kernels.Dot and kernels.MatMul). The same inputs and options give the same
-// student bit for bit.
+// on kernels.MatMul, batches cut into fixed shards whose gradients are added in
+// order). The same inputs and options give the same student bit for bit, whatever
+// the number of cores.
 package distill
 
 import (

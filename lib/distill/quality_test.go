@@ -9,7 +9,8 @@ import (
 )
 
 // digitsSplit loads the real digits set scaled to [0,1] and splits it 75/25,
-// stratified, with a fixed seed.
+// stratified, with a fixed seed: 1347 training and 450 test rows, the sizes of
+// scikit-learn's train_test_split(test_size=0.25, stratify=y).
 func digitsSplit(t testing.TB) (train, test Data) {
 	t.Helper()
 	d, err := LoadData(digitsPath, LoadOptions{})
@@ -51,14 +52,18 @@ type recipe struct {
 // test never asserts that distillation beats plain training.
 func TestDigitsQuality(t *testing.T) {
 	r := recipe{name: "default", teacherArch: []int{64, 128, 128, 10}, teacherEpochs: 20, epochs: 30,
-		// measured: teacher 0.9667, distilled 0.9069 (agreement 0.9157), scratch 0.9357
-		minTeacher: 0.95, minStudent: 0.89, minAgreement: 0.90, minScratch: 0.92}
+		// measured: teacher 0.9600, distilled 0.8956 (agreement 0.9133), scratch 0.9289
+		minTeacher: 0.95, minStudent: 0.885, minAgreement: 0.90, minScratch: 0.92}
 	switch {
 	case os.Getenv("APR_DISTILL_FULL") != "" && !testing.Short():
-		// The recipe. Measured: teacher 0.9690, distilled 0.9468 with agreement
-		// 0.9512, scratch 0.9534 with agreement 0.9579 (teacher 3.5 s, each student 0.3 s).
+		// The recipe. Measured with these seeds (teacher 1, students 2):
+		// teacher 0.9711, distilled 0.9422 with agreement 0.9467, scratch 0.9467.
+		// Over teacher seeds 1..6 (students seed+1): teacher 0.9667..0.9756,
+		// distilled 0.9422..0.9578, agreement 0.9467..0.9711, scratch
+		// 0.9467..0.9622 (docs/DISTILL.md). The thresholds sit a little below those
+		// minima: the 0.95 agreement is met on 4 of the 6 seeds only.
 		r = recipe{name: "full", teacherArch: []int{64, 128, 128, 10}, teacherEpochs: 60, epochs: 60,
-			minTeacher: 0.96, minStudent: 0.94, minAgreement: 0.95, minScratch: 0.93}
+			minTeacher: 0.96, minStudent: 0.935, minAgreement: 0.94, minScratch: 0.94}
 	case testing.Short():
 		// measured: teacher 0.9180, distilled 0.8470 (agreement 0.8869), scratch 0.8780
 		r = recipe{name: "short", teacherArch: []int{64, 32, 10}, teacherEpochs: 10, epochs: 15,
@@ -66,7 +71,7 @@ func TestDigitsQuality(t *testing.T) {
 	}
 	r.seedTeacher, r.seedStudent, r.temperature, r.alpha, r.lrate = 1, 2, 3, 0.7, 1e-3
 	train, test := digitsSplit(t)
-	if train.X.Rows != 1346 || test.X.Rows != 451 {
+	if train.X.Rows != 1347 || test.X.Rows != 450 {
 		t.Fatalf("split %d/%d rows", train.X.Rows, test.X.Rows)
 	}
 	opt := DefaultOptions()
