@@ -9,10 +9,12 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -57,6 +59,7 @@ type trainFlags struct {
 	Name        string   `help:"Model name in the metadata."`
 	Compress    string   `short:"c" default:"zstd" enum:"none,zstd,zstd-max,lz4" help:"Compression of tensor data."`
 	Meta        []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a custom metadata value (repeatable)."`
+	JSON        bool     `name:"json" help:"Also print the final report as JSON on stdout (needs -o FILE, since stdout then carries the report)."`
 }
 
 type distillCmd struct {
@@ -114,6 +117,9 @@ func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Me
 	}
 	if f.Epochs < 1 || f.BatchSize < 1 {
 		return cli.Usagef("--epochs %d and --batch-size %d must be at least 1", f.Epochs, f.BatchSize)
+	}
+	if f.JSON && (f.Output == "" || f.Output == "-") {
+		return cli.Usagef("--json prints the report on stdout: write the model with -o FILE")
 	}
 	if !(f.Scale > 0) || math.IsInf(f.Scale, 0) {
 		return cli.Usagef("--scale %v: expected a finite value > 0", f.Scale)
@@ -196,7 +202,61 @@ func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Me
 	if err := distill.Encode(out, student, so, prov); err != nil {
 		return fmt.Errorf("%s: %w", out.Name, err)
 	}
-	return out.Commit()
+	if err := out.Commit(); err != nil {
+		return err
+	}
+	if f.JSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(jsonReport(method, opt, res, elapsed, teachers, student, f.Output))
+	}
+	return nil
+}
+
+// num is a float for JSON: NaN (a figure that does not apply) becomes null.
+func num(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return v
+}
+
+// jsonReport is the final report of --json.
+func jsonReport(method distill.Method, opt distill.Options, res *distill.Result, elapsed time.Duration,
+	teachers []*distill.Teacher, student *model.NeuralSequentialModel, output string) map[string]any {
+	ts := []any{}
+	for _, t := range teachers {
+		ts = append(ts, map[string]any{"file": t.Name, "sha256": t.SHA256, "model_type": t.Model.Type().String(),
+			"parameters": t.Params(), "classes": t.Classes()})
+	}
+	set := func(rows int, acc, agree, tacc float64) map[string]any {
+		m := map[string]any{"rows": rows, "accuracy": num(acc)}
+		if method != distill.Fit {
+			m["agreement"], m["teacher_accuracy"] = num(agree), num(tacc)
+		}
+		return m
+	}
+	r := map[string]any{
+		"output":   output,
+		"method":   string(method),
+		"student":  map[string]any{"widths": student.Widths(), "parameters": student.ParamCount()},
+		"teachers": ts,
+		"epochs":   opt.Epochs, "batch_size": opt.BatchSize, "seed": opt.Seed,
+		"loss":  num(res.Loss),
+		"train": set(res.TrainRows, res.TrainAccuracy, res.TrainAgreement, res.TeacherTrainAccuracy),
+		"timing": map[string]any{"seconds": elapsed.Seconds(), "ms_per_epoch": elapsed.Seconds() * 1e3 / float64(opt.Epochs),
+			"samples_per_second": float64(res.TrainRows*opt.Epochs) / elapsed.Seconds(), "cores": runtime.GOMAXPROCS(0)},
+	}
+	if method != distill.Fit {
+		r["temperature"], r["alpha"] = opt.Temperature, opt.Alpha
+	}
+	if method == distill.Progressive {
+		r["hint_loss"], r["layer_map"] = num(res.HintLoss), distill.FormatLayerMap(opt.LayerMap)
+	}
+	if res.ValRows > 0 {
+		r["validation"] = set(res.ValRows, res.ValAccuracy, res.ValAgreement, res.TeacherValAccuracy)
+	}
+	return r
 }
 
 // newStudent builds the student from an architecture or loads it from a file.

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,6 +86,35 @@ func TestFitAndDistill(t *testing.T) {
 	if !bytes.Equal(first, again) {
 		t.Error("two runs with the same seed wrote different bytes")
 	}
+	// --json: the same run's report on stdout, matching the file's provenance.
+	code, stdout, stderr = runCLI(t, append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, stderr)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("--json output %q: %v", stdout, err)
+	}
+	sum := sha256.Sum256(mustRead(t, teacher))
+	rts, _ := rep["teachers"].([]any)
+	val, _ := rep["validation"].(map[string]any)
+	timing, _ := rep["timing"].(map[string]any)
+	switch {
+	case rep["method"] != "standard" || rep["output"] != student || rep["temperature"] != 3.0 || rep["epochs"] != 6.0:
+		t.Errorf("--json report %v", rep)
+	case len(rts) != 1 || rts[0].(map[string]any)["sha256"] != hex.EncodeToString(sum[:]) || rts[0].(map[string]any)["sha256"] != t0["sha256"]:
+		t.Errorf("--json teachers %v, provenance %v", rts, t0)
+	case val == nil || val["accuracy"] != d["validation"].(map[string]any)["accuracy"] || val["agreement"] == nil || val["rows"] == nil:
+		t.Errorf("--json validation %v, provenance %v", val, d["validation"])
+	case timing == nil || timing["seconds"] == nil || timing["ms_per_epoch"] == nil || rep["loss"] == nil:
+		t.Errorf("--json timing %v, loss %v", timing, rep["loss"])
+	}
+	if again, _ := os.ReadFile(student); !bytes.Equal(first, again) {
+		t.Error("--json changed the model bytes")
+	}
+	if code, stdout, stderr := runCLI(t, append(args[:len(args)-2], "--json")...); code != 2 || stdout != "" || !strings.Contains(stderr, "-o FILE") {
+		t.Errorf("--json without -o: exit %d, stdout %d bytes, stderr %q", code, len(stdout), stderr)
+	}
 	// Start from the student file; progressive and ensemble methods.
 	for _, extra := range [][]string{
 		{teacher, "--student", student},
@@ -160,4 +192,13 @@ func TestErrors(t *testing.T) {
 			t.Errorf("temporary file left behind: %s", e.Name())
 		}
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
