@@ -76,6 +76,7 @@ type Builder struct {
 	err    error
 	buf    []byte
 	sumBuf [sha256.Size]byte
+	bufs   [][]byte // ReadFrom's buffers, allocated on first use
 }
 
 // New starts a manifest for a model of type t with metadata md (nil for none).
@@ -182,6 +183,70 @@ func (t *TensorHasher) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Reading ahead: ReadFrom holds at most hashBuffers buffers of hashBufSize bytes.
+const (
+	hashBuffers = 4
+	hashBufSize = 256 << 10
+)
+
+// ReadFrom hashes everything r yields, as Write would, until io.EOF. It reads on the
+// calling goroutine while another goroutine hashes what was read before, so that
+// reading (I/O, checksums, decompression, decryption) and SHA-256 overlap on two
+// cores; a tensor that fits in one buffer is hashed on the calling goroutine. At
+// most hashBuffers buffers of hashBufSize bytes are in flight, reused for every
+// tensor of the Builder. io.Copy and io.CopyBuffer use it.
+func (t *TensorHasher) ReadFrom(r io.Reader) (int64, error) {
+	if t.b.bufs == nil {
+		for range hashBuffers {
+			t.b.bufs = append(t.b.bufs, make([]byte, hashBufSize))
+		}
+	}
+	bufs := t.b.bufs
+	n, err := readChunk(r, bufs[0])
+	t.n += int64(n)
+	if err != nil || n < len(bufs[0]) {
+		t.h.Write(bufs[0][:n])
+		return int64(n), err
+	}
+	total := int64(n)
+	free := make(chan []byte, len(bufs))
+	full := make(chan []byte, len(bufs))
+	done := make(chan struct{})
+	for _, b := range bufs[1:] {
+		free <- b
+	}
+	full <- bufs[0]
+	go func() {
+		defer close(done)
+		for p := range full {
+			t.h.Write(p)
+			free <- p[:cap(p)]
+		}
+	}()
+	for err == nil && n == hashBufSize {
+		p := <-free
+		n, err = readChunk(r, p)
+		if n > 0 {
+			full <- p[:n]
+		}
+		t.n += int64(n)
+		total += int64(n)
+	}
+	close(full)
+	<-done
+	return total, err
+}
+
+// readChunk fills p from r as io.ReadFull does; the end of the stream, with or
+// without bytes before it, is a nil error and a short count.
+func readChunk(r io.Reader, p []byte) (int, error) {
+	n, err := io.ReadFull(r, p)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = nil
+	}
+	return n, err
+}
+
 // Close adds the tensor to the manifest. It fails when the bytes written are not
 // exactly the tensor's raw size.
 func (t *TensorHasher) Close() error {
@@ -237,7 +302,6 @@ func FromReader(r io.Reader, opts ...container.ReaderOption) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 1<<20)
 	for {
 		t, err := cr.Next()
 		if err == io.EOF {
@@ -250,7 +314,7 @@ func FromReader(r io.Reader, opts ...container.ReaderOption) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := io.CopyBuffer(th, t, buf); err != nil {
+		if _, err := th.ReadFrom(t); err != nil {
 			if errors.Is(err, container.ErrEncrypted) {
 				return nil, fmt.Errorf("%w: the content of a sealed stream is hashed in plaintext; give its key, or unseal it first", err)
 			}

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"testing"
 
 	"github.com/apr-go/apr/lib/container"
@@ -200,6 +202,91 @@ func TestFromReaderRejectsDamage(t *testing.T) {
 		bad[off] ^= 0x40
 		if _, err := FromReader(bytes.NewReader(bad)); err == nil {
 			t.Errorf("flipped byte at %d: no error", off)
+		}
+	}
+}
+
+// chunkyReader returns at most n bytes per Read, then err after the data.
+type chunkyReader struct {
+	data []byte
+	n    int
+	err  error
+}
+
+func (r *chunkyReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), r.n)], r.data)
+	r.data = r.data[k:]
+	return k, nil
+}
+
+// TestReadFromMatchesWrite checks that the read-ahead path hashes exactly what Write
+// would, at sizes around its buffer size, for readers that return small pieces, and
+// across tensors of one Builder (which reuse its buffers).
+func TestReadFromMatchesWrite(t *testing.T) {
+	sizes := []int{0, 1, 4, hashBufSize - 4, hashBufSize, hashBufSize + 4, 3 * hashBufSize, hashBuffers*hashBufSize + 8, 9*hashBufSize + 12}
+	var infos []container.TensorInfo
+	var datas [][]byte
+	for i, n := range sizes {
+		d := make([]byte, n)
+		for j := range d {
+			d[j] = byte(j*7 + i)
+		}
+		infos = append(infos, container.TensorInfo{Name: fmt.Sprintf("t%d", i), DType: dtype.U8, Shape: []int64{int64(n)}})
+		datas = append(datas, d)
+	}
+	want, err := New(model.Custom, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range infos {
+		if err := want.AddTensor(infos[i], datas[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wd, _ := want.Sum()
+	for _, piece := range []int{1 << 30, 1000, 65536} {
+		b, _ := New(model.Custom, nil)
+		for i := range infos {
+			th, err := b.Tensor(infos[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := io.Copy(th, &chunkyReader{data: datas[i], n: piece})
+			if err != nil || n != int64(len(datas[i])) {
+				t.Fatalf("piece %d, tensor %d: copied %d of %d bytes, %v", piece, i, n, len(datas[i]), err)
+			}
+			if err := th.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := b.Sum(); got != wd {
+			t.Errorf("piece %d: digest %x, want %x", piece, got, wd)
+		}
+	}
+}
+
+// TestReadFromError checks that a read error is returned after the bytes before it
+// were counted, and that Close then reports the short tensor.
+func TestReadFromError(t *testing.T) {
+	boom := errors.New("boom")
+	for _, n := range []int{10, 5 * hashBufSize} {
+		b, _ := New(model.Custom, nil)
+		th, err := b.Tensor(container.TensorInfo{Name: "x", DType: dtype.U8, Shape: []int64{int64(n) + 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := th.ReadFrom(&chunkyReader{data: make([]byte, n), n: 4096, err: boom})
+		if !errors.Is(err, boom) || got != int64(n) {
+			t.Fatalf("ReadFrom = %d, %v; want %d, boom", got, err, n)
+		}
+		if err := th.Close(); !errors.Is(err, ErrManifest) {
+			t.Fatalf("Close after a short read = %v, want ErrManifest", err)
 		}
 	}
 }
