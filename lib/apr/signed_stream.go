@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
+	"sync/atomic"
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/manifest"
@@ -125,7 +127,8 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 	if _, err := w.Write(patched[:]); err != nil {
 		return err
 	}
-	delay := &delayWriter{out: w, hold: spliceHold}
+	delay := newDelayWriter(out, dst, crc, spliceHold)
+	defer delay.finish()
 	var ro []container.ReaderOption
 	if u != nil {
 		ro = append(ro, container.WithUnsealer(u))
@@ -140,7 +143,6 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 1<<20)
 	for {
 		t, err := cr.Next()
 		if err == io.EOF {
@@ -153,22 +155,22 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 		if err != nil {
 			return err
 		}
-		if _, err := io.CopyBuffer(th, t, buf); err != nil {
+		if _, err := th.ReadFrom(t); err != nil {
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
 		if err := th.Close(); err != nil {
 			return err
 		}
 	}
-	if delay.err != nil {
-		return delay.err
+	tail, err := delay.finish()
+	if err != nil {
+		return err
 	}
 	digest, err := mb.Sum()
 	if err != nil {
 		return err
 	}
 	// The reader has verified the footer, which is the last 64 bytes read.
-	tail := delay.buf
 	if len(tail) < container.FooterSize {
 		return fmt.Errorf("%w: stream too short", ErrFormat)
 	}
@@ -227,28 +229,134 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 
 func alignUp64(n uint64) uint64 { return (n + container.Align - 1) &^ (container.Align - 1) }
 
-// delayWriter passes bytes on to out, holding back the last hold bytes.
+// delayWriter passes the bytes written to it on to dst, holding back at least the
+// last hold bytes. The bytes it lets go are written to dst (and added to crc) by a
+// goroutine of its own, so that writing the output overlaps reading and hashing the
+// input; each byte is copied once, into one of a bounded set of chunk buffers (about
+// hold plus 5 chunks of hold/8, at most 1 MiB). Until finish, nothing else may write to dst,
+// out or crc; out is flushed before the first chunk goes to dst.
 type delayWriter struct {
-	out     io.Writer
-	buf     []byte
+	out     *bufio.Writer
+	dst     io.Writer
+	crc     hash.Hash32
 	hold    int
-	flushed int64
+	chunk   int
+	held    [][]byte // oldest first; only the last one may be partly filled
+	heldN   int
+	flushed int64 // bytes handed on
+	bufs    int   // chunk buffers allocated
+	maxBufs int
+	free    chan []byte
+	send    chan []byte
+	done    chan struct{}
+	werr    atomic.Pointer[error] // the goroutine's write error
 	err     error
+	ended   bool
+	tail    []byte
+}
+
+const delayInFlight = 2 // chunks queued for the writing goroutine
+
+func newDelayWriter(out *bufio.Writer, dst io.Writer, crc hash.Hash32, hold int) *delayWriter {
+	chunk := min(1<<20, max(hold/8, 1)) // bytes held back: hold to hold+chunk
+	maxBufs := (hold+chunk-1)/chunk + 3 + delayInFlight
+	return &delayWriter{out: out, dst: dst, crc: crc, hold: hold, chunk: chunk, maxBufs: maxBufs,
+		free: make(chan []byte, maxBufs)}
 }
 
 func (d *delayWriter) Write(p []byte) (int, error) {
 	if d.err != nil {
 		return 0, d.err
 	}
-	d.buf = append(d.buf, p...)
-	if len(d.buf) >= 2*d.hold {
-		n := len(d.buf) - d.hold
-		if _, err := d.out.Write(d.buf[:n]); err != nil {
-			d.err = err
-			return 0, err
-		}
-		d.flushed += int64(n)
-		d.buf = d.buf[:copy(d.buf, d.buf[n:])]
+	if e := d.werr.Load(); e != nil {
+		d.err = *e
+		return 0, d.err
 	}
-	return len(p), nil
+	n := len(p)
+	for len(p) > 0 {
+		if k := len(d.held); k == 0 || len(d.held[k-1]) == cap(d.held[k-1]) {
+			d.held = append(d.held, d.buffer())
+		}
+		last := &d.held[len(d.held)-1]
+		c := copy((*last)[len(*last):cap(*last)], p)
+		*last = (*last)[:len(*last)+c]
+		p = p[c:]
+		d.heldN += c
+		for len(d.held) > 1 && d.heldN-len(d.held[0]) >= d.hold {
+			if err := d.pass(d.held[0]); err != nil {
+				d.err = err
+				return 0, err
+			}
+			d.heldN -= len(d.held[0])
+			d.flushed += int64(len(d.held[0]))
+			d.held[0] = nil
+			d.held = d.held[1:]
+		}
+	}
+	return n, nil
+}
+
+// buffer returns an empty chunk buffer, a new one while fewer than maxBufs exist.
+func (d *delayWriter) buffer() []byte {
+	select {
+	case b := <-d.free:
+		return b
+	default:
+	}
+	if d.bufs < d.maxBufs {
+		d.bufs++
+		return make([]byte, 0, d.chunk)
+	}
+	return <-d.free // the writing goroutine holds at least one
+}
+
+// pass queues a full chunk for the writing goroutine, starting it first.
+func (d *delayWriter) pass(b []byte) error {
+	if d.send == nil {
+		if err := d.out.Flush(); err != nil {
+			return err
+		}
+		d.send = make(chan []byte, delayInFlight)
+		d.done = make(chan struct{})
+		go d.write()
+	}
+	d.send <- b
+	return nil
+}
+
+func (d *delayWriter) write() {
+	defer close(d.done)
+	failed := false
+	for b := range d.send {
+		if !failed {
+			if _, err := d.dst.Write(b); err != nil {
+				d.werr.Store(&err)
+				failed = true
+			} else {
+				d.crc.Write(b)
+			}
+		}
+		d.free <- b[:0]
+	}
+}
+
+// finish waits for the writing goroutine and returns the bytes held back, in one
+// slice. It may be called again (it is deferred for the error paths).
+func (d *delayWriter) finish() ([]byte, error) {
+	if !d.ended {
+		d.ended = true
+		if d.send != nil {
+			close(d.send)
+			<-d.done
+		}
+		if e := d.werr.Load(); e != nil && d.err == nil {
+			d.err = *e
+		}
+		d.tail = make([]byte, 0, d.heldN)
+		for _, b := range d.held {
+			d.tail = append(d.tail, b...)
+		}
+		d.held = nil
+	}
+	return d.tail, d.err
 }
