@@ -50,7 +50,9 @@ func (c Compression) codec() Codec {
 
 // The zstd encoders and decoder are safe for concurrent EncodeAll/DecodeAll calls and
 // costly to build, so each is made once. A window larger than a default chunk buys
-// nothing (each chunk is compressed alone) and costs memory per worker.
+// nothing (each chunk is compressed alone) and costs memory per worker. The strongest
+// level keeps about 80 MiB of match tables per encoder, so zstd-max uses one encoder
+// (one core) to keep a run's memory near 100 MiB whatever the worker count.
 var (
 	zstdOnce              sync.Once
 	zstdDefault, zstdBest *zstd.Encoder
@@ -64,7 +66,7 @@ func zstdCodecs() error {
 		if zstdErr != nil {
 			return
 		}
-		zstdBest, zstdErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(DefaultChunk))
+		zstdBest, zstdErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(DefaultChunk), zstd.WithEncoderConcurrency(1))
 		if zstdErr != nil {
 			return
 		}
