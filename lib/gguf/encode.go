@@ -398,6 +398,32 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return written, w.err
 }
 
+// Wrote accounts for n bytes of tensor data that the caller put into the underlying
+// writer itself (with copy_file_range, say), right after everything the Writer had
+// written to it; the Writer then writes the padding that follows, as Write would.
+// Counting past the last tensor is an error.
+func (w *Writer) Wrote(n int64) error {
+	for n > 0 {
+		for w.err == nil && w.cur < len(w.p.sizes) && w.left == 0 {
+			w.finish() // a tensor of zero bytes
+		}
+		if w.err != nil {
+			return w.err
+		}
+		if w.closed || w.cur >= len(w.p.sizes) {
+			w.err = invalid("", "", "%d bytes of tensor data beyond the last tensor", n)
+			return w.err
+		}
+		m := min(n, w.left)
+		w.left -= m
+		n -= m
+		if w.left == 0 {
+			w.finish()
+		}
+	}
+	return w.err
+}
+
 // ReadFrom copies tensor data from r until io.EOF, as Write does, through one buffer
 // the Writer keeps, so io.Copy(w, r) allocates nothing per call.
 func (w *Writer) ReadFrom(r io.Reader) (int64, error) {

@@ -100,6 +100,48 @@ func TestLayoutAndWrite(t *testing.T) {
 	}
 }
 
+// TestWriterWrote writes the data of validHeader's tensors to the underlying writer
+// directly, as a copy_file_range would, and lets Wrote pad; the bytes must equal those
+// of Write.
+func TestWriterWrote(t *testing.T) {
+	data := make([]byte, 36+12+4)
+	for i := range data {
+		data[i] = byte(i + 1)
+	}
+	var want bytes.Buffer
+	w, err := NewWriter(&want, validHeader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if w, err = NewWriter(&got, validHeader()); err != nil {
+		t.Fatal(err)
+	}
+	// Tensor a in two pieces, then b, then c (the empty tensor is passed over).
+	for _, n := range []int{20, 16, 12, 4} {
+		got.Write(data[:n])
+		data = data[n:]
+		if err := w.Wrote(int64(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("Wrote gives %d bytes, Write %d, or they differ", got.Len(), want.Len())
+	}
+	if err := w.Wrote(1); err == nil || !errors.Is(err, ErrInvalid) {
+		t.Errorf("Wrote past the end: %v", err)
+	}
+}
+
 func TestWriterIncomplete(t *testing.T) {
 	h := validHeader()
 	w, err := NewWriter(io.Discard, h)
