@@ -40,10 +40,14 @@
 //
 // GGUF puts every tensor info before the data, so an export needs the whole tensor
 // list first. ExportFile reads it from an APR v2 file's index (header, metadata and
-// index in a few reads), plans and checks the GGUF header, and then streams the data
-// from the file in one verified pass. Export takes any stream (a pipe): it spools the
-// raw tensor data to a temporary file (ExportOptions.TempDir) while collecting the
-// infos, then writes. Either way memory stays bounded and nothing is written before the
+// index in a few reads), plans and checks the GGUF header, and then writes the data in
+// one verified pass: uncompressed tensors are checked against the index CRCs by a
+// goroutine that runs ahead on windows of a read-only mapping and are written only
+// once checked, by copy_file_range when the output is a regular file (the kernel
+// copies the bytes, as cat does); compressed ones stream through the verifying reader.
+// Export takes any stream (a pipe): it spools the raw tensor data to a temporary file
+// (ExportOptions.TempDir) while collecting the infos, then writes (again by
+// copy_file_range into a regular file). Either way memory stays bounded and nothing is written before the
 // whole header is known to be valid: tensor names of 1 to 63 bytes, unique, 1 to 4
 // dims, ggml types with a row length that is a whole number of blocks, unique keys
 // (see gguf.Header.Validate). Tensors are written in stream order, packed, each padded

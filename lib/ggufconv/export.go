@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"slices"
@@ -167,8 +168,10 @@ func Export(w io.Writer, s apr.Stream, o ExportOptions) error {
 		spool.Close()
 		os.Remove(spool.Name())
 	}()
-	bw := bufio.NewWriterSize(spool, 1<<20)
+	buf := make([]byte, 1<<20)
 	var infos []container.TensorInfo
+	var spans []span
+	var off int64
 	for {
 		info, r, err := s.Next()
 		if err == io.EOF {
@@ -184,7 +187,7 @@ func Export(w io.Writer, s apr.Stream, o ExportOptions) error {
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", info.Name, err)
 		}
-		n, err := io.Copy(bw, r)
+		n, err := copyBuffer(spool, r, buf)
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", info.Name, err)
 		}
@@ -192,27 +195,30 @@ func Export(w io.Writer, s apr.Stream, o ExportOptions) error {
 			return fmt.Errorf("tensor %q: %d bytes, want %d", info.Name, n, size)
 		}
 		infos = append(infos, info)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("spooling tensors: %w", err)
+		spans = append(spans, span{name: info.Name, off: off, size: size})
+		off += size
 	}
 	gh, err := Plan(h, infos)
 	if err != nil {
 		return err
 	}
+	if out, ok := regularFile(w); ok {
+		return copyData(out, spool, "", gh, spans, nil)
+	}
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("spooling tensors: %w", err)
 	}
 	return write(w, gh, func(gw *gguf.Writer) error {
-		_, err := io.CopyBuffer(gw, spool, make([]byte, 1<<20))
+		_, err := copyBuffer(gw, spool, buf)
 		return err
 	})
 }
 
-// write writes header gh to w and the data that fill provides, buffered.
+// write writes header gh to w and the data that fill provides through a 1 MiB buffer
+// that large writes bypass (see passWriter).
 func write(w io.Writer, gh *gguf.Header, fill func(*gguf.Writer) error) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	gw, err := gguf.NewWriter(bw, gh)
+	pw := newPassWriter(w)
+	gw, err := gguf.NewWriter(pw, gh)
 	if err != nil {
 		return err
 	}
@@ -222,18 +228,129 @@ func write(w io.Writer, gh *gguf.Header, fill func(*gguf.Writer) error) error {
 	if err := gw.Close(); err != nil {
 		return err
 	}
-	return bw.Flush()
+	return pw.Flush()
+}
+
+// passWriter buffers small writes (header, padding) and hands writes of at least
+// passMin bytes to w directly, after what is buffered: tensor data is not copied into
+// a buffer first, as bufio.Writer would do once a padding write left it part full.
+type passWriter struct {
+	w  io.Writer
+	bw *bufio.Writer
+}
+
+const passMin = 64 << 10
+
+func newPassWriter(w io.Writer) *passWriter {
+	return &passWriter{w: w, bw: bufio.NewWriterSize(w, 1<<20)}
+}
+
+func (p *passWriter) Write(b []byte) (int, error) {
+	if len(b) < passMin {
+		return p.bw.Write(b)
+	}
+	if err := p.bw.Flush(); err != nil {
+		return 0, err
+	}
+	return p.w.Write(b)
+}
+
+func (p *passWriter) Flush() error { return p.bw.Flush() }
+
+// copyBuffer copies src to dst until io.EOF in writes of len(buf) bytes (but the
+// last), however short src's reads are (a pipe gives at most 64 KiB a read).
+func copyBuffer(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
+	var total int64
+	for {
+		n := 0
+		var rerr error
+		for n < len(buf) && rerr == nil {
+			var m int
+			m, rerr = src.Read(buf[n:])
+			n += m
+		}
+		if n > 0 {
+			m, err := dst.Write(buf[:n])
+			total += int64(m)
+			if err == nil && m < n {
+				err = io.ErrShortWrite
+			}
+			if err != nil {
+				return total, err
+			}
+		}
+		if rerr == io.EOF {
+			return total, nil
+		}
+		if rerr != nil {
+			return total, rerr
+		}
+	}
+}
+
+// fileWriter is an output that is an open file (an *os.File, or a type that embeds
+// one, as atomicfile.File does).
+type fileWriter interface {
+	io.Writer
+	io.ReaderFrom
+	Stat() (os.FileInfo, error)
+}
+
+// regularFile returns w as a fileWriter when it writes to a regular file, where
+// ReadFrom of a file section is a copy_file_range: the kernel copies the bytes without
+// passing them through this process.
+func regularFile(w io.Writer) (fileWriter, bool) {
+	f, ok := w.(fileWriter)
+	if !ok {
+		return nil, false
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, false
+	}
+	return f, true
+}
+
+// plainData reports whether every tensor's stored bytes are its raw bytes (no
+// compression, no seal), so that they can be copied from the file as they are.
+func plainData(entries []container.Entry) bool {
+	for i := range entries {
+		e := &entries[i]
+		if e.Chunked() || e.Encrypted || e.StoredSize != e.RawSize {
+			return false
+		}
+	}
+	return true
 }
 
 // ExportFile writes the model in the file at path as GGUF to w. For an APR v2 file the
 // tensor list comes from the index at the end of the file, so the GGUF header is
-// planned and checked before any byte is written and the data then streams from the
-// file in one verified pass, without a spool; other inputs (aprender files) go through
-// Export.
+// planned and checked before any byte is written and the data is then written in one
+// verified pass, without a spool; other inputs (aprender files) go through Export.
+//
+// A file whose tensors are stored uncompressed is memory-mapped where the platform
+// allows (container.Open): a second goroutine checks each tensor's CRC and trailer
+// against the CRC-checked index ahead of the writer, and a tensor is written only
+// once its check has passed. When w is a regular file (an *os.File, or a type that
+// embeds one) the kernel copies the bytes from file to file (copy_file_range, as cat
+// does); otherwise they are written from the mapping. Other files are read once in
+// order through the verifying stream reader (every CRC and the whole-file CRC); there
+// a tensor's bytes reach w before its CRC is known, and the caller discards the output
+// on error.
 func ExportFile(w io.Writer, path string, o ExportOptions) error {
 	info, err := apr.Inspect(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if info.Format == "APR v2" {
+		for _, e := range info.Tensors {
+			if e.Encrypted {
+				return fmt.Errorf("%s: tensor %q is sealed; unseal the file first", path, e.Name)
+			}
+		}
+		if plainData(info.Tensors) {
+			return exportPlain(w, path, info.Info)
+		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -250,9 +367,6 @@ func ExportFile(w io.Writer, path string, o ExportOptions) error {
 	}
 	infos := make([]container.TensorInfo, len(info.Tensors))
 	for i, e := range info.Tensors {
-		if e.Encrypted {
-			return fmt.Errorf("%s: tensor %q is sealed; unseal the file first", path, e.Name)
-		}
 		infos[i] = e.TensorInfo
 	}
 	gh, err := Plan(s.Header(), infos)
@@ -261,34 +375,197 @@ func ExportFile(w io.Writer, path string, o ExportOptions) error {
 	}
 	buf := make([]byte, 1<<20)
 	return write(w, gh, func(gw *gguf.Writer) error {
-		for i := range infos {
-			t, r, err := s.Next()
-			if err == io.EOF {
-				return fmt.Errorf("%s: stream ended after %d of %d tensors in the index", path, i, len(infos))
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			if t.Name != infos[i].Name || t.DType != infos[i].DType || !slices.Equal(t.Shape, infos[i].Shape) {
-				return fmt.Errorf("%s: tensor %d is %q %v %v, the index says %q %v %v", path, i, t.Name, t.DType, t.Shape, infos[i].Name, infos[i].DType, infos[i].Shape)
-			}
+		return verifyStream(s, path, info.Tensors, func(i int, t container.TensorInfo, r io.Reader) error {
 			size, _ := t.RawSize()
-			if n, err := io.CopyBuffer(gw, io.LimitReader(r, size), buf); err != nil {
+			if n, err := copyBuffer(gw, io.LimitReader(r, size), buf); err != nil {
 				return fmt.Errorf("%s: tensor %q: %w", path, t.Name, err)
 			} else if n != size {
 				return fmt.Errorf("%s: tensor %q: %d bytes, want %d", path, t.Name, n, size)
 			}
-			// Read to the end so that the tensor's checksum is verified.
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				return fmt.Errorf("%s: tensor %q: %w", path, t.Name, err)
+			return nil
+		}, buf)
+	})
+}
+
+// verifyStream reads every tensor of s, which must be those of the index entries in
+// order, calls use (if not nil) with each one's reader, then reads what use left so
+// that the tensor's checksum is verified, and finally checks that the stream ends
+// (index, blocks, footer and whole-file CRC verified). buf is the drain buffer.
+func verifyStream(s apr.Stream, path string, entries []container.Entry, use func(int, container.TensorInfo, io.Reader) error, buf []byte) error {
+	for i := range entries {
+		want := &entries[i]
+		t, r, err := s.Next()
+		if err == io.EOF {
+			return fmt.Errorf("%s: stream ended after %d of %d tensors in the index", path, i, len(entries))
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if t.Name != want.Name || t.DType != want.DType || !slices.Equal(t.Shape, want.Shape) {
+			return fmt.Errorf("%s: tensor %d is %q %v %v, the index says %q %v %v", path, i, t.Name, t.DType, t.Shape, want.Name, want.DType, want.Shape)
+		}
+		if ct, ok := r.(*container.Tensor); ok && ct.DataOffset != want.DataOffset {
+			return fmt.Errorf("%s: tensor %q: data at offset %d, the index says %d", path, t.Name, ct.DataOffset, want.DataOffset)
+		}
+		if use != nil {
+			if err := use(i, t, r); err != nil {
+				return err
 			}
 		}
-		if _, _, err := s.Next(); err != io.EOF {
-			if err == nil {
-				err = errors.New("more tensors than the index lists")
+		// Read to the end so that the tensor's checksum is verified.
+		if _, err := copyBuffer(io.Discard, r, buf); err != nil {
+			return fmt.Errorf("%s: tensor %q: %w", path, t.Name, err)
+		}
+	}
+	if _, _, err := s.Next(); err != io.EOF {
+		if err == nil {
+			err = errors.New("more tensors than the index lists")
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// exportPlain writes the model of the APR file at path, whose index (checked by
+// Inspect against its CRC) is info and whose tensors are stored uncompressed, to w:
+// header first, then each tensor once a goroutine that runs ahead has checked its
+// bytes against the index CRC. Both read the file in windows of a read-only mapping
+// where the platform allows (no copy; the pages are unmapped after use, so resident
+// memory stays small), else through a buffer. A regular file w gets the bytes by
+// copy_file_range, anything else by write(2) from the mapping.
+func exportPlain(w io.Writer, path string, info *container.Info) error {
+	h := container.Header{Type: info.Type, Flags: info.Flags & (container.FlagSigned | container.FlagLicensed | container.FlagQuantized), Metadata: *info.Metadata}
+	entries := info.Tensors
+	infos := make([]container.TensorInfo, len(entries))
+	for i, e := range entries {
+		infos[i] = e.TensorInfo
+	}
+	gh, err := Plan(h, infos)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	vf, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer vf.Close()
+	ready := make(chan error, 16)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		var buf []byte // for a platform without mmap
+		for i := range entries {
+			e := &entries[i]
+			var crc uint32
+			err := eachWindow(vf, e.DataOffset, e.StoredSize, &buf, func(b []byte) error {
+				crc = crc32.Update(crc, crc32.IEEETable, b)
+				return nil
+			})
+			if err == nil && crc != e.CRC {
+				err = &container.ChecksumError{What: "tensor data", Tensor: e.Name, Offset: e.DataOffset, Expected: e.CRC, Actual: crc}
+			} else if err != nil {
+				err = fmt.Errorf("tensor %q: %w", e.Name, err)
 			}
+			select {
+			case ready <- err:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	checked := func() error {
+		if err := <-ready; err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		return nil
+	}
+	src, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if out, ok := regularFile(w); ok {
+		spans := make([]span, len(entries))
+		for i, e := range entries {
+			spans[i] = span{name: e.Name, off: e.DataOffset, size: e.StoredSize}
+		}
+		return copyData(out, src, path, gh, spans, checked)
+	}
+	var buf []byte
+	return write(w, gh, func(gw *gguf.Writer) error {
+		for i := range entries {
+			e := &entries[i]
+			if err := checked(); err != nil {
+				return err
+			}
+			if err := eachWindow(src, e.DataOffset, e.StoredSize, &buf, func(b []byte) error {
+				_, err := gw.Write(b)
+				return err
+			}); err != nil {
+				return fmt.Errorf("%s: tensor %q: %w", path, e.Name, err)
+			}
+		}
+		return nil
 	})
+}
+
+// span is where a tensor's bytes are in a file.
+type span struct {
+	name      string
+	off, size int64
+}
+
+// copyData writes gh and the tensors' bytes at spans of src (named path in errors, if
+// not "") to out, calling before (if not nil) ahead of each tensor and stopping at its
+// error. A file that copy_file_range
+// cannot write (opened with O_APPEND, on a file system that refuses) gets the rest of
+// the data through a buffer.
+func copyData(out fileWriter, src *os.File, path string, gh *gguf.Header, spans []span, before func() error) error {
+	prefix := ""
+	if path != "" {
+		prefix = path + ": "
+	}
+	pw := newPassWriter(out)
+	gw, err := gguf.NewWriter(pw, gh)
+	if err != nil {
+		return err
+	}
+	var buf []byte // the fallback's buffer, once copy_file_range failed
+	for _, e := range spans {
+		if before != nil {
+			if err := before(); err != nil {
+				return err
+			}
+		}
+		if err := pw.Flush(); err != nil {
+			return err
+		}
+		if _, err := src.Seek(e.off, io.SeekStart); err != nil {
+			return fmt.Errorf("%s%w", prefix, err)
+		}
+		lr := &io.LimitedReader{R: src, N: e.size}
+		if buf == nil {
+			if _, err := out.ReadFrom(lr); err != nil {
+				buf = make([]byte, 1<<20) // lr and both file offsets count what was copied
+			}
+		}
+		if buf != nil {
+			if _, err := copyBuffer(out, lr, buf); err != nil {
+				return fmt.Errorf("%stensor %q: %w", prefix, e.name, err)
+			}
+		}
+		if lr.N != 0 {
+			return fmt.Errorf("%stensor %q: %d bytes, want %d", prefix, e.name, e.size-lr.N, e.size)
+		}
+		if err := gw.Wrote(e.size); err != nil {
+			return err
+		}
+	}
+	if err := gw.Close(); err != nil {
+		return err
+	}
+	return pw.Flush()
 }

@@ -110,7 +110,9 @@ func (c *ExportCmd) Run(env *cli.Env) error {
 	}
 	defer out.Abort()
 	if c.Input != "-" && c.Input != "" {
-		if err := ggufconv.ExportFile(out, c.Input, o); err != nil {
+		// out.Writer: the file itself (or stdout), so that a regular file gets the
+		// tensor data by copy_file_range.
+		if err := ggufconv.ExportFile(out.Writer, c.Input, o); err != nil {
 			return err
 		}
 		return out.Commit()
@@ -120,7 +122,7 @@ func (c *ExportCmd) Run(env *cli.Env) error {
 		return fmt.Errorf("stdin: %w", err)
 	}
 	defer s.Close()
-	if err := ggufconv.Export(out, s, o); err != nil {
+	if err := ggufconv.Export(out.Writer, s, o); err != nil {
 		return fmt.Errorf("stdin: %w", err)
 	}
 	return out.Commit()
