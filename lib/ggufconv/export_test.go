@@ -11,15 +11,19 @@ import (
 	"github.com/apr-go/apr/lib/container"
 )
 
-// exportTo runs export into a fresh file in dir opened with flag (plus O_WRONLY and
-// O_CREATE), whose content beforehand is prefix, and returns the file's bytes.
+// exportTo runs export into a fresh file in dir opened with flag (plus O_CREATE, and
+// O_WRONLY unless flag has O_RDWR), whose content beforehand is prefix, and returns
+// the file's bytes.
 func exportTo(t *testing.T, dir string, flag int, prefix []byte, export func(*os.File) error) ([]byte, error) {
 	t.Helper()
 	path := filepath.Join(dir, "out.gguf")
 	if err := os.WriteFile(path, prefix, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|flag, 0o644)
+	if flag&os.O_RDWR == 0 {
+		flag |= os.O_WRONLY
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|flag, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}

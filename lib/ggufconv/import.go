@@ -99,11 +99,26 @@ func newStream(r io.Reader, o ImportOptions, prov map[string]any) (*importStream
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	dr, err := gguf.NewDataReader(br, gh)
+	dr, err := gguf.NewDataReader(&directReader{br: br, r: r}, gh)
 	if err != nil {
 		return nil, named(name, err)
 	}
 	return &importStream{name: name, hdr: hdr, gh: gh, br: br, dr: dr}, nil
+}
+
+// directReader reads through br while it holds bytes and straight from r, the reader
+// under br, once it is empty and the caller asks for at least 64 KiB: tensor data is
+// not copied through the buffer first.
+type directReader struct {
+	br *bufio.Reader
+	r  io.Reader
+}
+
+func (d *directReader) Read(p []byte) (int, error) {
+	if len(p) >= 64<<10 && d.br.Buffered() == 0 {
+		return d.r.Read(p)
+	}
+	return d.br.Read(p)
 }
 
 // named puts the input's name into a gguf error that lacks one.

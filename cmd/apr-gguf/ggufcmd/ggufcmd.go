@@ -73,12 +73,20 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 	if c.Workers > 0 {
 		opts = append(opts, container.WithWorkers(c.Workers))
 	}
-	var s apr.Stream
-	if c.Input == "-" || c.Input == "" {
-		s, err = ggufconv.NewStream(env.Stdin, ggufconv.ImportOptions{Name: "stdin"})
-	} else {
-		s, err = ggufconv.OpenFile(c.Input, ggufconv.ImportOptions{NoDigest: c.NoDigest})
+	if c.Input != "-" && c.Input != "" {
+		out, err := env.Create(c.Output, true)
+		if err != nil {
+			return err
+		}
+		defer out.Abort()
+		// out.Writer: the file itself (or stdout), so that the digest can be computed
+		// beside the conversion and patched in (see ggufconv.ImportFile).
+		if err := ggufconv.ImportFile(out.Writer, c.Input, ggufconv.ImportOptions{NoDigest: c.NoDigest}, opts...); err != nil {
+			return err
+		}
+		return out.Commit()
 	}
+	s, err := ggufconv.NewStream(env.Stdin, ggufconv.ImportOptions{Name: "stdin"})
 	if err != nil {
 		return err
 	}
