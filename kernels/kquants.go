@@ -23,20 +23,24 @@ func nearestInt(f float32) int32 {
 
 func sqrt32(f float32) float32 { return float32(math.Sqrt(float64(f))) }
 
-// makeQXQuants is make_qx_quants with rmse_type 1 (weights x²) and no
-// importance weights: a symmetric quantizer that tries 18 scales around
-// nmax/max and keeps the best weighted fit. L gets values 0..2·nmax-1.
-func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
-	var maxv, amax float32
+// signedMax returns the value of largest magnitude (the first one on ties, as ggml's
+// loops keep it) and that magnitude.
+func signedMax(x []float32) (maxv, amax float32) {
 	for _, v := range x {
 		if a := abs32(v); a > amax {
 			amax, maxv = a, v
 		}
 	}
+	return maxv, amax
+}
+
+// makeQXQuants is make_qx_quants with rmse_type 1 (weights x²) and no
+// importance weights: a symmetric quantizer that tries 18 scales around
+// nmax/max and keeps the best weighted fit. L gets values 0..2·nmax-1.
+func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
+	maxv, amax := signedMax(x)
 	if amax < groupMaxEps {
-		for i := range x {
-			L[i] = 0
-		}
+		clear(L[:len(x)])
 		return 0
 	}
 	iscale := float32(-nmax) / maxv
@@ -82,16 +86,9 @@ func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
 // makeQ3Quants is make_q3_quants with do_rmse: start from nmax/max and move
 // single values while the x²-weighted fit improves. L gets 0..2·nmax-1.
 func makeQ3Quants(nmax int32, x []float32, L []int8) float32 {
-	var maxv, amax float32
-	for _, v := range x {
-		if a := abs32(v); a > amax {
-			amax, maxv = a, v
-		}
-	}
+	maxv, amax := signedMax(x)
 	if amax < groupMaxEps {
-		for i := range x {
-			L[i] = 0
-		}
+		clear(L[:len(x)])
 		return 0
 	}
 	iscale := float32(-nmax) / maxv
@@ -670,12 +667,7 @@ func quantQ8_KGeneric(dst []byte, src []float32) {
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[292:] {
 		x := src[:qkK]
 		y := dst[:292]
-		var maxv, amax float32
-		for _, v := range x {
-			if a := abs32(v); a > amax {
-				amax, maxv = a, v
-			}
-		}
+		maxv, amax := signedMax(x)
 		if amax == 0 {
 			clear(y)
 			continue
