@@ -16,18 +16,23 @@ FUZZTIME ?= 3s
 
 all: build
 
+# The programs are built with GOEXPERIMENT=simd so the kernels' AVX-512/AVX2 fast paths
+# are compiled in (chosen at run time by CPU features; elsewhere the plain Go reference).
+SIMD := GOEXPERIMENT=simd
+
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(SIMD) $(GO) build -o $(BIN)/ ./cmd/...
 
 install:
-	$(GO) install ./cmd/...
+	$(SIMD) $(GO) install ./cmd/...
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-# Every leg of the test suite: native (with race detector on the concurrent packages),
+# Every leg of the test suite: native (with race detector on the concurrent packages, and
+# the kernels' fast paths against their reference under GOEXPERIMENT=simd),
 # pure Go, js/wasm under node, wasip1 under wazero, brief fuzzing. The whole-pipeline
 # tests (./pipelines) are part of test-native; they build the programs themselves.
 test: lint test-native test-purego test-wasm test-wasip1 test-fuzz
@@ -35,6 +40,7 @@ test: lint test-native test-purego test-wasm test-wasip1 test-fuzz
 test-native:
 	$(GO) test ./...
 	$(GO) test -race -short ./lib/container/ ./lib/apr/
+	$(SIMD) $(GO) test ./kernels/ ./lib/quant/ ./lib/model/ ./lib/distill/
 
 test-purego:
 	$(GO) test -short -tags purego,noasm $(PKGS_LIB)
