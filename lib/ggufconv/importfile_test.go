@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash/crc32"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -104,25 +102,5 @@ func TestImportFileNoDigest(t *testing.T) {
 	}
 	if _, ok := info.Metadata.Provenance[ProvSHA256]; ok {
 		t.Error("NoDigest import has a digest")
-	}
-}
-
-// TestCRCShift checks crcShift against CRCs computed over whole messages: changing
-// the first bytes of a message changes its CRC by crcShift of the change of their CRCs
-// over the length that follows.
-func TestCRCShift(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{0, 1, 2, 3, 7, 8, 63, 64, 1000, 65537} {
-		a, b, tail := make([]byte, 40), make([]byte, 40), make([]byte, n)
-		for _, p := range [][]byte{a, b, tail} {
-			for i := range p {
-				p[i] = byte(r.Uint32())
-			}
-		}
-		crcA := crc32.ChecksumIEEE(append(bytes.Clone(a), tail...))
-		crcB := crc32.ChecksumIEEE(append(bytes.Clone(b), tail...))
-		if got := crcA ^ crcShift(crc32.ChecksumIEEE(a)^crc32.ChecksumIEEE(b), int64(n)); got != crcB {
-			t.Errorf("n=%d: %08x, want %08x", n, got, crcB)
-		}
 	}
 }

@@ -22,10 +22,3 @@ func mapRange(f *os.File, off, n int64) (b []byte, unmap func(), ok bool) {
 	_ = unix.Madvise(m, unix.MADV_SEQUENTIAL)
 	return m[off-start:], func() { unix.Munmap(m) }, true
 }
-
-// patchable reports whether bytes written to f can be rewritten in place with WriteAt:
-// a file not opened with O_APPEND (where pwrite would append).
-func patchable(f interface{ Fd() uintptr }) bool {
-	fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
-	return err == nil && fl&unix.O_APPEND == 0
-}
