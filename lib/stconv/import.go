@@ -56,29 +56,38 @@ var ErrTooLarge = errors.New("checkpoint files too large for the metadata")
 // directory or index, the checkpoint's config and tokenizer files are kept in the
 // metadata (see KeepFile) unless opts.SkipFiles.
 func Open(path string, opts ImportOptions) (apr.Stream, error) {
-	st, err := os.Stat(path)
+	shards, files, closer, err := openSource(path, opts)
 	if err != nil {
 		return nil, err
+	}
+	s, err := newFileStream(shards, files, opts)
+	if err != nil {
+		closer()
+		return nil, err
+	}
+	s.closer = closer
+	return s, nil
+}
+
+// openSource opens the shards of the SafeTensors source at path and reads its kept
+// files (see Open); closer closes the shards.
+func openSource(path string, opts ImportOptions) (shards []*safetensors.File, files map[string]any, closer func() error, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	ckpt := st.IsDir() || strings.HasSuffix(path, ".json")
 	c, err := safetensors.OpenCheckpoint(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	var files map[string]any
 	if ckpt && !opts.SkipFiles {
 		if files, err = readFiles(c.Dir); err != nil {
 			c.Close()
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
-	s, err := newFileStream(c.Shards, files, opts)
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	s.closer = c.Close
-	return s, nil
+	return c.Shards, files, c.Close, nil
 }
 
 // OpenFile imports the SafeTensors file already open as f (a redirected stdin, for
@@ -149,10 +158,15 @@ type fileStream struct {
 }
 
 func newFileStream(shards []*safetensors.File, files map[string]any, opts ImportOptions) (*fileStream, error) {
-	digests, err := digestFiles(shards, !opts.NoDigest)
+	digests, err := digestFiles(shards, !opts.NoDigest, nil)
 	if err != nil {
 		return nil, err
 	}
+	return newFileStreamDigests(shards, files, digests, opts)
+}
+
+// newFileStreamDigests is newFileStream with the source_files entries given.
+func newFileStreamDigests(shards []*safetensors.File, files map[string]any, digests []any, opts ImportOptions) (*fileStream, error) {
 	tensors := make([][]safetensors.TensorInfo, len(shards))
 	for i, f := range shards {
 		tensors[i] = f.Header().Tensors
@@ -257,8 +271,9 @@ func (r *pageReader) drop() {
 
 // digestFiles returns the name, size and SHA-256 (the same digest as the Hugging Face
 // Hub's LFS object id of the file) of each whole file, reading them with plain reads
-// (so the hashing does not grow the resident set), several files at once.
-func digestFiles(shards []*safetensors.File, hash bool) ([]any, error) {
+// (so the hashing does not grow the resident set), several files at once. A close of
+// stop (nil: never) ends the hashing early with an error.
+func digestFiles(shards []*safetensors.File, hash bool, stop <-chan struct{}) ([]any, error) {
 	out := make([]any, len(shards))
 	if !hash {
 		for i, f := range shards {
@@ -274,6 +289,11 @@ func digestFiles(shards []*safetensors.File, hash bool) ([]any, error) {
 			size := f.Header().FileSize()
 			buf := make([]byte, 1<<20)
 			for off := int64(0); off < size; {
+				select {
+				case <-stop:
+					return errStopped
+				default:
+				}
 				n := int(min(int64(len(buf)), size-off))
 				if _, err := readAtFile(f, buf[:n], off); err != nil {
 					return fmt.Errorf("%s: reading at offset %d for the digest: %w", f.Path(), off, err)
@@ -290,6 +310,8 @@ func digestFiles(shards []*safetensors.File, hash bool) ([]any, error) {
 	}
 	return out, g.Wait()
 }
+
+var errStopped = errors.New("digest stopped")
 
 func readAtFile(f *safetensors.File, p []byte, off int64) (int, error) {
 	n, err := f.ReadAt(p, off)

@@ -1,0 +1,124 @@
+package stconv
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"strings"
+
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/safetensors"
+)
+
+// ImportFile imports the SafeTensors source at path (a file, a checkpoint directory or
+// an index, as Open takes) into an APR file on w, written with opts, and gives the
+// bytes of apr.Reencode(w, Open(path, o), nil, false, opts...).
+//
+// The SHA-256 of each source file is part of the metadata, which comes first in an APR
+// file, so Open reads every source byte once for the digests before the conversion
+// starts. ImportFile does not wait when w is a regular file it can rewrite in place
+// (container.Patchable: an *os.File or a type embedding one, not opened with
+// O_APPEND): it converts at once, with digests of the same length as placeholders,
+// while a second goroutine hashes the files; then it writes the real header and
+// metadata over the placeholder ones and corrects the whole-file CRC in the footer
+// (container.Patcher). Other outputs, and o.NoDigest, take Open's path. opts must not
+// seal (container.WithSealer): a seal authenticates the metadata.
+func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Option) error {
+	pf, ok := container.Patchable(w)
+	if o.NoDigest || !ok {
+		s, err := Open(path, o)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return apr.Reencode(w, s, nil, false, opts...)
+	}
+	shards, files, closer, err := openSource(path, o)
+	if err != nil {
+		return err
+	}
+	return importPatched(pf, shards, files, closer, o, opts)
+}
+
+// ImportOpenFile is ImportFile for a SafeTensors file already open as f (a redirected
+// stdin, for example), as OpenFile takes it: it takes ownership of f, and name is used
+// in messages and the provenance.
+func ImportOpenFile(w io.Writer, f *os.File, name string, o ImportOptions, opts ...container.Option) error {
+	pf, ok := container.Patchable(w)
+	if o.NoDigest || !ok {
+		s, err := OpenFile(f, name, o)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return apr.Reencode(w, s, nil, false, opts...)
+	}
+	sf, err := safetensors.NewFile(f, name)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	return importPatched(pf, []*safetensors.File{sf}, nil, sf.Close, o, opts)
+}
+
+// importPatched converts shards to out with placeholder digests while they are
+// hashed, then patches the real digests in. It closes the shards (closer) after the
+// hashing has stopped.
+func importPatched(out container.PatchFile, shards []*safetensors.File, files map[string]any, closer func() error, o ImportOptions, opts []container.Option) error {
+	type result struct {
+		digests []any
+		err     error
+	}
+	digest := make(chan result, 1)
+	stop := make(chan struct{})
+	go func() {
+		d, err := digestFiles(shards, true, stop)
+		digest <- result{d, err}
+	}()
+	var d *result
+	defer func() {
+		close(stop)
+		if d == nil {
+			<-digest // the hashing reads the shards: wait before closing them
+		}
+		closer()
+	}()
+
+	placeholder := strings.Repeat("0", 2*sha256.Size)
+	entries, err := digestFiles(shards, false, nil)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		e.(map[string]any)["sha256"] = placeholder
+	}
+	s, err := newFileStreamDigests(shards, files, entries, o)
+	if err != nil {
+		return err
+	}
+	p, err := container.NewPatcher(out)
+	if err != nil {
+		return err
+	}
+	if err := apr.Reencode(p, s, nil, false, opts...); err != nil {
+		return err
+	}
+	r := <-digest
+	d = &r
+	if r.err != nil {
+		return r.err
+	}
+	// What Reencode wrote: the stream's header without a signature or licence flag.
+	was := s.Header()
+	was.Flags &^= container.FlagSigned | container.FlagLicensed
+	now := was
+	now.Metadata.Provenance = maps.Clone(was.Metadata.Provenance)
+	now.Metadata.Provenance[ProvFiles] = r.digests
+	if err := p.Patch(was, now, opts...); err != nil {
+		return fmt.Errorf("writing the digests: %w", err)
+	}
+	return nil
+}
