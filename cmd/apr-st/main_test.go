@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,5 +273,82 @@ print(json.dumps(out, sort_keys=True))
 	want := `{"coefficients": ["F32", [3], [0.25, -1.5, 3.0]], "intercept": ["F32", [1], [-0.125]], "type": "LogisticRegression"}`
 	if strings.TrimSpace(string(got)) != want {
 		t.Errorf("numpy read %s\nwant %s", got, want)
+	}
+}
+
+// TestImportToFilePatched: import -o FILE (digests computed beside the conversion and
+// patched in) gives the bytes of the import to stdout (digests first), for every valid
+// file, a checkpoint directory and a redirected stdin; a bad redirected stdin leaves no
+// output.
+func TestImportToFilePatched(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	dir := t.TempDir()
+	inputs, err := filepath.Glob(filepath.Join(valid, "*.safetensors"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatal(err)
+	}
+	// A sharded checkpoint directory, exported from an import of all_dtypes.
+	all := filepath.Join(dir, "all.apr")
+	if r := runIn(t, nil, "import", filepath.Join(valid, "all_dtypes.safetensors"), "-o", all); r.code != 0 {
+		t.Fatalf("import: %+v", r)
+	}
+	ck := filepath.Join(dir, "ck")
+	if r := runIn(t, nil, "export", all, "--shard-size", "16", "-o", ck+"/"); r.code != 0 {
+		t.Fatalf("export: %+v", r)
+	}
+	if shards, _ := filepath.Glob(filepath.Join(ck, "*.safetensors")); len(shards) < 2 {
+		t.Fatalf("checkpoint has %d shards", len(shards))
+	}
+	inputs = append(inputs, ck)
+	for _, in := range inputs {
+		for _, extra := range [][]string{nil, {"-c", "zstd"}} {
+			want := runIn(t, nil, append([]string{"import", in}, extra...)...)
+			if want.code != 0 {
+				t.Fatalf("%s: %+v", in, want)
+			}
+			out := filepath.Join(dir, "out.apr")
+			if r := runIn(t, nil, append([]string{"import", in, "-o", out}, extra...)...); r.code != 0 {
+				t.Fatalf("%s -o: %+v", in, r)
+			}
+			if got, _ := os.ReadFile(out); string(got) != want.stdout {
+				t.Errorf("%s %v: import -o differs from the import to stdout", in, extra)
+			}
+			if strings.HasSuffix(in, ".safetensors") {
+				f, err := os.Open(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var errb bytes.Buffer
+				if code := run(append([]string{"import", "-o", out}, extra...), f, io.Discard, &errb); code != 0 {
+					t.Fatalf("%s: redirected stdin -o: exit %d: %s", in, code, errb.String())
+				}
+				f, _ = os.Open(in)
+				var stdout bytes.Buffer
+				if code := run(append([]string{"import"}, extra...), f, &stdout, &errb); code != 0 {
+					t.Fatalf("%s: redirected stdin: exit %d: %s", in, code, errb.String())
+				}
+				if got, _ := os.ReadFile(out); !bytes.Equal(got, stdout.Bytes()) {
+					t.Errorf("%s %v: redirected stdin: import -o differs from the import to stdout", in, extra)
+				}
+			}
+		}
+	}
+	bad := filepath.Join(dir, "bad.safetensors")
+	good, _ := os.ReadFile(filepath.Join(valid, "big_f32.safetensors"))
+	os.WriteFile(bad, good[:len(good)-100], 0o644)
+	f, err := os.Open(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bad.apr")
+	var errb bytes.Buffer
+	if code := run([]string{"import", "-o", out}, f, io.Discard, &errb); code != 1 {
+		t.Errorf("bad redirected stdin: exit %d: %s", code, errb.String())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("bad redirected stdin: output file left behind")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }

@@ -78,32 +78,52 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 			return cli.Usagef("%v", err)
 		}
 	}
-	var s apr.Stream
-	name := c.Input
-	if c.Input == "-" || c.Input == "" {
-		name = "stdin"
-		if f, ok := regularFile(env.Stdin); ok {
-			s, err = stconv.OpenFile(f, name, opts)
-		} else {
-			s, err = stconv.NewStream(env.Stdin, opts)
-		}
-	} else {
-		s, err = stconv.Open(c.Input, opts)
-	}
-	if err != nil {
-		return prefix(name, err)
-	}
-	defer s.Close()
 	wopts := []container.Option{container.WithCompression(comp), container.WithShuffle(c.Shuffle)}
 	if c.Workers > 0 {
 		wopts = append(wopts, container.WithWorkers(c.Workers))
 	}
+	name := c.Input
+	var stdinFile *os.File
+	if c.Input == "-" || c.Input == "" {
+		name = "stdin"
+		if f, ok := regularFile(env.Stdin); ok {
+			stdinFile = f
+		} else {
+			// A pipe streams through: no digest, nothing to wait for.
+			s, err := stconv.NewStream(env.Stdin, opts)
+			if err != nil {
+				return prefix(name, err)
+			}
+			defer s.Close()
+			out, err := env.Create(c.Output, true)
+			if err != nil {
+				return err
+			}
+			defer out.Abort()
+			if err := apr.Reencode(out, s, nil, false, wopts...); err != nil {
+				return prefix(name, err)
+			}
+			return out.Commit()
+		}
+	} else if _, err := os.Stat(c.Input); err != nil {
+		return err
+	}
 	out, err := env.Create(c.Output, true)
 	if err != nil {
+		if stdinFile != nil {
+			stdinFile.Close()
+		}
 		return err
 	}
 	defer out.Abort()
-	if err := apr.Reencode(out, s, nil, false, wopts...); err != nil {
+	// Into a regular file the source digests are computed beside the conversion and
+	// patched into the metadata afterwards (see stconv.ImportFile).
+	if stdinFile != nil {
+		err = stconv.ImportOpenFile(out.Writer, stdinFile, name, opts, wopts...)
+	} else {
+		err = stconv.ImportFile(out.Writer, c.Input, opts, wopts...)
+	}
+	if err != nil {
 		return prefix(name, err)
 	}
 	return out.Commit()
