@@ -20,7 +20,9 @@
 //     dtype of every float tensor (name to "BF16", ...), so that an export after
 //     quantization can go back to it; "source_files": for file sources, one
 //     {"name", "size", "sha256"} per file (shards in file name order). A pipe has no
-//     digest: it is known only at the end, after the APR metadata has gone out.
+//     digest: it is known only at the end, after the APR metadata has gone out. Into
+//     a regular file, ImportFile computes the digests beside the conversion and
+//     patches them in afterwards (container.Patcher), with the same bytes.
 //   - The model type and config, when __metadata__ holds "apr.model_type" and
 //     "apr.model_config" (as SaveModel and Export write them).
 //
