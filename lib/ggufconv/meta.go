@@ -77,51 +77,41 @@ func valueToAny(v gguf.Value) any {
 	}
 	switch a := v.Interface().(type) {
 	case []uint8:
-		for i, x := range a {
-			out[i] = x
-		}
+		return anys(a, nil)
 	case []int8:
-		for i, x := range a {
-			out[i] = x
-		}
+		return anys(a, nil)
 	case []uint16:
-		for i, x := range a {
-			out[i] = x
-		}
+		return anys(a, nil)
 	case []int16:
-		for i, x := range a {
-			out[i] = x
-		}
+		return anys(a, nil)
 	case []uint32:
-		for i, x := range a {
-			out[i] = x
-		}
+		return anys(a, nil)
 	case []int32:
-		for i, x := range a {
-			out[i] = x
-		}
+		return anys(a, nil)
 	case []uint64:
-		for i, x := range a {
-			out[i] = x
-		}
+		return anys(a, nil)
 	case []int64:
-		for i, x := range a {
-			out[i] = x
-		}
+		return anys(a, nil)
 	case []float32:
-		for i, x := range a {
-			out[i] = f32ToAny(x)
-		}
+		return anys(a, f32ToAny)
 	case []float64:
-		for i, x := range a {
-			out[i] = f64ToAny(x)
-		}
+		return anys(a, f64ToAny)
 	case []bool:
-		for i, x := range a {
-			out[i] = x
-		}
+		return anys(a, nil)
 	case []string:
-		for i, x := range a {
+		return anys(a, nil)
+	}
+	return out
+}
+
+// anys copies a typed GGUF array into []any, converting each element with conv when
+// it is not nil (floats, whose NaN payloads must survive as text).
+func anys[T any](a []T, conv func(T) any) []any {
+	out := make([]any, len(a))
+	for i, x := range a {
+		if conv != nil {
+			out[i] = conv(x)
+		} else {
 			out[i] = x
 		}
 	}
