@@ -44,7 +44,7 @@ func (c *verifyCmd) Run(env *cli.Env) error {
 	if c.Input != "-" {
 		n, size, err = verifyFile(c.Input)
 	} else {
-		n, size, err = verifyStream(env.Stdin)
+		n, size, err = apr.Check(env.Stdin)
 	}
 	name := c.Input
 	if name == "-" {
@@ -67,44 +67,7 @@ func verifyFile(path string) (int, int64, error) {
 		return 0, 0, err
 	}
 	defer f.Close()
-	return verifyStream(f)
-}
-
-func verifyStream(r io.Reader) (int, int64, error) {
-	cr := &counter{r: r}
-	s, err := apr.OpenStream(cr)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer s.Close()
-	n := 0
-	for {
-		_, tr, err := s.Next()
-		if err == io.EOF {
-			return n, cr.n, nil
-		}
-		if err != nil {
-			return n, cr.n, err
-		}
-		n++
-		if t, ok := tr.(*container.Tensor); ok && t.Encrypted {
-			continue // sealed: Next checks its chunk CRCs without the key
-		}
-		if _, err := io.Copy(io.Discard, tr); err != nil {
-			return n, cr.n, err
-		}
-	}
-}
-
-type counter struct {
-	r io.Reader
-	n int64
-}
-
-func (c *counter) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
+	return apr.Check(f)
 }
 
 type plainCmd struct {

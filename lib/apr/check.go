@@ -1,0 +1,47 @@
+package apr
+
+import (
+	"io"
+
+	"github.com/apr-go/apr/lib/container"
+)
+
+// Check reads a whole APR v2 stream or aprender file from r and verifies every
+// checksum on the way, decompressing every chunk. Sealed tensors are checked by their
+// chunk CRCs, which cover the ciphertext, so no key is needed. It returns the number of
+// tensors and of bytes read.
+func Check(r io.Reader) (tensors int, size int64, err error) {
+	cr := &countingReader{r: r}
+	s, err := OpenStream(cr)
+	if err != nil {
+		return 0, cr.n, err
+	}
+	defer s.Close()
+	for {
+		_, tr, err := s.Next()
+		if err == io.EOF {
+			return tensors, cr.n, nil
+		}
+		if err != nil {
+			return tensors, cr.n, err
+		}
+		tensors++
+		if t, ok := tr.(*container.Tensor); ok && t.Encrypted {
+			continue // Next checks a sealed tensor's chunk CRCs when it moves on
+		}
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return tensors, cr.n, err
+		}
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
