@@ -18,7 +18,7 @@ func TestAlias(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q, output starts %q", code, errb.String(), out.Bytes()[:min(4, out.Len())])
 	}
 	out.Reset()
-	if code := run([]string{"--help"}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "--no-digest") {
+	if code := run([]string{"--help"}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "--digest") {
 		t.Errorf("--help: exit %d\n%s", code, out.String())
 	}
 	errb.Reset()

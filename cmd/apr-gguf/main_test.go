@@ -136,6 +136,9 @@ func TestUsage(t *testing.T) {
 	if _, stderr, code := runIt(t, nil, "import", "-c", "gzip"); code != 2 || !strings.Contains(stderr, "--help") {
 		t.Errorf("bad codec: exit %d %q", code, stderr)
 	}
+	if _, stderr, code := runIt(t, nil, "import", "--digest"); code != 2 || !strings.Contains(stderr, "--digest needs a file") {
+		t.Errorf("--digest on stdin: exit %d %q", code, stderr)
+	}
 	if _, stderr, code := runIt(t, nil); code != 2 || stderr == "" {
 		t.Errorf("no command: exit %d %q", code, stderr)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -74,24 +76,44 @@ func TestFileAndPipeRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRedirectedStdin: a regular file on stdin takes the mapped path.
+// TestRedirectedStdin: a regular file on stdin takes the mapped path, which can
+// record the digest (--digest); by default there is none, and a pipe refuses --digest.
 func TestRedirectedStdin(t *testing.T) {
 	src := filepath.Join(valid, "big_f32.safetensors")
-	f, err := os.Open(src)
+	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out, errb bytes.Buffer
-	if code := run([]string{"import"}, f, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	sum := sha256.Sum256(b)
+	for _, digest := range []bool{false, true} {
+		f, err := os.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"import"}
+		if digest {
+			args = append(args, "--digest")
+		}
+		var out, errb bytes.Buffer
+		if code := run(args, f, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		info, err := apr.InspectReader(bytes.NewReader(out.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, _ := info.Metadata.Provenance[stconv.ProvFiles].([]any)
+		if len(files) != 1 {
+			t.Fatalf("%v: source_files %v", args, info.Metadata.Provenance)
+		}
+		got, _ := files[0].(map[string]any)["sha256"].(string)
+		if want := hex.EncodeToString(sum[:]); digest && got != want || !digest && got != "" {
+			t.Errorf("%v: sha256 %q (want it only with --digest: %s)", args, got, want)
+		}
 	}
-	info, err := apr.InspectReader(bytes.NewReader(out.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := info.Metadata.Provenance[stconv.ProvFiles].([]any)
-	if len(files) != 1 {
-		t.Errorf("provenance of a redirected file has no digest: %v", info.Metadata.Provenance)
+	var errb bytes.Buffer
+	if code := run([]string{"import", "--digest"}, bytes.NewReader(b), io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "--digest needs a file") {
+		t.Errorf("--digest on a pipe: exit %d: %s", code, errb.String())
 	}
 }
 
@@ -276,8 +298,8 @@ print(json.dumps(out, sort_keys=True))
 	}
 }
 
-// TestImportToFilePatched: import -o FILE (digests computed beside the conversion and
-// patched in) gives the bytes of the import to stdout (digests first), for every valid
+// TestImportToFilePatched: import --digest -o FILE (digests computed beside the
+// conversion and patched in) gives the bytes of the import to stdout (digests first), for every valid
 // file, a checkpoint directory and a redirected stdin; a bad redirected stdin leaves no
 // output.
 func TestImportToFilePatched(t *testing.T) {
@@ -301,7 +323,7 @@ func TestImportToFilePatched(t *testing.T) {
 	}
 	inputs = append(inputs, ck)
 	for _, in := range inputs {
-		for _, extra := range [][]string{nil, {"-c", "zstd"}} {
+		for _, extra := range [][]string{{"--digest"}, {"--digest", "-c", "zstd"}} {
 			want := runIn(t, nil, append([]string{"import", in}, extra...)...)
 			if want.code != 0 {
 				t.Fatalf("%s: %+v", in, want)

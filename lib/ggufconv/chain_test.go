@@ -28,7 +28,7 @@ func TestQuantChain(t *testing.T) {
 		{dtype.Q4_0, "tiny-llama.Q4_0.pure.gguf", true},
 	} {
 		t.Run(c.typ.String(), func(t *testing.T) {
-			src, err := OpenFile(filepath.Join(testdata, "tiny-llama.f32.gguf"), ImportOptions{NoDigest: true})
+			src, err := OpenFile(filepath.Join(testdata, "tiny-llama.f32.gguf"), ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

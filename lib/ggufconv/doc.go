@@ -28,7 +28,7 @@
 //   - Name, Description, License: general.name, general.description, general.license
 //     when they are strings.
 //   - Provenance: "source_format": "gguf", "source_version": the GGUF version; for a
-//     file, "source_size" and (unless ImportOptions.NoDigest) "source_sha256", the
+//     file, "source_size" and (with ImportOptions.Digest) "source_sha256", the
 //     hex SHA-256 of the whole file. ImportFile computes the digest beside the conversion when it
 //     writes to a regular file, and patches it into the header afterwards. A pipe has no digest: it is known only after the
 //     APR metadata has gone out. Since import and export are byte-exact inverses, the

@@ -35,7 +35,7 @@ func fixtures(t *testing.T) []string {
 // importFile imports the GGUF at path into an APR file in dir and returns its path.
 func importFile(t *testing.T, path, dir string) string {
 	t.Helper()
-	s, err := OpenFile(path, ImportOptions{})
+	s, err := OpenFile(path, ImportOptions{Digest: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestImportContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gf.Close()
-	s, err := OpenFile(path, ImportOptions{NoDigest: true})
+	s, err := OpenFile(path, ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestImportContent(t *testing.T) {
 		t.Errorf("type %v flags %v, want Custom with the quantized flag (allkv has Q8_0 and Q4_0)", h.Type, h.Flags)
 	}
 	if _, ok := h.Metadata.Provenance[ProvSHA256]; ok {
-		t.Errorf("NoDigest still computed a digest")
+		t.Errorf("an import without Digest computed a digest")
 	}
 	for i := 0; ; i++ {
 		info, r, err := s.Next()
@@ -447,7 +447,7 @@ func sameValue(a, b any) bool {
 // TestQuantizedExportUpdatesFileType: after apr-quant, general.file_type follows the
 // new type and general.quantization_version is added, as llama-quantize does.
 func TestQuantizedExportUpdatesFileType(t *testing.T) {
-	s, err := OpenFile(filepath.Join(testdata, "small.f32.gguf"), ImportOptions{NoDigest: true})
+	s, err := OpenFile(filepath.Join(testdata, "small.f32.gguf"), ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestQuantizedExportUpdatesFileType(t *testing.T) {
 
 // TestNameEdit: a name set on the APR file replaces general.name in place.
 func TestNameEdit(t *testing.T) {
-	s, err := OpenFile(filepath.Join(testdata, "small.f32.gguf"), ImportOptions{NoDigest: true})
+	s, err := OpenFile(filepath.Join(testdata, "small.f32.gguf"), ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,9 +22,10 @@ type ImportOptions struct {
 	Name string
 	// Limits caps what the GGUF reader accepts (zero fields: gguf.DefaultLimits).
 	Limits gguf.Limits
-	// NoDigest skips the SHA-256 of a file source (OpenFile), which costs one extra
-	// read of the file.
-	NoDigest bool
+	// Digest records the SHA-256 of a file source (OpenFile) in the provenance. It
+	// costs one extra read of the file, and SHA-256 (about 1.3 GB/s on one core) is
+	// slower than the conversion, so it is off unless asked for.
+	Digest bool
 }
 
 // NewStream reads a GGUF file from r, which may be a pipe, and returns it as a tensor
@@ -35,8 +36,8 @@ func NewStream(r io.Reader, o ImportOptions) (apr.Stream, error) {
 	return newStream(r, o, nil)
 }
 
-// OpenFile opens the GGUF file at path as a tensor stream. Unless o.NoDigest is set,
-// it first reads the whole file once for the SHA-256 recorded in the provenance.
+// OpenFile opens the GGUF file at path as a tensor stream. With o.Digest, it first
+// reads the whole file once for the SHA-256 recorded in the provenance.
 func OpenFile(path string, o ImportOptions) (apr.Stream, error) {
 	if o.Name == "" {
 		o.Name = path
@@ -51,7 +52,7 @@ func OpenFile(path string, o ImportOptions) (apr.Stream, error) {
 		return nil, err
 	}
 	var digest map[string]any
-	if !o.NoDigest {
+	if o.Digest {
 		h := sha256.New()
 		n, err := io.CopyBuffer(h, f, make([]byte, 1<<20))
 		if err == nil {

@@ -14,10 +14,10 @@ import (
 )
 
 // ImportFile imports the GGUF file at path as an APR stream on w, with the file's
-// size and (unless o.NoDigest) SHA-256 in the provenance, as Import of OpenFile does,
+// size and (with o.Digest) SHA-256 in the provenance, as Import of OpenFile does,
 // and gives the same bytes.
 //
-// The digest is part of the metadata, which comes first in an APR file, so OpenFile
+// A digest is part of the metadata, which comes first in an APR file, so OpenFile
 // reads the whole file once for it before the conversion starts. ImportFile does not
 // wait when w is a regular file it can rewrite in place (an *os.File or a type
 // embedding one, not opened with O_APPEND): it converts at once, with a digest of the
@@ -28,7 +28,7 @@ import (
 // seal (container.WithSealer): a seal authenticates the metadata.
 func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Option) error {
 	pf, ok := container.Patchable(w)
-	if o.NoDigest || !ok {
+	if !o.Digest || !ok {
 		s, err := OpenFile(path, o)
 		if err != nil {
 			return err

@@ -12,7 +12,7 @@ import (
 	"github.com/apr-go/apr/lib/container"
 )
 
-// TestImportFile imports every fixture with ImportFile into a file (digest computed
+// TestImportFile imports every fixture with ImportFile and Digest into a file (digest computed
 // beside the conversion, header patched afterwards), after some bytes already in the
 // file, plain and compressed, and wants the bytes of Import of OpenFile (digest first),
 // a file that verifies, and the right digest. Into a buffer it takes the digest-first
@@ -28,7 +28,7 @@ func TestImportFile(t *testing.T) {
 			}
 			sum := sha256.Sum256(orig)
 			for _, opts := range [][]container.Option{nil, {container.WithCompression(container.CompressZstd)}} {
-				s, err := OpenFile(path, ImportOptions{})
+				s, err := OpenFile(path, ImportOptions{Digest: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -43,7 +43,7 @@ func TestImportFile(t *testing.T) {
 					if _, err := f.Seek(int64(len(lead)), 0); err != nil {
 						return err
 					}
-					return ImportFile(f, path, ImportOptions{}, opts...)
+					return ImportFile(f, path, ImportOptions{Digest: true}, opts...)
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -68,7 +68,7 @@ func TestImportFile(t *testing.T) {
 				cf.Close()
 
 				var buf bytes.Buffer
-				if err := ImportFile(&buf, path, ImportOptions{}, opts...); err != nil || !bytes.Equal(buf.Bytes(), want.Bytes()) {
+				if err := ImportFile(&buf, path, ImportOptions{Digest: true}, opts...); err != nil || !bytes.Equal(buf.Bytes(), want.Bytes()) {
 					t.Fatalf("ImportFile into a buffer: %v, first difference at %d", err, firstDiff(buf.Bytes(), want.Bytes()))
 				}
 			}
@@ -76,12 +76,12 @@ func TestImportFile(t *testing.T) {
 	}
 }
 
-// TestImportFileNoDigest: with NoDigest, ImportFile gives the bytes of OpenFile with
-// NoDigest.
+// TestImportFileNoDigest: by default ImportFile records no digest and gives the bytes
+// of OpenFile.
 func TestImportFileNoDigest(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
 	path := filepath.Join(testdata, "tiny-llama.f32.gguf")
-	s, err := OpenFile(path, ImportOptions{NoDigest: true})
+	s, err := OpenFile(path, ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestImportFileNoDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := exportTo(t, t.TempDir(), os.O_TRUNC, nil, func(f *os.File) error {
-		return ImportFile(f, path, ImportOptions{NoDigest: true})
+		return ImportFile(f, path, ImportOptions{})
 	})
 	if err != nil || !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("%v, first difference at %d", err, firstDiff(got, want.Bytes()))
@@ -101,6 +101,6 @@ func TestImportFileNoDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, ok := info.Metadata.Provenance[ProvSHA256]; ok {
-		t.Error("NoDigest import has a digest")
+		t.Error("import without Digest has a digest")
 	}
 }

@@ -19,7 +19,8 @@
 //   - Provenance: "source_format": "safetensors"; "source_dtypes": the SafeTensors
 //     dtype of every float tensor (name to "BF16", ...), so that an export after
 //     quantization can go back to it; "source_files": for file sources, one
-//     {"name", "size", "sha256"} per file (shards in file name order). A pipe has no
+//     {"name", "size"} per file (shards in file name order), and "sha256" with
+//     ImportOptions.Digest. A pipe has no
 //     digest: it is known only at the end, after the APR metadata has gone out. Into
 //     a regular file, ImportFile computes the digests beside the conversion and
 //     patches them in afterwards (container.Patcher), with the same bytes.

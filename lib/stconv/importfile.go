@@ -17,18 +17,18 @@ import (
 // an index, as Open takes) into an APR file on w, written with opts, and gives the
 // bytes of apr.Reencode(w, Open(path, o), nil, false, opts...).
 //
-// The SHA-256 of each source file is part of the metadata, which comes first in an APR
+// With o.Digest, the SHA-256 of each source file is part of the metadata, which comes first in an APR
 // file, so Open reads every source byte once for the digests before the conversion
 // starts. ImportFile does not wait when w is a regular file it can rewrite in place
 // (container.Patchable: an *os.File or a type embedding one, not opened with
 // O_APPEND): it converts at once, with digests of the same length as placeholders,
 // while a second goroutine hashes the files; then it writes the real header and
 // metadata over the placeholder ones and corrects the whole-file CRC in the footer
-// (container.Patcher). Other outputs, and o.NoDigest, take Open's path. opts must not
+// (container.Patcher). Other outputs, and imports without o.Digest, take Open's path. opts must not
 // seal (container.WithSealer): a seal authenticates the metadata.
 func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Option) error {
 	pf, ok := container.Patchable(w)
-	if o.NoDigest || !ok {
+	if !o.Digest || !ok {
 		s, err := Open(path, o)
 		if err != nil {
 			return err
@@ -48,7 +48,7 @@ func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Opt
 // in messages and the provenance.
 func ImportOpenFile(w io.Writer, f *os.File, name string, o ImportOptions, opts ...container.Option) error {
 	pf, ok := container.Patchable(w)
-	if o.NoDigest || !ok {
+	if !o.Digest || !ok {
 		s, err := OpenFile(f, name, o)
 		if err != nil {
 			return err

@@ -71,12 +71,13 @@ func importInto(t *testing.T, lead []byte, imp func(*os.File) error) ([]byte, er
 }
 
 // TestImportFile imports every valid fixture and a checkpoint directory with
-// ImportFile (and the single files with ImportOpenFile) into a file, where the digests
+// ImportFile and Digest (and the single files with ImportOpenFile) into a file, where the digests
 // are computed beside the conversion and patched in, plain and compressed, and wants
 // the bytes of the digest-first import of Open, a file that verifies and the right
 // digests. Into a buffer it takes Open's path and gives the same bytes.
 func TestImportFile(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	dig := ImportOptions{Digest: true}
 	paths := append(validFiles(t), checkpointDir(t))
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -85,9 +86,9 @@ func TestImportFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, opts := range [][]container.Option{nil, {container.WithCompression(container.CompressZstd)}} {
-				want := toAPR(t, mustOpen(t, path), opts...)
+				want := toAPR(t, mustOpenOpts(t, path, dig), opts...)
 				got, err := importInto(t, []byte("leading bytes\n"), func(f *os.File) error {
-					return ImportFile(f, path, ImportOptions{}, opts...)
+					return ImportFile(f, path, dig, opts...)
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -98,7 +99,7 @@ func TestImportFile(t *testing.T) {
 				checkPatched(t, got, path, st.IsDir())
 
 				var buf bytes.Buffer
-				if err := ImportFile(&buf, path, ImportOptions{}, opts...); err != nil || !bytes.Equal(buf.Bytes(), want) {
+				if err := ImportFile(&buf, path, dig, opts...); err != nil || !bytes.Equal(buf.Bytes(), want) {
 					t.Fatalf("ImportFile into a buffer: %v, first difference at %d", err, firstDiff(buf.Bytes(), want))
 				}
 				if st.IsDir() {
@@ -109,7 +110,7 @@ func TestImportFile(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, err := OpenFile(src, "stdin", ImportOptions{})
+				s, err := OpenFile(src, "stdin", dig)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -119,7 +120,7 @@ func TestImportFile(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					return ImportOpenFile(f, src, "stdin", ImportOptions{}, opts...)
+					return ImportOpenFile(f, src, "stdin", dig, opts...)
 				})
 				if err != nil || !bytes.Equal(got, want) {
 					t.Fatalf("ImportOpenFile into a file: %v, first difference at %d", err, firstDiff(got, want))
@@ -160,8 +161,9 @@ func checkPatched(t *testing.T, a []byte, path string, dir bool) {
 	}
 }
 
-// TestImportFileErrors: a bad source fails before anything is written, and
-// NoDigest gives Open's bytes without digests.
+// TestImportFileErrors: a bad source fails before anything is written, an import
+// without Digest gives Open's bytes without digests, and a file opened for appending
+// takes the digest-first path.
 func TestImportFileErrors(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
 	got, err := importInto(t, nil, func(f *os.File) error {
@@ -171,12 +173,12 @@ func TestImportFileErrors(t *testing.T) {
 		t.Errorf("bad source: %v, %d bytes written", err, len(got))
 	}
 	path := validFiles(t)[0]
-	want := toAPR(t, mustOpenOpts(t, path, ImportOptions{NoDigest: true}))
+	want := toAPR(t, mustOpenOpts(t, path, ImportOptions{}))
 	got, err = importInto(t, nil, func(f *os.File) error {
-		return ImportFile(f, path, ImportOptions{NoDigest: true})
+		return ImportFile(f, path, ImportOptions{})
 	})
 	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("NoDigest: %v, first difference at %d", err, firstDiff(got, want))
+		t.Fatalf("without Digest: %v, first difference at %d", err, firstDiff(got, want))
 	}
 	if runtime.GOOS == "js" {
 		return
@@ -187,11 +189,11 @@ func TestImportFileErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := ImportFile(f, path, ImportOptions{}); err != nil {
+	if err := ImportFile(f, path, ImportOptions{Digest: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(f.Name())
-	if err != nil || !bytes.Equal(b, toAPR(t, mustOpen(t, path))) {
+	if err != nil || !bytes.Equal(b, toAPR(t, mustOpenOpts(t, path, ImportOptions{Digest: true}))) {
 		t.Fatalf("O_APPEND output: %v", err)
 	}
 }

@@ -58,7 +58,7 @@ type ImportCmd struct {
 	Input     string `arg:"" optional:"" default:"-" help:"GGUF file ('-': stdin, streamed)."`
 	Output    string `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
 	Compress  string `short:"c" default:"none" enum:"none,zstd,zstd-max,lz4" help:"Compression of tensor data: none (memory-mappable; the default), zstd, zstd-max or lz4."`
-	NoDigest  bool   `help:"Skip the SHA-256 of a file input (saves one read of the file)."`
+	Digest    bool   `help:"Record the file's SHA-256 in the provenance (one more read of the file, hashed beside the conversion; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for stdin."`
 	ChunkSize int    `default:"1048576" placeholder:"BYTES" help:"Raw bytes per compressed chunk."`
 	Workers   int    `short:"j" default:"0" help:"Chunks compressed at once (default: number of CPUs)."`
 }
@@ -81,10 +81,13 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 		defer out.Abort()
 		// out.Writer: the file itself (or stdout), so that the digest can be computed
 		// beside the conversion and patched in (see ggufconv.ImportFile).
-		if err := ggufconv.ImportFile(out.Writer, c.Input, ggufconv.ImportOptions{NoDigest: c.NoDigest}, opts...); err != nil {
+		if err := ggufconv.ImportFile(out.Writer, c.Input, ggufconv.ImportOptions{Digest: c.Digest}, opts...); err != nil {
 			return err
 		}
 		return out.Commit()
+	}
+	if c.Digest {
+		return cli.Usagef("--digest needs a file input (stdin's digest is known only after the metadata has gone out)")
 	}
 	s, err := ggufconv.NewStream(env.Stdin, ggufconv.ImportOptions{Name: "stdin"})
 	if err != nil {
