@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apr-go/apr/lib/dtype"
@@ -18,6 +19,9 @@ import (
 
 // The peer's view of one file, as testdata/gguf/peer/dump.mjs prints it.
 type peerFile struct {
+	// trimmed: the peer returns strings with surrounding white space removed
+	// (gguf-parser-go does), so ours are compared trimmed too.
+	trimmed          bool
 	Path             string
 	Version          uint32
 	TensorDataOffset string
@@ -56,7 +60,47 @@ func TestPeerHuggingFaceGGUF(t *testing.T) {
 	if err != nil {
 		peertest.Missing(t, "peer test skipped: node not found in PATH")
 	}
+	paths, headers := writePeerFiles(t)
+	cmd := exec.Command(node, append([]string{filepath.Join(peerDir, "dump.mjs")}, paths...)...)
+	cmd.Dir = peerDir
+	checkPeer(t, "@huggingface/gguf", cmd, false, paths, headers)
+}
 
+// TestPeerGoGGUFParser does the same with the Go module
+// github.com/gpustack/gguf-parser-go, a test-only peer kept out of apr's go.mod:
+// testdata/gguf/goparser is a module of its own, run with `go run` (its dependencies
+// come through the module proxy). It skips with -short (the first build takes a
+// while) and fails in CI (APR_REQUIRE_PEERS) when the go command is missing.
+func TestPeerGoGGUFParser(t *testing.T) {
+	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("peer test: no subprocesses on " + runtime.GOOS)
+	}
+	if testing.Short() {
+		t.Skip("peer test: builds gguf-parser-go (skipped with -short)")
+	}
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goCmd); err != nil {
+		if goCmd, err = exec.LookPath("go"); err != nil {
+			peertest.Missing(t, "peer test skipped: no go command")
+		}
+	}
+	peerDir, err := filepath.Abs(filepath.Join(testdataDir, "goparser"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, headers := writePeerFiles(t)
+	cmd := exec.Command(goCmd, append([]string{"run", "."}, paths...)...)
+	cmd.Dir = peerDir
+	// The peer's own module and build settings, not those of this test run.
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off", "GOOS=", "GOARCH=", "GOEXPERIMENT=")
+	// gguf-parser-go trims white space around every string it reads (bytes.TrimSpace).
+	checkPeer(t, "gguf-parser-go", cmd, true, paths, headers)
+}
+
+// writePeerFiles writes the files the peers parse: every fixture read and written
+// back, and synthetic files (peerSyntheticHeaders).
+func writePeerFiles(t *testing.T) ([]string, map[string]*Header) {
+	t.Helper()
 	dir := t.TempDir()
 	var paths []string
 	headers := map[string]*Header{}
@@ -93,34 +137,39 @@ func TestPeerHuggingFaceGGUF(t *testing.T) {
 		}
 		save(name, out.Bytes())
 	}
+	return paths, headers
+}
 
-	cmd := exec.Command(node, filepath.Join(peerDir, "dump.mjs"))
-	cmd.Args = append(cmd.Args, paths...)
-	cmd.Dir = peerDir
+// checkPeer runs a peer's dump command and wants its view of every file to agree
+// with ours; it also checks that the comparison catches a changed value, type or dim.
+func checkPeer(t *testing.T, peer string, cmd *exec.Cmd, trimmed bool, paths []string, headers map[string]*Header) {
+	t.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node dump.mjs: %v\n%s", err, stderr.Bytes())
+		t.Fatalf("%s: %v\n%s", peer, err, stderr.Bytes())
 	}
 	var views []peerFile
 	if err := json.Unmarshal(out, &views); err != nil {
-		t.Fatalf("peer output: %v", err)
+		t.Fatalf("%s output: %v", peer, err)
 	}
 	if len(views) != len(paths) {
-		t.Fatalf("peer parsed %d files of %d", len(views), len(paths))
+		t.Fatalf("%s parsed %d files of %d", peer, len(views), len(paths))
+	}
+	for i := range views {
+		views[i].trimmed = trimmed
 	}
 	for _, v := range views {
 		h := headers[v.Path]
-		name := filepath.Base(v.Path)
 		if h == nil {
-			t.Fatalf("peer reports unknown path %s", v.Path)
+			t.Fatalf("%s reports unknown path %s", peer, v.Path)
 		}
 		if err := comparePeer(h, &v); err != nil {
-			t.Errorf("%s: @huggingface/gguf disagrees: %v", name, err)
+			t.Errorf("%s: %s disagrees: %v", filepath.Base(v.Path), peer, err)
 		}
 	}
-	t.Logf("@huggingface/gguf agrees on %d files", len(views))
+	t.Logf("%s agrees on %d files", peer, len(views))
 
 	// The comparison is not vacuous: a changed value, type or dim is caught.
 	v := &views[0]
@@ -157,7 +206,7 @@ func comparePeer(h *Header, v *peerFile) error {
 		if ours.Value.Type() == TypeArray && (kv.SubType == nil || *kv.SubType != uint32(ours.Value.ElemType())) {
 			return fmt.Errorf("KV %q: element type %v, ours %d", kv.Key, kv.SubType, ours.Value.ElemType())
 		}
-		if err := comparePeerValue(ours.Value, kv.Value); err != nil {
+		if err := comparePeerValue(ours.Value, kv.Value, v.trimmed); err != nil {
 			return fmt.Errorf("KV %q: %v", kv.Key, err)
 		}
 	}
@@ -178,7 +227,7 @@ func comparePeer(h *Header, v *peerFile) error {
 	return nil
 }
 
-func comparePeerValue(v Value, p any) error {
+func comparePeerValue(v Value, p any, trimmed bool) error {
 	switch v.Type() {
 	case TypeUint8, TypeInt8, TypeUint16, TypeInt16, TypeUint32, TypeInt32:
 		m, _ := p.(map[string]any)
@@ -186,7 +235,11 @@ func comparePeerValue(v Value, p any) error {
 			return fmt.Errorf("peer %v, ours %s", p, want)
 		}
 	case TypeUint64, TypeInt64, TypeString:
-		if s, _ := v.AsString(); v.Type() == TypeString && p != s {
+		s, _ := v.AsString()
+		if trimmed {
+			s = strings.TrimSpace(s)
+		}
+		if v.Type() == TypeString && p != s {
 			return fmt.Errorf("peer %q, ours %q", p, s)
 		}
 		if v.Type() != TypeString && p != v.Text(0) {
@@ -208,7 +261,7 @@ func comparePeerValue(v Value, p any) error {
 			return fmt.Errorf("peer array %v, ours %s", p, v)
 		}
 		for i := range a {
-			if err := comparePeerValue(v.Index(i), a[i]); err != nil {
+			if err := comparePeerValue(v.Index(i), a[i], trimmed); err != nil {
 				return fmt.Errorf("element %d: %v", i, err)
 			}
 		}
