@@ -67,6 +67,20 @@ func codec(t dtype.DType) (rowFunc, bool) {
 		return rowFunc{nil, dequantIQ4_NL}, true
 	case dtype.IQ4_XS:
 		return rowFunc{nil, dequantIQ4_XS}, true
+	case dtype.IQ2_XXS:
+		return rowFunc{nil, dequantIQ2_XXS}, true
+	case dtype.IQ2_XS:
+		return rowFunc{nil, dequantIQ2_XS}, true
+	case dtype.IQ2_S:
+		return rowFunc{nil, dequantIQ2_S}, true
+	case dtype.IQ3_XXS:
+		return rowFunc{nil, dequantIQ3_XXS}, true
+	case dtype.IQ3_S:
+		return rowFunc{nil, dequantIQ3_S}, true
+	case dtype.IQ1_S:
+		return rowFunc{nil, dequantIQ1_S}, true
+	case dtype.IQ1_M:
+		return rowFunc{nil, dequantIQ1_M}, true
 	case dtype.TQ1_0:
 		return rowFunc{quantTQ1_0Generic, dequantTQ1_0}, true
 	case dtype.TQ2_0:
