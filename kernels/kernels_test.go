@@ -259,8 +259,8 @@ func TestErrors(t *testing.T) {
 			t.Errorf("Quantize(%v): %v", d, err)
 		}
 	}
-	if err := Dequantize(dtype.IQ2_XXS, make([]float32, 256), make([]byte, 66)); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("Dequantize IQ2_XXS: %v", err)
+	if err := Dequantize(dtype.I32, make([]float32, 256), make([]byte, 1024)); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Dequantize I32: %v", err)
 	}
 	if CanQuantize(dtype.IQ4_NL) || !CanDequantize(dtype.IQ4_NL) || !CanQuantize(dtype.Q3_K) || CanDequantize(dtype.I8) {
 		t.Error("CanQuantize/CanDequantize table")
