@@ -6,24 +6,40 @@ import (
 	"math"
 )
 
-// LogisticRegressionModel is a binary classifier P(y=1|x) = σ(x·coefficients +
-// intercept), fitted like aprender's LogisticRegression: full-batch gradient descent
-// on the mean binary cross-entropy (plus L2Penalty·w, which aprender applies as
-// weight decay to the coefficients only), starting from zero, for at most MaxIter
-// steps of size LearningRate, stopping early once every component of the gradient is
-// below Tol in absolute value. The arithmetic is float64; the parameters are stored
-// as float32, the precision of the saved tensors.
+// LogisticRegressionModel is a classifier, binary by default, P(y=1|x) =
+// σ(x·coefficients + intercept), fitted like aprender's LogisticRegression: full-batch
+// gradient descent on the mean binary cross-entropy (plus L2Penalty·w, which aprender
+// applies as weight decay to the coefficients only), starting from zero, for at most
+// MaxIter steps of size LearningRate, stopping early once every component of the
+// gradient is below Tol in absolute value. The arithmetic is float64; the parameters
+// are stored as float32, the precision of the saved tensors.
 //
-// Tensors: "coefficients" F32 [n_features], "intercept" F32 [1].
-// Config: {"learning_rate", "max_iter", "tol", "l2_penalty", "n_features"}.
+// With Classes >= 3 it is multinomial (softmax regression): P(y=k|x) =
+// softmax(W·x + b)[k], fitted the same way on the mean cross-entropy (see
+// logistic_multi.go).
+//
+// Tensors: binary "coefficients" F32 [n_features], "intercept" F32 [1]; multinomial
+// "coefficients" F32 [n_classes, n_features] (class k's weights in row k, as
+// scikit-learn's coef_), "intercept" F32 [n_classes].
+// Config: {"learning_rate", "max_iter", "tol", "l2_penalty", "n_features"}, plus
+// "n_classes" for a multinomial model only (a binary model's config is unchanged).
 type LogisticRegressionModel struct {
 	LearningRate float64
 	MaxIter      int
 	Tol          float64
 	L2Penalty    float64
 
+	// Classes is the number of classes: 0 (or 2) for the binary model, K >= 3
+	// for the multinomial one. Set it before Fit.
+	Classes int
+
+	// Coefficients holds the binary model's n_features weights, or the
+	// multinomial model's K×n_features weights, row-major (row k for class k).
 	Coefficients []float32
-	Intercept    float32
+	// Intercept is the binary model's bias (0 for a multinomial model).
+	Intercept float32
+	// Intercepts holds the multinomial model's K biases (nil for a binary model).
+	Intercepts []float32
 	// Iterations is the number of gradient steps the last Fit took (0 when loaded).
 	Iterations int
 }
@@ -44,8 +60,14 @@ func Sigmoid(z float64) float64 {
 }
 
 // Fit estimates the parameters from x (n_samples × n_features) and labels y, each
-// exactly 0 or 1.
+// exactly 0 or 1 (binary), or a class index 0..Classes-1 (multinomial).
 func (m *LogisticRegressionModel) Fit(x Matrix, y []float64) error {
+	if m.multinomial() {
+		return m.fitMultinomial(x, y)
+	}
+	if m.Classes != 0 && m.Classes != 2 {
+		return fmt.Errorf("logistic regression: %d classes, expected 2 (binary) or >= 3 (multinomial)", m.Classes)
+	}
 	if err := x.check(); err != nil {
 		return err
 	}
@@ -57,7 +79,7 @@ func (m *LogisticRegressionModel) Fit(x Matrix, y []float64) error {
 	}
 	for i, v := range y {
 		if v != 0 && v != 1 {
-			return fmt.Errorf("logistic regression: label y[%d] = %v, expected 0 or 1", i, v)
+			return fmt.Errorf("logistic regression: label y[%d] = %v, expected 0 or 1 (set Classes for a multinomial model)", i, v)
 		}
 	}
 	for i, v := range x.Data {
@@ -112,10 +134,14 @@ func (m *LogisticRegressionModel) Fit(x Matrix, y []float64) error {
 	return nil
 }
 
-// PredictProba returns P(y=1) for every row of x.
+// PredictProba returns P(y=1) for every row of x, for a binary model; a
+// multinomial model's class probabilities come from Probabilities.
 func (m *LogisticRegressionModel) PredictProba(x Matrix) ([]float64, error) {
 	if m.Coefficients == nil {
 		return nil, ErrNotFitted
+	}
+	if m.multinomial() {
+		return nil, fmt.Errorf("logistic regression: PredictProba gives P(y=1) of a binary model; this one has %d classes (use Probabilities)", m.Classes)
 	}
 	if err := checkFeatures(x, len(m.Coefficients)); err != nil {
 		return nil, fmt.Errorf("logistic regression: %w", err)
@@ -127,8 +153,13 @@ func (m *LogisticRegressionModel) PredictProba(x Matrix) ([]float64, error) {
 	return out, nil
 }
 
-// Predict returns the label (1 when P(y=1) >= 0.5, else 0) of every row of x.
+// Predict returns the label of every row of x: 1 when P(y=1) >= 0.5, else 0 for
+// a binary model; the class of the largest logit (the first on ties) for a
+// multinomial one.
 func (m *LogisticRegressionModel) Predict(x Matrix) ([]int, error) {
+	if m.multinomial() {
+		return m.predictMultinomial(x)
+	}
 	p, err := m.PredictProba(x)
 	if err != nil {
 		return nil, err
@@ -159,17 +190,29 @@ func (m *LogisticRegressionModel) Type() Type { return LogisticRegression }
 
 // Config implements Model.
 func (m *LogisticRegressionModel) Config() map[string]any {
-	return map[string]any{
+	cfg := map[string]any{
 		"learning_rate": m.LearningRate,
 		"max_iter":      int64(m.MaxIter),
 		"tol":           m.Tol,
 		"l2_penalty":    m.L2Penalty,
 		"n_features":    int64(len(m.Coefficients)),
 	}
+	if m.multinomial() {
+		cfg["n_features"] = int64(m.NumFeatures())
+		cfg["n_classes"] = int64(m.Classes)
+	}
+	return cfg
 }
 
-// Tensors implements Model: "coefficients" F32 [n_features], "intercept" F32 [1].
+// Tensors implements Model: binary "coefficients" F32 [n_features] and "intercept"
+// F32 [1]; multinomial "coefficients" F32 [n_classes, n_features] and "intercept"
+// F32 [n_classes].
 func (m *LogisticRegressionModel) Tensors() []Tensor {
+	if m.multinomial() {
+		w := F32Tensor("coefficients", m.Coefficients)
+		w.Shape = []int64{int64(m.Classes), int64(m.NumFeatures())}
+		return []Tensor{w, F32Tensor("intercept", m.Intercepts)}
+	}
 	return []Tensor{F32Tensor("coefficients", m.Coefficients), F32Tensor("intercept", []float32{m.Intercept})}
 }
 
@@ -213,6 +256,18 @@ func decodeLogisticParams(cfg map[string]any, tensors map[string]Tensor) (*Logis
 	}
 	if err := checkOnlyTensors(tensors, "coefficients", "intercept"); err != nil {
 		return nil, err
+	}
+	nc, err := configInt(cfg, "n_classes", 0, math.MaxInt32)
+	if err != nil {
+		return nil, err
+	}
+	// Without "n_classes" (a file from another writer), coefficients [K >= 3, n]
+	// say multinomial; anything else is read as the binary model, unchanged.
+	if c, ok := tensors["coefficients"]; nc > 2 || (nc == 0 && ok && len(c.Shape) == 2 && c.Shape[0] >= 3) {
+		return decodeMultinomial(d, int(nc), nf, tensors)
+	}
+	if nc == 1 {
+		return nil, errors.New("config \"n_classes\": 1, expected 2 (binary) or >= 3 (multinomial)")
 	}
 	if d.Coefficients, err = vectorTensor(tensors, "coefficients", nf); err != nil {
 		return nil, err
