@@ -10,6 +10,10 @@ var (
 	f16ToF32  = f16ToF32Generic
 	dotF32    = dotGeneric
 	axpy      = axpyGeneric
+
+	// Fused quantize-and-measure kernels (see QuantizeChecked); nil where
+	// there is no fast path.
+	quantMaxQ8_0, quantMaxQ4_0, quantMaxQ4_1 func(dst []byte, src []float32) uint32
 )
 
 // fastName names the fast path in use ("" when every kernel is the plain Go

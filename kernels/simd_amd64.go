@@ -23,9 +23,12 @@ import (
 
 func init() {
 	if archsimd.X86.AVX512() {
-		quantQ8_0 = runBlocks(q8_0Run, quantQ8_0Generic, 34)
-		quantQ4_0 = runBlocks(q4_0Run, quantQ4_0Generic, 18)
-		quantQ4_1 = runBlocks(q4_1Run, quantQ4_1Generic, 20)
+		quantMaxQ8_0 = runBlocks(q8_0Run, quantQ8_0Generic, 34)
+		quantMaxQ4_0 = runBlocks(q4_0Run, quantQ4_0Generic, 18)
+		quantMaxQ4_1 = runBlocks(q4_1Run, quantQ4_1Generic, 20)
+		quantQ8_0 = dropMax(quantMaxQ8_0)
+		quantQ4_0 = dropMax(quantMaxQ4_0)
+		quantQ4_1 = dropMax(quantMaxQ4_1)
 		f16ToF32 = f16ToF32AVX512
 		fastName = "avx512"
 	}
@@ -39,19 +42,39 @@ func init() {
 }
 
 // runBlocks drives a vector block kernel: run quantizes blocks until it meets
-// one it does not handle and returns how many it did; that block goes to the
-// scalar reference.
-func runBlocks(run func(dst []byte, src []float32) int, ref func([]byte, []float32), bs int) func([]byte, []float32) {
-	return func(dst []byte, src []float32) {
+// one it does not handle and returns how many it did, and the largest |x| of
+// those as float32 bits; that block goes to the scalar reference. The result
+// is the largest |x| bits of all of src (NaN above infinity above any finite
+// value), which QuantizeChecked compares with its limit.
+func runBlocks(run func(dst []byte, src []float32) (int, uint32), ref func([]byte, []float32), bs int) func([]byte, []float32) uint32 {
+	return func(dst []byte, src []float32) uint32 {
+		var m uint32
 		for len(src) >= qk {
-			k := run(dst, src)
+			k, km := run(dst, src)
+			m = max(m, km)
 			src, dst = src[k*qk:], dst[k*bs:]
 			if len(src) >= qk {
+				m = max(m, absMaxBits(src[:qk]))
 				ref(dst[:bs], src[:qk])
 				src, dst = src[qk:], dst[bs:]
 			}
 		}
+		return m
 	}
+}
+
+func dropMax(f func([]byte, []float32) uint32) func([]byte, []float32) {
+	return func(dst []byte, src []float32) { f(dst, src) }
+}
+
+// maxOf returns the largest of the 16 lanes of a vector stored by a kernel
+// (once per call, after it cleared the upper vector state).
+func maxOf(t *[16]uint32) uint32 {
+	var r uint32
+	for _, v := range t {
+		r = max(r, v)
+	}
+	return r
 }
 
 func f32bits(x []float32) []uint32 {
@@ -69,6 +92,12 @@ func newLanes() lanes {
 	return lanes{archsimd.LoadUint32x16(&a), archsimd.LoadUint32x16(&b), archsimd.LoadUint32x16(&c), archsimd.LoadUint32x16(&d)}
 }
 
+// lane0 returns the bits of lane 0 through memory, as an integer.
+func lane0(v archsimd.Float32x16, tmp *[16]uint32) uint32 {
+	v.AsUint32x16().Store(tmp)
+	return tmp[0]
+}
+
 // max and min of all lanes, in every lane (exact: max and min do not round).
 func (l *lanes) max(v archsimd.Float32x16) archsimd.Float32x16 {
 	v = v.Max(v.Permute(l.r8))
@@ -84,16 +113,10 @@ func (l *lanes) min(v archsimd.Float32x16) archsimd.Float32x16 {
 	return v.Min(v.Permute(l.r1))
 }
 
-// lane0 returns the bits of lane 0 through memory, as an integer.
-func lane0(v archsimd.Float32x16, tmp *[16]uint32) uint32 {
-	v.AsUint32x16().Store(tmp)
-	return tmp[0]
-}
-
 func putF16Bits(b []byte, h uint16) { b[0], b[1] = byte(h), byte(h>>8) }
 
 //go:noinline
-func q8_0Run(dst []byte, src []float32) int {
+func q8_0Run(dst []byte, src []float32) (int, uint32) {
 	var tmp [16]uint32
 	l := newLanes()
 	absM := archsimd.BroadcastUint32x16(0x7fffffff)
@@ -108,38 +131,43 @@ func q8_0Run(dst []byte, src []float32) int {
 		step := one.AsUint32x16().Or(p.AsUint32x16().And(signM)).AsFloat32x16()
 		return r.Add(step.Masked(up)).ConvertToInt32()
 	}
+	var m archsimd.Uint32x16 // largest |x| bits per lane
 	n := 0
 	for ; len(src) >= qk; src, dst, n = src[qk:], dst[34:], n+1 {
 		v0 := archsimd.LoadFloat32x16Slice(src[0:16])
 		v1 := archsimd.LoadFloat32x16Slice(src[16:32])
-		a := v0.AsUint32x16().And(absM).AsFloat32x16().Max(v1.AsUint32x16().And(absM).AsFloat32x16())
-		d := l.max(a).Div(c127)
+		b0, b1 := v0.AsUint32x16().And(absM), v1.AsUint32x16().And(absM)
+		m = m.Max(b0).Max(b1)
+		d := l.max(b0.AsFloat32x16().Max(b1.AsFloat32x16())).Div(c127)
 		id := zero.Merge(one.Div(d), d.Equal(zero))
 		putF16Bits(dst, f16FromBits(lane0(d, &tmp)))
 		roundAway(v0.Mul(id)).TruncateToInt8().AsUint8x16().StoreSlice(dst[2:18])
 		roundAway(v1.Mul(id)).TruncateToInt8().AsUint8x16().StoreSlice(dst[18:34])
 	}
+	m.Store(&tmp)
 	archsimd.ClearAVXUpperBits()
-	return n
+	return n, maxOf(&tmp)
 }
 
 //go:noinline
-func q4_0Run(dst []byte, src []float32) int {
+func q4_0Run(dst []byte, src []float32) (int, uint32) {
 	var tmp [16]uint32
 	l := newLanes()
 	absM := archsimd.BroadcastUint32x16(0x7fffffff)
 	zero := archsimd.BroadcastFloat32x16(0)
 	one := archsimd.BroadcastFloat32x16(1)
+	negEighth := archsimd.BroadcastFloat32x16(-0.125) // x * -0.125 rounds exactly as x / -8
 	add := archsimd.BroadcastFloat32x16(8.5)
-	neg8 := archsimd.BroadcastFloat32x16(-8)
 	top := archsimd.BroadcastInt32x16(15)
+	var m archsimd.Uint32x16 // largest |x| bits per lane
 	n := 0
 	for ; len(src) >= qk; src, dst, n = src[qk:], dst[18:], n+1 {
 		xb := f32bits(src[:qk])
 		v0 := archsimd.LoadFloat32x16Slice(src[0:16])
 		v1 := archsimd.LoadFloat32x16Slice(src[16:32])
-		a0 := v0.AsUint32x16().And(absM).AsFloat32x16()
-		a1 := v1.AsUint32x16().And(absM).AsFloat32x16()
+		b0, b1 := v0.AsUint32x16().And(absM), v1.AsUint32x16().And(absM)
+		m = m.Max(b0).Max(b1)
+		a0, a1 := b0.AsFloat32x16(), b1.AsFloat32x16()
 		am := l.max(a0.Max(a1))
 		// The first element of largest magnitude, or +0 for an all-zero block.
 		var mbits uint32
@@ -147,26 +175,29 @@ func q4_0Run(dst []byte, src []float32) int {
 			hits := uint32(a0.Equal(am).ToBits()) | uint32(a1.Equal(am).ToBits())<<16
 			mbits = xb[bits.TrailingZeros32(hits)&31]
 		}
-		d := archsimd.BroadcastUint32x16(mbits).AsFloat32x16().Div(neg8)
+		d := archsimd.BroadcastUint32x16(mbits).AsFloat32x16().Mul(negEighth)
 		id := zero.Merge(one.Div(d), d.Equal(zero))
 		putF16Bits(dst, f16FromBits(lane0(d, &tmp)))
 		q0 := v0.Mul(id).Add(add).ConvertToInt32().Min(top)
 		q1 := v1.Mul(id).Add(add).ConvertToInt32().Min(top)
 		q0.Or(q1.ShiftAllLeft(4)).TruncateToInt8().AsUint8x16().StoreSlice(dst[2:18])
 	}
+	m.Store(&tmp)
 	archsimd.ClearAVXUpperBits()
-	return n
+	return n, maxOf(&tmp)
 }
 
 //go:noinline
-func q4_1Run(dst []byte, src []float32) int {
+func q4_1Run(dst []byte, src []float32) (int, uint32) {
 	var tmp [16]uint32
 	l := newLanes()
+	absM := archsimd.BroadcastUint32x16(0x7fffffff)
 	zero := archsimd.BroadcastFloat32x16(0)
 	one := archsimd.BroadcastFloat32x16(1)
 	add := archsimd.BroadcastFloat32x16(0.5)
 	c15 := archsimd.BroadcastFloat32x16(15)
 	top := archsimd.BroadcastInt32x16(15)
+	var m archsimd.Uint32x16 // largest |x| bits per lane
 	n := 0
 	for ; len(src) >= qk; src, dst, n = src[qk:], dst[20:], n+1 {
 		v0 := archsimd.LoadFloat32x16Slice(src[0:16])
@@ -177,6 +208,7 @@ func q4_1Run(dst []byte, src []float32) int {
 		if lb<<1 == 0 || hb<<1 == 0 {
 			break // a zero extreme: its sign depends on element order
 		}
+		m = m.Max(v0.AsUint32x16().And(absM)).Max(v1.AsUint32x16().And(absM))
 		d := hi.Sub(lo).Div(c15)
 		id := zero.Merge(one.Div(d), d.Equal(zero))
 		putF16Bits(dst, f16FromBits(lane0(d, &tmp)))
@@ -185,8 +217,9 @@ func q4_1Run(dst []byte, src []float32) int {
 		q1 := v1.Sub(lo).Mul(id).Add(add).ConvertToInt32().Min(top)
 		q0.Or(q1.ShiftAllLeft(4)).TruncateToInt8().AsUint8x16().StoreSlice(dst[4:20])
 	}
+	m.Store(&tmp)
 	archsimd.ClearAVXUpperBits()
-	return n
+	return n, maxOf(&tmp)
 }
 
 // f16ToF32AVX512 widens 16 halves at a time when all are zero or normal;

@@ -1,0 +1,95 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/apr-go/apr/lib/dtype"
+)
+
+// QuantizeChecked quantizes src like Quantize unless some |src[i]|, as float32
+// bits, is limit or more; it reports whether one is (NaN counts as above
+// infinity, so limit 0x7F800000 finds NaN and infinities, and the bits of a
+// power of two find every value from it up). When it reports true, dst holds
+// no meaningful bytes.
+//
+// Callers that refuse such values (apr-quant) get the test in the same pass
+// over src where a fast kernel measures the block maxima anyway; elsewhere
+// src is checked first, so the reference quantizers never see those values.
+func QuantizeChecked(t dtype.DType, dst []byte, src []float32, limit uint32) (bool, error) {
+	var fused func([]byte, []float32) uint32
+	switch t {
+	case dtype.Q8_0:
+		fused = quantMaxQ8_0
+	case dtype.Q4_0:
+		fused = quantMaxQ4_0
+	case dtype.Q4_1:
+		fused = quantMaxQ4_1
+	}
+	if fused == nil {
+		if AnyAbsAtLeast(src, limit) {
+			return true, nil
+		}
+		return false, Quantize(t, dst, src)
+	}
+	n, err := sizes(t, len(src))
+	if err != nil {
+		return false, err
+	}
+	if len(dst) != n {
+		return false, fmt.Errorf("%w: %v needs %d bytes for %d values, dst has %d", ErrLength, t, n, len(src), len(dst))
+	}
+	return fused(dst, src) >= limit, nil
+}
+
+// absMaxBits returns the largest |x| of x as float32 bits.
+func absMaxBits(x []float32) uint32 {
+	var m uint32
+	for _, v := range x {
+		m = max(m, math.Float32bits(v)&0x7fffffff)
+	}
+	return m
+}
+
+// AnyAbsAtLeast reports whether some |x[i]|, as float32 bits, is limit or more
+// (limit at most 0x80000000).
+//
+// The test is branch-free per value: (bits & 0x7FFFFFFF) + (0x80000000 - limit)
+// reaches bit 31 exactly when |x| is limit or more; the sum stays below 2^32,
+// so two values are tested per 64-bit word without carries between them.
+func AnyAbsAtLeast(x []float32, limit uint32) bool {
+	if len(x) == 0 {
+		return false
+	}
+	add32 := 0x80000000 - limit
+	var acc uint64
+	i := 0
+	if uintptr(unsafe.Pointer(&x[0]))%8 != 0 {
+		acc = uint64((math.Float32bits(x[0]) & 0x7FFFFFFF) + add32)
+		i = 1
+	}
+	pairs := (len(x) - i) / 2
+	if pairs > 0 {
+		w := unsafe.Slice((*uint64)(unsafe.Pointer(&x[i])), pairs)
+		const mask = 0x7FFFFFFF7FFFFFFF
+		add := uint64(add32)<<32 | uint64(add32)
+		var a0, a1, a2, a3 uint64
+		j := 0
+		for ; j+4 <= len(w); j += 4 {
+			a0 |= (w[j] & mask) + add
+			a1 |= (w[j+1] & mask) + add
+			a2 |= (w[j+2] & mask) + add
+			a3 |= (w[j+3] & mask) + add
+		}
+		for ; j < len(w); j++ {
+			a0 |= (w[j] & mask) + add
+		}
+		acc |= a0 | a1 | a2 | a3
+		i += 2 * pairs
+	}
+	for ; i < len(x); i++ {
+		acc |= uint64((math.Float32bits(x[i]) & 0x7FFFFFFF) + add32)
+	}
+	return acc&0x8000000080000000 != 0
+}
