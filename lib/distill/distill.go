@@ -22,9 +22,9 @@
 // # Teachers
 //
 // A teacher is any classifier that gives class probabilities: a NeuralSequential
-// with a softmax output (or one sigmoid unit, binary), or a binary
-// LogisticRegression through its probabilities [1-p, p] (logits [0, z]). Anything
-// else is refused.
+// with a softmax output (or one sigmoid unit, binary), or a LogisticRegression
+// through its probabilities: binary [1-p, p] (logits [0, z]) or multinomial
+// softmax(W·x + b) (logits W·x + b). Anything else is refused.
 //
 // # Determinism
 //
@@ -95,7 +95,7 @@ func NewTeacher(m model.Model) (*Teacher, error) {
 		if len(x.Coefficients) == 0 {
 			return nil, fmt.Errorf("teacher LogisticRegression: %w", model.ErrNotFitted)
 		}
-		return &Teacher{Model: m, inputs: len(x.Coefficients), classes: 2, lr: x}, nil
+		return &Teacher{Model: m, inputs: x.NumFeatures(), classes: x.NumClasses(), lr: x}, nil
 	case nil:
 		return nil, errors.New("teacher: no model")
 	}
@@ -134,18 +134,11 @@ func (t *Teacher) Logits(x []float32, rows int) ([]float32, error) {
 	if t.nn != nil {
 		return t.nn.Logits(x, rows)
 	}
-	if len(x) != rows*t.inputs {
-		return nil, fmt.Errorf("%s: %d values for %d rows of %d features", t.label(), len(x), rows, t.inputs)
+	z, err := t.lr.Logits(x, rows)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.label(), err)
 	}
-	out := make([]float32, 2*rows)
-	for i := range rows {
-		z := float64(t.lr.Intercept)
-		for j, w := range t.lr.Coefficients {
-			z += float64(w) * float64(x[i*t.inputs+j])
-		}
-		out[2*i+1] = float32(z)
-	}
-	return out, nil
+	return z, nil
 }
 
 // LayerPair matches student hidden layer Student to teacher hidden layer Teacher.

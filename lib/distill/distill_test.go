@@ -3,10 +3,13 @@ package distill
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/stconv"
 )
 
 var digitsPath = filepath.Join("..", "..", "testdata", "digits", "digits.csv.gz")
@@ -326,5 +329,85 @@ func TestLogisticTeacher(t *testing.T) {
 	t.Logf("student agreement with LogisticRegression: train %.4f, validation %.4f", res.TrainAgreement, res.ValAgreement)
 	if res.ValAgreement < 0.97 || !math.IsNaN(res.ValAccuracy) {
 		t.Errorf("validation agreement %.4f, accuracy %v (no labels: NaN)", res.ValAgreement, res.ValAccuracy)
+	}
+}
+
+// TestMultinomialLogisticTeacher fits a softmax regression on the digits training
+// split, saves it as APR and as SafeTensors, loads both back, and distils a small
+// student from the APR file through its probabilities, validated on the held-out
+// rows.
+func TestMultinomialLogisticTeacher(t *testing.T) {
+	train, test := digitsSplit(t)
+	y := make([]float64, len(train.Y))
+	for i, c := range train.Y {
+		y[i] = float64(c)
+	}
+	lr := model.NewMultinomialLogisticRegression(10)
+	lr.LearningRate, lr.MaxIter = 1, 500
+	epochs := 60 // the recipe for the student
+	if testing.Short() {
+		lr.MaxIter, epochs = 100, 10
+	}
+	if err := lr.Fit(train.X, y); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	aprPath, stPath := filepath.Join(dir, "softmax.apr"), filepath.Join(dir, "softmax.safetensors")
+	if err := apr.Save(aprPath, lr, apr.SaveOptions{Name: "digits-softmax"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stconv.SaveModel(stPath, lr); err != nil {
+		t.Fatal(err)
+	}
+	fromST, err := stconv.LoadModel[*model.LogisticRegressionModel](stPath, model.LogisticRegression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	teacher, err := LoadTeacher(aprPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromAPR := teacher.Model.(*model.LogisticRegressionModel)
+	for _, m := range []*model.LogisticRegressionModel{fromAPR, fromST} {
+		if m.Classes != 10 || !slices.Equal(m.Coefficients, lr.Coefficients) || !slices.Equal(m.Intercepts, lr.Intercepts) {
+			t.Fatalf("reloaded model differs: %d classes", m.Classes)
+		}
+	}
+	if teacher.Classes() != 10 || teacher.Inputs() != 64 || teacher.Params() != 650 {
+		t.Fatalf("teacher: %d classes, %d inputs, %d params", teacher.Classes(), teacher.Inputs(), teacher.Params())
+	}
+	ty := make([]float64, len(test.Y))
+	for i, c := range test.Y {
+		ty[i] = float64(c)
+	}
+	teacherAcc, err := lr.Score(test.X, ty)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	opt := DefaultOptions()
+	opt.Epochs, opt.Seed = epochs, 2
+	student, err := model.NewNeuralSequential([]int{64, 16, 16, 10}, model.ActReLU, model.ActSoftmax, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(student, []*Teacher{teacher}, train, test, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Measured (500 steps, 60 epochs): teacher 0.9622, student 0.9444 with
+	// agreement 0.9667.
+	t.Logf("softmax regression teacher (%d steps): test accuracy %.4f; student 64-16-16-10 %d epochs T=3 alpha=0.7: test accuracy %.4f, agreement %.4f",
+		lr.Iterations, teacherAcc, epochs, res.ValAccuracy, res.ValAgreement)
+	if res.TeacherValAccuracy != teacherAcc {
+		t.Errorf("teacher accuracy through its logits %.4f, through Predict %.4f", res.TeacherValAccuracy, teacherAcc)
+	}
+	minT, minS, minA := 0.95, 0.93, 0.95
+	if testing.Short() {
+		minT, minS, minA = 0.90, 0.75, 0.75
+	}
+	if teacherAcc < minT || res.ValAccuracy < minS || res.ValAgreement < minA {
+		t.Errorf("teacher %.4f (want >= %.2f), student %.4f (want >= %.2f), agreement %.4f (want >= %.2f)",
+			teacherAcc, minT, res.ValAccuracy, minS, res.ValAgreement, minA)
 	}
 }
