@@ -38,7 +38,7 @@ func decode(t dtype.DType, src []byte, scratch []float32) ([]float32, error) {
 
 // firstNonFinite returns the index of the first NaN or infinity in x, or -1.
 func firstNonFinite(x []float32) int {
-	if !anyExpAtLeast(x, 0x7F800000) {
+	if !kernels.AnyAbsAtLeast(x, 0x7F800000) {
 		return -1
 	}
 	for i, v := range x {
@@ -57,49 +57,6 @@ func firstAbove(x []float32, bound float32) int {
 		}
 	}
 	return -1
-}
-
-// anyExpAtLeast reports whether some value of x has an exponent field (bits & 0x7F800000)
-// of at least exp, which must be at least 0x00800000: with exp 0x7F800000 it finds
-// NaN and infinities, with a lower one every magnitude from a power of two up.
-//
-// The test is branch-free per value: (bits & 0x7F800000) + (0x80000000 - exp) reaches
-// bit 31 exactly when the exponent field is exp or more; the sum stays below 2^32, so
-// two values are tested per 64-bit word without carries between them.
-func anyExpAtLeast(x []float32, exp uint32) bool {
-	if len(x) == 0 {
-		return false
-	}
-	add32 := 0x80000000 - exp
-	var acc uint64
-	i := 0
-	if uintptr(unsafe.Pointer(&x[0]))%8 != 0 {
-		acc = uint64((math.Float32bits(x[0]) & 0x7F800000) + add32)
-		i = 1
-	}
-	pairs := (len(x) - i) / 2
-	if pairs > 0 {
-		w := unsafe.Slice((*uint64)(unsafe.Pointer(&x[i])), pairs)
-		const mask = 0x7F8000007F800000
-		add := uint64(add32)<<32 | uint64(add32)
-		var a0, a1, a2, a3 uint64
-		j := 0
-		for ; j+4 <= len(w); j += 4 {
-			a0 |= (w[j] & mask) + add
-			a1 |= (w[j+1] & mask) + add
-			a2 |= (w[j+2] & mask) + add
-			a3 |= (w[j+3] & mask) + add
-		}
-		for ; j < len(w); j++ {
-			a0 |= (w[j] & mask) + add
-		}
-		acc |= a0 | a1 | a2 | a3
-		i += 2 * pairs
-	}
-	for ; i < len(x); i++ {
-		acc |= uint64((math.Float32bits(x[i]) & 0x7F800000) + add32)
-	}
-	return acc&0x8000000080000000 != 0
 }
 
 // maxMagnitude is the largest |value| each target type can hold: for the GGML types

@@ -282,8 +282,8 @@ func TestNonFiniteRefused(t *testing.T) {
 		{float32(math.MaxFloat32), 0x7F800000, false}, {float32(math.Inf(-1)), 0x7F800000, true}, {1e-30, 0x00800000, true}} {
 		w := slices.Clone(v)
 		w[77] = c.v
-		if got := anyExpAtLeast(w[1:], c.exp); got != c.hit {
-			t.Errorf("anyExpAtLeast(%g, %#x) = %v", c.v, c.exp, got)
+		if got := kernels.AnyAbsAtLeast(w[1:], c.exp); got != c.hit {
+			t.Errorf("AnyAbsAtLeast(%g, %#x) = %v", c.v, c.exp, got)
 		}
 	}
 	if got := firstNonFinite(v); got != -1 {

@@ -35,7 +35,7 @@ type plan struct {
 	chunk    int // values per job, a multiple of both types' block sizes
 	outBytes int64
 	stats    bool
-	limitExp uint32 // values with an exponent field this large are checked closely
+	limitExp uint32 // values of magnitude 2^exponent of this field and up are checked closely
 }
 
 // convert fills j.out (and j.acc) from j.in: decode to float32, refuse NaN and
@@ -47,13 +47,17 @@ func (p *plan) convert(j *job) error {
 	if err != nil {
 		return fmt.Errorf("tensor %q: decoding %v: %w", p.name, p.from, err)
 	}
-	if anyExpAtLeast(x, p.limitExp) {
+	j.out = growBytes(j.out, elemBytes(p.to, j.n))
+	// One pass: quantize, and find whether a value needs a close look (NaN,
+	// infinities, magnitudes near what the target holds).
+	big, err := kernels.QuantizeChecked(p.to, j.out, x, p.limitExp)
+	if err == nil && big {
 		if err := p.valueErr(x, j.start); err != nil {
 			return err
 		}
+		err = kernels.Quantize(p.to, j.out, x) // large but within bounds
 	}
-	j.out = growBytes(j.out, elemBytes(p.to, j.n))
-	if err := kernels.Quantize(p.to, j.out, x); err != nil {
+	if err != nil {
 		return fmt.Errorf("tensor %q: encoding %v: %w", p.name, p.to, err)
 	}
 	if i := overflow(p.to, j.out); i >= 0 {
