@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Distillation stage of the apr demo: fit a teacher network on the real digits set,
-# distil a small student from it, and read the student's provenance back with
+# distil a small student from it (and from a softmax-regression teacher), and read the student's provenance back with
 # apr-decode inspect. Needs apr-distill and apr-decode on PATH (make build puts them
 # in bin/). DEMO_DIR keeps the files; SOURCE_DATE_EPOCH makes them reproducible.
 set -euo pipefail
@@ -22,6 +22,11 @@ apr-distill "$work/teacher.apr" --data "$data" --scale 0.0625 --student 64-16-16
 step "the student's provenance: apr-decode inspect student.apr"
 apr-decode inspect "$work/student.apr"
 apr-decode verify "$work/student.apr"
+
+step "a softmax regression (multinomial LogisticRegression) as teacher: fit it on the same split, distil the same student"
+apr-distill fit-logistic --data "$data" --scale 0.0625 --val-split 0.25 --name digits-softmax -o "$work/softmax.apr"
+apr-distill "$work/softmax.apr" --data "$data" --scale 0.0625 --student 64-16-16-10 \
+	--temperature 3 --alpha 0.7 --val-split 0.25 --epochs "$epochs" --seed 2 --name digits-student-lr -o "$work/student-lr.apr"
 
 step "data wider than the teacher's input is refused (labels read as a 65th feature), and no file is written"
 status=0

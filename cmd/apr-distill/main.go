@@ -4,6 +4,7 @@
 //	apr-distill fit --data digits.csv.gz --scale 0.0625 --student 64-128-128-10 -o teacher.apr
 //	apr-distill teacher.apr --data digits.csv.gz --scale 0.0625 --student 64-16-16-10 -o student.apr
 //	apr-distill a.apr b.apr --method ensemble --weights 2,1 --data x.npz --student 64-16-10 -o s.apr
+//	apr-distill fit-logistic --data digits.csv.gz --scale 0.0625 -o softmax.apr
 package main
 
 import (
@@ -37,29 +38,35 @@ type distillCLI struct {
 	cli.VersionFlag
 	Distill distillCmd `cmd:"" default:"withargs" help:"Distil a student from one or more teacher models (the default command)."`
 	Fit     fitCmd     `cmd:"" help:"Train a model from labelled data with no teacher (the same loop, alpha = 0)."`
+	Logit   logitCmd   `cmd:"" name:"fit-logistic" help:"Fit a LogisticRegression (binary for 2 classes, multinomial softmax regression for more) from labelled data, e.g. as a teacher."`
 }
 
-// trainFlags are the options shared by both commands.
-type trainFlags struct {
+// dataFlags are the data and output options of every command.
+type dataFlags struct {
 	Data        string   `required:"" placeholder:"FILE" help:"Training data: CSV (optionally gzip, header optional), .npy (features; --labels for labels) or .npz (X and optional y)."`
 	LabelColumn string   `default:"-1" placeholder:"COL" help:"CSV label column: index from 0 (negative from the end), header name, or 'none' (default: the last column)."`
 	Labels      string   `placeholder:"FILE" help:"Labels (.npy) for a .npy feature file."`
 	Scale       float64  `default:"1" help:"Multiply every feature by this factor first (e.g. 0.0625 for pixels 0..16); use the same value for teacher and student."`
-	Student     string   `required:"" placeholder:"ARCH|FILE" help:"Layer widths of a new model, e.g. 64-16-16-10, or an existing NeuralSequential .apr to start from."`
-	Activation  string   `default:"relu" enum:"relu,tanh,sigmoid,identity" help:"Hidden-layer activation of a new model (relu, tanh, sigmoid, identity)."`
 	Output      string   `short:"o" placeholder:"FILE" help:"Write the model to FILE (atomically) instead of stdout."`
-	Epochs      int      `default:"20" help:"Training epochs (of the final stage)."`
-	BatchSize   int      `default:"32" help:"Rows per mini-batch."`
-	LR          float64  `name:"lr" default:"0.001" help:"Learning rate."`
-	Optimizer   string   `default:"adam" enum:"adam,sgd" help:"Optimizer: adam or sgd."`
-	Momentum    float64  `default:"0" help:"SGD momentum."`
-	Seed        uint64   `default:"0" help:"Seed of the initialisation and the batch order."`
 	ValSplit    float64  `default:"0.2" placeholder:"FRACTION" help:"Fraction of the rows held out for validation (stratified by label)."`
 	SplitSeed   uint64   `default:"0" help:"Seed of the validation split (keep it equal for teacher and student, so the student is validated on rows the teacher never saw)."`
 	Name        string   `help:"Model name in the metadata."`
 	Compress    string   `short:"c" default:"zstd" enum:"none,zstd,zstd-max,lz4" help:"Compression of tensor data."`
 	Meta        []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a custom metadata value (repeatable)."`
 	JSON        bool     `name:"json" help:"Also print the final report as JSON on stdout (needs -o FILE, since stdout then carries the report)."`
+}
+
+// trainFlags are the options shared by distillation and fit.
+type trainFlags struct {
+	dataFlags
+	Student    string  `required:"" placeholder:"ARCH|FILE" help:"Layer widths of a new model, e.g. 64-16-16-10, or an existing NeuralSequential .apr to start from."`
+	Activation string  `default:"relu" enum:"relu,tanh,sigmoid,identity" help:"Hidden-layer activation of a new model (relu, tanh, sigmoid, identity)."`
+	Epochs     int     `default:"20" help:"Training epochs (of the final stage)."`
+	BatchSize  int     `default:"32" help:"Rows per mini-batch."`
+	LR         float64 `name:"lr" default:"0.001" help:"Learning rate."`
+	Optimizer  string  `default:"adam" enum:"adam,sgd" help:"Optimizer: adam or sgd."`
+	Momentum   float64 `default:"0" help:"SGD momentum."`
+	Seed       uint64  `default:"0" help:"Seed of the initialisation and the batch order."`
 }
 
 type distillCmd struct {
@@ -118,15 +125,8 @@ func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Me
 	if f.Epochs < 1 || f.BatchSize < 1 {
 		return cli.Usagef("--epochs %d and --batch-size %d must be at least 1", f.Epochs, f.BatchSize)
 	}
-	if f.JSON && (f.Output == "" || f.Output == "-") {
-		return cli.Usagef("--json prints the report on stdout: write the model with -o FILE")
-	}
-	if !(f.Scale > 0) || math.IsInf(f.Scale, 0) {
-		return cli.Usagef("--scale %v: expected a finite value > 0", f.Scale)
-	}
-	comp, err := container.ParseCompression(f.Compress)
-	if err != nil {
-		return cli.Usagef("%v", err)
+	if err := f.check(); err != nil {
+		return err
 	}
 	var teachers []*distill.Teacher
 	for _, p := range teacherPaths {
@@ -136,29 +136,11 @@ func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Me
 		}
 		teachers = append(teachers, t)
 	}
-	data, err := distill.LoadData(f.Data, distill.LoadOptions{LabelColumn: f.LabelColumn, Labels: f.Labels})
+	in, err := loadInput(&f.dataFlags)
 	if err != nil {
 		return err
 	}
-	digest, err := fileSHA256(f.Data)
-	if err != nil {
-		return err
-	}
-	if f.Scale != 1 {
-		for i := range data.X.Data {
-			data.X.Data[i] *= f.Scale
-		}
-	}
-	// Check every value before the split, so errors name the row of the file.
-	for i, v := range data.X.Data {
-		if math.IsNaN(v) || math.IsInf(v, 0) || math.IsInf(float64(float32(v)), 0) {
-			return fmt.Errorf("%s: row %d, column %d: value %v, expected a finite number", data.Name, i/data.X.Cols+1, i%data.X.Cols+1, v)
-		}
-	}
-	trainSet, valSet, err := distill.Split(data, f.ValSplit, f.SplitSeed)
-	if err != nil {
-		return cli.Usagef("--val-split: %v", err)
-	}
+	data, digest, trainSet, valSet, comp := in.data, in.digest, in.train, in.val, in.comp
 	student, err := newStudent(f, data, teachers)
 	if err != nil {
 		return err
@@ -188,17 +170,7 @@ func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Me
 	if method != distill.Fit {
 		hyper["temperature"], hyper["alpha"] = opt.Temperature, opt.Alpha
 	}
-	so := apr.SaveOptions{Name: f.Name, Hyperparameters: hyper, Metrics: distill.Metrics(res), Compression: comp}
-	for _, kv := range f.Meta {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return cli.Usagef("--meta %q: expected KEY=VALUE", kv)
-		}
-		if so.Custom == nil {
-			so.Custom = map[string]any{}
-		}
-		so.Custom[k] = v
-	}
+	so := apr.SaveOptions{Name: f.Name, Hyperparameters: hyper, Metrics: distill.Metrics(res), Compression: comp, Custom: in.custom}
 	if err := distill.Encode(out, student, so, prov); err != nil {
 		return fmt.Errorf("%s: %w", out.Name, err)
 	}
@@ -211,6 +183,69 @@ func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Me
 		return enc.Encode(jsonReport(method, opt, res, elapsed, teachers, student, f.Output))
 	}
 	return nil
+}
+
+// check validates the data flags that need no file.
+func (f *dataFlags) check() error {
+	if f.JSON && (f.Output == "" || f.Output == "-") {
+		return cli.Usagef("--json prints the report on stdout: write the model with -o FILE")
+	}
+	if !(f.Scale > 0) || math.IsInf(f.Scale, 0) {
+		return cli.Usagef("--scale %v: expected a finite value > 0", f.Scale)
+	}
+	for _, kv := range f.Meta {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return cli.Usagef("--meta %q: expected KEY=VALUE", kv)
+		}
+	}
+	return nil
+}
+
+// input is the data of a run, loaded, scaled, checked and split.
+type input struct {
+	data       distill.Data
+	digest     string
+	train, val distill.Data
+	comp       container.Compression
+	custom     map[string]any
+}
+
+// loadInput reads and splits the data of f (after f.check).
+func loadInput(f *dataFlags) (*input, error) {
+	comp, err := container.ParseCompression(f.Compress)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	in := &input{comp: comp}
+	for _, kv := range f.Meta {
+		k, v, _ := strings.Cut(kv, "=")
+		if in.custom == nil {
+			in.custom = map[string]any{}
+		}
+		in.custom[k] = v
+	}
+	if in.data, err = distill.LoadData(f.Data, distill.LoadOptions{LabelColumn: f.LabelColumn, Labels: f.Labels}); err != nil {
+		return nil, err
+	}
+	if in.digest, err = fileSHA256(f.Data); err != nil {
+		return nil, err
+	}
+	data := in.data
+	if f.Scale != 1 {
+		for i := range data.X.Data {
+			data.X.Data[i] *= f.Scale
+		}
+	}
+	// Check every value before the split, so errors name the row of the file.
+	for i, v := range data.X.Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.IsInf(float64(float32(v)), 0) {
+			return nil, fmt.Errorf("%s: row %d, column %d: value %v, expected a finite number", data.Name, i/data.X.Cols+1, i%data.X.Cols+1, v)
+		}
+	}
+	if in.train, in.val, err = distill.Split(data, f.ValSplit, f.SplitSeed); err != nil {
+		return nil, cli.Usagef("--val-split: %v", err)
+	}
+	return in, nil
 }
 
 // num is a float for JSON: NaN (a figure that does not apply) becomes null.
