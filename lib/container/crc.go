@@ -61,3 +61,54 @@ func gf2Square(dst, mat *[32]uint32) {
 		dst[i] = gf2Times(mat, mat[i])
 	}
 }
+
+// crcShift combines CRCs of blocks of one common length with a cached operator: the
+// chunk frames of a tensor are nearly all the same length, and a frame's payload CRC
+// (computed by the worker that built or checked it) folds into the tensor CRC with
+// 32 XORs instead of a pass over the bytes. Other lengths fall back to crcCombine.
+type crcShift struct {
+	n  int64
+	op [32]uint32 // appends n zero bytes to a CRC state
+}
+
+// combine returns crcCombine(crcA, crcB, lenB); the first length it sees is cached.
+func (s *crcShift) combine(crcA, crcB uint32, lenB int64) uint32 {
+	if s.n == 0 && lenB > 0 {
+		s.n, s.op = lenB, zerosOperator(lenB)
+	}
+	if lenB != s.n {
+		return crcCombine(crcA, crcB, lenB)
+	}
+	return gf2Times(&s.op, crcA) ^ crcB
+}
+
+// zerosOperator returns the matrix that appends n > 0 zero bytes to a CRC state, as
+// the product of the operators for 2^k bytes over the set bits k of n.
+func zerosOperator(n int64) [32]uint32 {
+	var pow, res, tmp [32]uint32
+	// The operator for one zero bit, squared three times: one zero byte.
+	pow[0] = 0xEDB88320
+	for i, row := uint(1), uint32(1); i < 32; i, row = i+1, row<<1 {
+		pow[i] = row
+	}
+	for range 3 {
+		gf2Square(&tmp, &pow)
+		pow = tmp
+	}
+	for i := range res {
+		res[i] = 1 << i // identity
+	}
+	for ; n > 0; n >>= 1 {
+		if n&1 != 0 {
+			for i := range res {
+				tmp[i] = gf2Times(&pow, res[i])
+			}
+			res = tmp
+		}
+		if n > 1 {
+			gf2Square(&tmp, &pow)
+			pow = tmp
+		}
+	}
+	return res
+}

@@ -25,3 +25,29 @@ func TestCRCCombine(t *testing.T) {
 		}
 	}
 }
+
+func TestCRCShift(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	buf := make([]byte, 9000)
+	for i := range buf {
+		buf[i] = byte(r.IntN(256))
+	}
+	var s crcShift
+	// The first length is cached; the others take crcCombine; all must agree.
+	for _, n := range []int64{4096, 1, 4096, 7, 4095, 4096, 8999} {
+		split := int64(len(buf)) - n
+		a, b := buf[:split], buf[split:]
+		want := crc32.ChecksumIEEE(buf)
+		if got := s.combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), n); got != want {
+			t.Errorf("len %d: got %08x want %08x", n, got, want)
+		}
+	}
+	for _, n := range []int64{1, 2, 3, 1 << 20, 1<<20 + 16, 123457} {
+		op := zerosOperator(n)
+		for _, a := range []uint32{0, 1, 0x80000000, 0xDEADBEEF} {
+			if got, want := gf2Times(&op, a), crcCombine(a, 0, n); got != want {
+				t.Errorf("zerosOperator(%d)·%08x = %08x, crcCombine gives %08x", n, a, got, want)
+			}
+		}
+	}
+}

@@ -300,8 +300,8 @@ func (f *File) decodeChunks(e *Entry, co ChunkOpener, data []byte, emit func([]b
 		i++
 		return frame, true, nil
 	}
-	work := func(idx int64, frame []byte) ([]byte, error) { return decodeFrame(e, co, idx, n, frame) }
-	return ordered(context.Background(), f.workers, next, work, emit)
+	work := func(idx int64, frame []byte) (chunk, error) { return decodeFrame(e, co, idx, n, frame, nil) }
+	return ordered(context.Background(), f.workers, next, work, func(c chunk) error { return emit(c.data) })
 }
 
 // Verify reads the whole file in order and checks every CRC, every record against the

@@ -98,6 +98,8 @@ type Reader struct {
 	seen    []Entry
 	blocks  []Block
 	opener  TensorOpener // set when the file is sealed and an unsealer opened it
+	pool    *bufPool     // frame and chunk buffers, made with the first chunked tensor
+	shift   crcShift     // folds frame CRCs into tensor CRCs
 	sealMAC []byte
 	done    bool
 	err     error
@@ -130,7 +132,7 @@ func readOptions(opts []ReaderOption) readerOptions {
 func NewReader(r io.Reader, opts ...ReaderOption) (*Reader, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := readOptions(opts)
-	rd := &Reader{src: &source{br: bufio.NewReaderSize(r, 1<<20)}, workers: o.workers, ctx: ctx, cancel: cancel}
+	rd := &Reader{src: &source{br: bufio.NewReaderSize(r, readBuffer)}, workers: o.workers, ctx: ctx, cancel: cancel}
 	hb := make([]byte, HeaderSize)
 	if err := rd.src.read(hb); err != nil {
 		cancel()
@@ -182,6 +184,12 @@ func NewReader(r io.Reader, opts ...ReaderOption) (*Reader, error) {
 	rd.hdr = FileHeader{Major: h.Major, Minor: h.Minor, Type: h.Type, Flags: h.Flags, Metadata: md, MetadataSize: len(meta), Seal: seal}
 	return rd, nil
 }
+
+// readBuffer is the size of the Reader's buffer. bufio reads straight into the
+// caller's slice when it is empty and the slice is at least this large, so with a
+// buffer smaller than a chunk, frames and plain tensor data mostly skip the copy
+// through it; only record headers, trailers and other small fields are buffered.
+const readBuffer = 64 << 10
 
 func checkMeta(h *fileHeader, meta []byte) error {
 	if got := crc32.ChecksumIEEE(meta); got != h.MetaCRC {
@@ -412,9 +420,10 @@ type Tensor struct {
 	crc   uint32
 	start int64
 	// chunked reading
-	decoded chan []byte
+	decoded chan chunk
 	errc    chan error
-	pending []byte
+	pending chunk // the rest of the chunk being read
+	withCRC bool  // the decoding workers also compute each chunk's CRC
 	ended   bool
 	err     error
 }
@@ -449,25 +458,64 @@ func (t *Tensor) Read(p []byte) (int, error) {
 			return 0, t.setErr(tensorErr(t.Name, err))
 		}
 	} else {
-		if len(t.pending) == 0 {
-			if t.decoded == nil {
-				t.startChunks()
-			}
-			c, ok := <-t.decoded
-			if !ok {
-				err := <-t.errc
-				if err == nil {
-					err = formatErr(t.r.src.off, "chunks ended early")
-				}
-				return 0, t.setErr(tensorErr(t.Name, err))
+		if len(t.pending.data) == 0 {
+			c, err := t.nextChunk()
+			if err != nil {
+				return 0, err
 			}
 			t.pending = c
 		}
-		n = copy(p, t.pending)
-		t.pending = t.pending[n:]
+		n = copy(p, t.pending.data)
+		t.pending.data = t.pending.data[n:]
+		if len(t.pending.data) == 0 {
+			t.r.pool.put(t.pending.buf)
+			t.pending = chunk{}
+		}
 	}
 	t.left -= int64(n)
 	return n, nil
+}
+
+// nextChunk returns the next decoded chunk, starting the decoding on first use.
+func (t *Tensor) nextChunk() (chunk, error) {
+	if t.decoded == nil {
+		t.startChunks()
+	}
+	c, ok := <-t.decoded
+	if !ok {
+		err := <-t.errc
+		if err == nil {
+			err = formatErr(t.r.src.off, "chunks ended early")
+		}
+		return chunk{}, t.setErr(tensorErr(t.Name, err))
+	}
+	return c, nil
+}
+
+// streamChunks hands the decoded chunks of a chunked tensor that was not read yet to
+// fn, in order, each with its CRC32 computed by the decoding workers, and then ends
+// the tensor as a Read to its end would. fn must not keep the slice. It reports
+// false (and does nothing) for a tensor it cannot stream this way: plain data, an
+// empty or sealed tensor without a key, or one already read from.
+func (t *Tensor) streamChunks(fn func(b []byte, crc uint32) error) (bool, error) {
+	if !t.Chunked() || t.decoded != nil || t.left != t.RawSize || t.RawSize == 0 || t.err != nil ||
+		(t.Encrypted && t.co == nil) {
+		return false, nil
+	}
+	t.withCRC = true
+	for t.left > 0 {
+		c, err := t.nextChunk()
+		if err != nil {
+			return true, err
+		}
+		err = fn(c.data, c.crc)
+		t.left -= int64(len(c.data))
+		t.r.pool.put(c.buf)
+		if err != nil {
+			return true, t.setErr(err)
+		}
+	}
+	return true, t.end()
 }
 
 func (t *Tensor) setErr(err error) error {
@@ -478,9 +526,13 @@ func (t *Tensor) setErr(err error) error {
 // startChunks reads the frames in order in the background and decompresses them in
 // parallel; the decoded chunks arrive in order on t.decoded.
 func (t *Tensor) startChunks() {
-	t.decoded = make(chan []byte, 1)
+	t.decoded = make(chan chunk, 1)
 	t.errc = make(chan error, 1)
 	ctx := t.r.ctx
+	if t.r.pool == nil {
+		t.r.pool = newBufPool(int(t.ChunkSize)+frameHeader+SealOverhead, 2*t.r.workers+6)
+	}
+	pool, withCRC := t.r.pool, t.withCRC
 	go func() {
 		defer close(t.decoded)
 		i, n := int64(0), t.Entry.chunks()
@@ -492,12 +544,16 @@ func (t *Tensor) startChunks() {
 			i++
 			return frame, err == nil, err
 		}
-		work := func(idx int64, frame []byte) ([]byte, error) {
-			return decodeFrame(&t.Entry, t.co, idx, n, frame)
+		work := func(idx int64, frame []byte) (chunk, error) {
+			c, err := decodeFrame(&t.Entry, t.co, idx, n, frame, pool)
+			if err == nil && withCRC {
+				c.crc = crc32.ChecksumIEEE(c.data)
+			}
+			return c, err
 		}
-		emit := func(b []byte) error {
+		emit := func(c chunk) error {
 			select {
-			case t.decoded <- b:
+			case t.decoded <- c:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
@@ -507,7 +563,10 @@ func (t *Tensor) startChunks() {
 	}()
 }
 
-// readFrame reads chunk frame idx from the stream and feeds the tensor CRC.
+// readFrame reads chunk frame idx from the stream, into a buffer of the reader's pool,
+// and feeds the tensor CRC. The payload's bytes are not checksummed here: the frame
+// header's CRC is folded in, and every caller checks the payload against it before
+// using the frame, so the tensor CRC is that of the bytes read whenever it matters.
 func (t *Tensor) readFrame(idx int64) ([]byte, error) {
 	s := t.r.src
 	off := s.off
@@ -520,12 +579,13 @@ func (t *Tensor) readFrame(idx int64) ([]byte, error) {
 	if err := checkFrameLen(&t.Entry, idx, l, off); err != nil {
 		return nil, err
 	}
-	frame := make([]byte, frameHeader+size)
+	frame := t.r.pool.get(int(frameHeader + size))
 	copy(frame, h[:])
 	if err := s.readData(frame[frameHeader:]); err != nil {
 		return nil, err
 	}
-	t.crc = crcUpdate(t.crc, frame)
+	t.crc = crcUpdate(t.crc, h[:])
+	t.crc = t.r.shift.combine(t.crc, le.Uint32(h[4:]), size)
 	return frame, nil
 }
 
@@ -598,14 +658,17 @@ func (t *Tensor) skipFrames(open bool) error {
 			return tensorErr(t.Name, err)
 		}
 		if open {
-			if _, err := decodeFrame(&t.Entry, t.co, i, n, frame); err != nil {
+			c, err := decodeFrame(&t.Entry, t.co, i, n, frame, t.r.pool)
+			if err != nil {
 				return tensorErr(t.Name, err)
 			}
+			t.r.pool.put(c.buf)
 			continue
 		}
 		if want, got := le.Uint32(frame[4:]), crc32.ChecksumIEEE(frame[frameHeader:]); want != got {
 			return &ChecksumError{What: fmt.Sprintf("chunk %d", i), Tensor: t.Name, Offset: -1, Expected: want, Actual: got}
 		}
+		t.r.pool.put(frame)
 	}
 	return nil
 }

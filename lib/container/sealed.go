@@ -142,7 +142,7 @@ func entryCompression(c Compression, e *Entry) Compression {
 
 // sealFrame compresses (when c is a codec) and seals one raw chunk into a frame whose
 // CRC covers the ciphertext.
-func sealFrame(cs ChunkSealer, idx, n int64, raw []byte, c Compression, esz int) ([]byte, error) {
+func sealFrame(cs ChunkSealer, idx, n int64, raw []byte, c Compression, esz int, pool *bufPool) ([]byte, error) {
 	inner := raw
 	if c != CompressNone {
 		f, err := encodeChunk(raw, c, esz)
@@ -151,7 +151,7 @@ func sealFrame(cs ChunkSealer, idx, n int64, raw []byte, c Compression, esz int)
 		}
 		inner = f[frameHeader:]
 	}
-	out := make([]byte, frameHeader, frameHeader+len(inner)+SealOverhead)
+	out := pool.get(frameHeader + len(inner) + SealOverhead)[:frameHeader]
 	out, err := cs.SealChunk(out, uint64(idx), inner, idx == n-1)
 	if err != nil {
 		return nil, err
@@ -168,32 +168,54 @@ func sealFrame(cs ChunkSealer, idx, n int64, raw []byte, c Compression, esz int)
 	return out, nil
 }
 
+// chunk is a decoded chunk: its bytes, the pool buffer they live in (handed back to
+// the pool once the bytes are consumed; nil when they are not in one), and their
+// CRC32 when the reader asked the workers for it.
+type chunk struct {
+	data []byte
+	buf  []byte
+	crc  uint32
+}
+
 // decodeFrame verifies and decodes chunk idx of n from its frame: the CRC first, then
 // for sealed data the AEAD tag (nothing is decrypted or decompressed before both
-// pass), then decompression. rawLen is the chunk's raw length.
-func decodeFrame(e *Entry, co ChunkOpener, idx, n int64, frame []byte) ([]byte, error) {
+// pass), then decompression. With a pool, the frame is a buffer of that pool which
+// decodeFrame takes over, and the plaintext of a sealed chunk is opened into another
+// (a separate one, so that the ciphertext is intact for the diagnosis of a failed
+// tag); without one (frames in a mapped file), results are allocated.
+func decodeFrame(e *Entry, co ChunkOpener, idx, n int64, frame []byte, pool *bufPool) (chunk, error) {
 	l, crc, payload := le.Uint32(frame), le.Uint32(frame[4:]), frame[frameHeader:]
 	rawLen := int(chunkRawLen(e, idx))
 	if !e.Encrypted {
-		return decodeChunk(e, idx, payload, l&rawChunkFlag != 0, crc, rawLen, -1)
+		raw := l&rawChunkFlag != 0
+		out, err := decodeChunk(e, idx, payload, raw, crc, rawLen, -1)
+		if err != nil || raw {
+			return chunk{data: out, buf: frame}, err // a raw chunk is the frame's payload
+		}
+		pool.put(frame)
+		return chunk{data: out}, nil
 	}
 	if co == nil {
-		return nil, fmt.Errorf("tensor %q: %w", e.Name, ErrEncrypted)
+		return chunk{}, fmt.Errorf("tensor %q: %w", e.Name, ErrEncrypted)
 	}
 	if got := crc32.ChecksumIEEE(payload); got != crc {
-		return nil, &ChecksumError{What: fmt.Sprintf("chunk %d", idx), Tensor: e.Name, Offset: -1, Expected: crc, Actual: got}
+		return chunk{}, &ChecksumError{What: fmt.Sprintf("chunk %d", idx), Tensor: e.Name, Offset: -1, Expected: crc, Actual: got}
 	}
-	pt, err := co.OpenChunk(nil, uint64(idx), payload, idx == n-1)
+	dst := pool.get(len(payload))[:0]
+	pt, err := co.OpenChunk(dst, uint64(idx), payload, idx == n-1)
 	if err != nil {
-		return nil, fmt.Errorf("tensor %q: chunk %d: %w", e.Name, idx, err)
+		return chunk{}, fmt.Errorf("tensor %q: chunk %d: %w", e.Name, idx, err)
 	}
+	pool.put(frame)
 	if len(pt) == rawLen {
-		return pt, nil
+		return chunk{data: pt, buf: dst}, nil
 	}
 	if e.Codec == CodecNone || len(pt) > rawLen {
-		return nil, &FormatError{Offset: -1, Tensor: e.Name, Msg: fmt.Sprintf("sealed chunk %d opens to %d bytes, expected %d", idx, len(pt), rawLen)}
+		return chunk{}, &FormatError{Offset: -1, Tensor: e.Name, Msg: fmt.Sprintf("sealed chunk %d opens to %d bytes, expected %d", idx, len(pt), rawLen)}
 	}
-	return decodeChunk(e, idx, pt, false, crc32.ChecksumIEEE(pt), rawLen, -1)
+	out, err := decodeChunk(e, idx, pt, false, crc32.ChecksumIEEE(pt), rawLen, -1)
+	pool.put(dst)
+	return chunk{data: out}, err
 }
 
 // splitSealBlock separates the seal MAC block from the signature and license blocks

@@ -52,7 +52,8 @@ func WithWorkers(n int) Option { return func(o *writerOptions) { o.workers = n }
 // After any error the output is incomplete and every later call returns that error.
 type Writer struct {
 	out     *bufio.Writer
-	crc     uint32 // CRC32 of every byte written (tensor data folded in by crcCombine)
+	dst     io.Writer // under out, for large writes that need no buffering
+	crc     uint32    // CRC32 of every byte written (tensor data folded in by crcCombine)
 	off     int64
 	opts    writerOptions
 	flags   Flags
@@ -60,6 +61,8 @@ type Writer struct {
 	names   map[string]bool
 	blocks  []Block
 	sealed  TensorSealer // nil unless WithSealer
+	pool    *bufPool     // chunk buffers, made with the first chunked tensor
+	shift   crcShift     // folds frame CRCs into tensor CRCs
 	err     error
 	closed  bool
 }
@@ -116,7 +119,7 @@ func NewWriter(w io.Writer, h Header, opts ...Option) (*Writer, error) {
 			return nil, fmt.Errorf("sealer returned a %d-byte seal section, announced %d", len(section), n)
 		}
 	}
-	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), opts: o, flags: fh.Flags, names: map[string]bool{}, sealed: sealed}
+	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), dst: w, opts: o, flags: fh.Flags, names: map[string]bool{}, sealed: sealed}
 	wr.write(fh.encode())
 	wr.write(meta)
 	wr.pad()
@@ -138,9 +141,20 @@ func (w *Writer) writeData(b []byte) {
 	if w.err != nil {
 		return
 	}
-	_, w.err = w.out.Write(b)
+	if len(b) >= directWrite {
+		// Flush what is buffered and hand the block on as it is, not copied into the
+		// buffer first (bufio would copy whenever a small record header was pending).
+		if w.err = w.out.Flush(); w.err == nil {
+			_, w.err = w.dst.Write(b)
+		}
+	} else {
+		_, w.err = w.out.Write(b)
+	}
 	w.off += int64(len(b))
 }
+
+// directWrite is the size from which writeData bypasses the output buffer.
+const directWrite = 64 << 10
 
 var zeros [Align]byte
 
@@ -223,6 +237,23 @@ func (w *Writer) WriteTensorBytes(t TensorInfo, data []byte) error {
 }
 
 func (w *Writer) writePlain(e *Entry, data io.Reader, dataCRC *uint32) error {
+	if t, ok := data.(*Tensor); ok && t.RawSize == e.RawSize {
+		// Decompressed or unsealed chunks straight from a Reader: written from the
+		// reader's buffers, their CRCs computed by its workers.
+		var got int64
+		streamed, err := t.streamChunks(func(b []byte, crc uint32) error {
+			*dataCRC = w.shift.combine(*dataCRC, crc, int64(len(b)))
+			w.writeData(b)
+			got += int64(len(b))
+			return w.err
+		})
+		if streamed {
+			if err != nil && w.err == nil {
+				return shortData(e, got, err)
+			}
+			return err
+		}
+	}
 	buf := make([]byte, 256<<10)
 	for left := e.RawSize; left > 0; {
 		n := int(min(left, int64(len(buf))))
@@ -245,13 +276,16 @@ func (w *Writer) writeChunks(e *Entry, cs ChunkSealer, data io.Reader, dataCRC *
 	if e.Shuffle {
 		esz = e.DType.Info().BlockBytes
 	}
+	if w.pool == nil {
+		w.pool = newBufPool(w.opts.chunk+frameHeader+SealOverhead, 2*w.opts.workers+4)
+	}
 	left, i, n := e.RawSize, int64(0), e.chunks()
 	next := func() ([]byte, bool, error) {
 		if i == n {
 			return nil, false, nil
 		}
 		size := min(left, int64(e.ChunkSize))
-		buf := make([]byte, size)
+		buf := w.pool.get(int(size))
 		if _, err := io.ReadFull(data, buf); err != nil {
 			return nil, false, shortData(e, e.RawSize-left, err)
 		}
@@ -260,14 +294,18 @@ func (w *Writer) writeChunks(e *Entry, cs ChunkSealer, data io.Reader, dataCRC *
 		return buf, true, nil
 	}
 	work := func(idx int64, raw []byte) ([]byte, error) {
+		defer w.pool.put(raw) // the frame never aliases the raw chunk
 		if cs != nil {
-			return sealFrame(cs, idx, n, raw, entryCompression(w.opts.compression, e), esz)
+			return sealFrame(cs, idx, n, raw, entryCompression(w.opts.compression, e), esz, w.pool)
 		}
 		return encodeChunk(raw, w.opts.compression, esz)
 	}
 	emit := func(frame []byte) error {
-		*dataCRC = crcUpdate(*dataCRC, frame)
+		// The frame's header holds the CRC of its payload, computed by the worker.
+		*dataCRC = crcUpdate(*dataCRC, frame[:frameHeader])
+		*dataCRC = w.shift.combine(*dataCRC, le.Uint32(frame[4:]), int64(len(frame)-frameHeader))
 		w.writeData(frame)
+		w.pool.put(frame)
 		return w.err
 	}
 	return ordered(context.Background(), w.opts.workers, next, work, emit)
