@@ -411,3 +411,65 @@ func TestMultinomialLogisticTeacher(t *testing.T) {
 			teacherAcc, minT, res.ValAccuracy, minS, res.ValAgreement, minA)
 	}
 }
+
+// TestSoftTargets checks the targets the loss uses against their definition,
+// computed here in float64 from the teacher's own outputs: p_T = softmax(logits/T)
+// of the teacher (the weighted mean over an ensemble), and the teacher's class the
+// argmax of the mean probabilities at T = 1. TestLossGradient takes p_T as given.
+func TestSoftTargets(t *testing.T) {
+	const rows, cols, k = 7, 4, 3
+	data := randomData(rows, cols, k, 3)
+	t1, t2 := teacherOf(t, newNet(t, []int{cols, 6, k}, 31)), teacherOf(t, newNet(t, []int{cols, 5, k}, 32))
+	for _, tt := range []*Teacher{t1, t2} {
+		for i := range tt.nn.Layers[1].Weight {
+			tt.nn.Layers[1].Weight[i] *= 5
+		}
+	}
+	opt := DefaultOptions()
+	opt.Method, opt.Weights, opt.Temperature = Ensemble, []float64{1, 3}, 2.5
+	j, err := prepare(newNet(t, []int{cols, 4, k}, 3), []*Teacher{t1, t2}, data, Data{}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	softmax := func(z []float32, temp float64) []float64 {
+		out := make([]float64, len(z))
+		var s float64
+		for i, v := range z {
+			out[i] = math.Exp(float64(v) / temp)
+			s += out[i]
+		}
+		for i := range out {
+			out[i] /= s
+		}
+		return out
+	}
+	var z [2][]float32
+	for i, tt := range []*Teacher{t1, t2} {
+		x := make([]float32, len(data.X.Data))
+		for n, v := range data.X.Data {
+			x[n] = float32(v)
+		}
+		if z[i], err = tt.nn.Logits(x, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range rows {
+		a, b := softmax(z[0][r*k:(r+1)*k], 2.5), softmax(z[1][r*k:(r+1)*k], 2.5)
+		a1, b1 := softmax(z[0][r*k:(r+1)*k], 1), softmax(z[1][r*k:(r+1)*k], 1)
+		best := 0
+		mean1 := make([]float64, k)
+		for c := range k {
+			want := 0.25*a[c] + 0.75*b[c]
+			if got := float64(j.train.soft[r*k+c]); math.Abs(got-want) > 1e-6 {
+				t.Errorf("row %d class %d: soft target %.7f, definition %.7f", r, c, got, want)
+			}
+			mean1[c] = 0.25*a1[c] + 0.75*b1[c]
+			if mean1[c] > mean1[best] {
+				best = c
+			}
+		}
+		if j.train.tpred[r] != best {
+			t.Errorf("row %d: teacher class %d, definition %d", r, j.train.tpred[r], best)
+		}
+	}
+}
