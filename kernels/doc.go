@@ -8,6 +8,12 @@
 // code, and writes float32(a*b) + c wherever C rounds the product before the
 // add, so that no Go compiler may fuse the two into one multiply-add.
 //
+// Dequantize decodes every GGML block type in lib/dtype, following ggml's
+// dequantize_row_* functions, including the types that have no quantizer
+// here (IQ4_NL, IQ4_XS, MXFP4 and the grid-based IQ2_XXS to IQ1_M, whose
+// codebooks are stored compactly in iqgrids.go; .ci/test-peers-gguf checks
+// those against llama.cpp bit for bit).
+//
 // Every kernel has a plain Go reference; faster variants, where they exist,
 // must produce identical bytes and are tested against the reference.
 package kernels
