@@ -419,3 +419,19 @@ func TestIQSignBits(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkIQDequantize(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, typ := range iqTypes {
+		b.Run(typ.String(), func(b *testing.B) {
+			src := randomIQBlocks(r, typ, benchRow/qkK, 0x3c00)
+			dst := make([]float32, benchRow)
+			b.SetBytes(int64(4 * benchRow))
+			for b.Loop() {
+				if err := Dequantize(typ, dst, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
