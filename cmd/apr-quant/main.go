@@ -116,9 +116,14 @@ func (c *quantCmd) Run(env *cli.Env) error {
 
 // open returns the input stream. A regular file's index is read first (a few reads,
 // whatever its size), so every tensor is decided, and every rule error reported,
-// before any output exists, and the provenance gets per-type counts.
+// before any output exists, and the provenance gets per-type counts. A plain APR v2
+// file is memory-mapped (quant.MapFile); other files and pipes are streamed.
 func (c *quantCmd) open(env *cli.Env, o *quant.Options) (apr.Stream, string, func(), error) {
 	if c.Input != "-" && c.Input != "" {
+		if s := quant.MapFile(c.Input); s != nil { // a plain APR v2 file: quantized in place
+			o.Plan = s.Plan()
+			return s, c.Input, func() { s.Close() }, nil
+		}
 		if st, err := os.Stat(c.Input); err == nil && st.Mode().IsRegular() {
 			info, err := apr.Inspect(c.Input)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"sync"
 )
@@ -14,6 +15,8 @@ type job struct {
 	start int64 // index of the chunk's first value in the tensor
 	n     int   // values in the chunk
 	in    []byte
+	buf   []byte // storage for in, unless in is a view of a mapped file
+	crc   uint32 // CRC-32 of in, when in is a view of a mapped file
 	out   []byte
 	f32   []float32 // decoded source values (unless the input is used in place)
 	deq   []float32 // the output decoded again, for stats
@@ -55,7 +58,9 @@ type convertReader struct {
 	wg     sync.WaitGroup
 	cur    *job
 	off    int
-	left   int64 // output bytes not yet returned
+	left   int64         // output bytes not yet returned
+	mapped *mappedTensor // the source, when the workers read it in place
+	crc    uint32        // CRC-32 of the mapped source so far, joined from the jobs'
 	acc    errAcc
 	err    error
 	ended  bool // every job was taken from order
@@ -65,12 +70,18 @@ func (s *Stream) startConvert(p *plan, src io.Reader) *convertReader {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &convertReader{s: s, p: p, src: src, ctx: ctx, cancel: cancel, left: p.outBytes,
 		work: make(chan *job, cap(s.free)), order: make(chan *job, cap(s.free))}
+	if m, ok := src.(*mappedTensor); ok && !m.taken && m.off == 0 {
+		c.mapped, m.taken = m, true
+	}
 	c.wg.Add(1 + s.workers)
 	go c.produce()
 	for range s.workers {
 		go func() {
 			defer c.wg.Done()
 			for j := range c.work {
+				if c.mapped != nil {
+					j.crc = crc32.ChecksumIEEE(j.in)
+				}
 				j.err = p.convert(j)
 				close(j.done)
 			}
@@ -80,7 +91,8 @@ func (s *Stream) startConvert(p *plan, src io.Reader) *convertReader {
 }
 
 // produce reads the source tensor chunk by chunk, then checks that it ends where its
-// shape says (the container reader reports a checksum failure at that point).
+// shape says (the container reader reports a checksum failure at that point). A
+// mapped source is not read: each job gets a view of its chunk.
 func (c *convertReader) produce() {
 	defer c.wg.Done()
 	defer close(c.order)
@@ -94,8 +106,22 @@ func (c *convertReader) produce() {
 			return
 		}
 		j.start, j.n = start, int(min(int64(p.chunk), p.elems-start))
-		j.in = growBytes(j.in, elemBytes(p.from, j.n))
 		j.done = make(chan struct{})
+		if c.mapped != nil {
+			off := elemBytes(p.from, int(start))
+			j.in = c.mapped.data[off : off+elemBytes(p.from, j.n)]
+			c.order <- j
+			select {
+			case c.work <- j:
+			case <-c.ctx.Done():
+				j.err = c.ctx.Err()
+				close(j.done)
+				return
+			}
+			continue
+		}
+		j.buf = growBytes(j.buf, elemBytes(p.from, j.n))
+		j.in = j.buf
 		if _, err := io.ReadFull(c.src, j.in); err != nil {
 			j.err = fmt.Errorf("tensor %q: reading values %d..%d: %w", p.name, start, start+int64(j.n), eofErr(err))
 			close(j.done)
@@ -110,6 +136,9 @@ func (c *convertReader) produce() {
 			close(j.done)
 			return
 		}
+	}
+	if c.mapped != nil {
+		return // its length is the shape's (FileStream.Next checked)
 	}
 	var one [1]byte
 	n, err := c.src.Read(one[:])
@@ -146,6 +175,9 @@ func (c *convertReader) Read(b []byte) (int, error) {
 				return n, nil
 			}
 			c.acc.merge(c.cur.acc)
+			if c.mapped != nil {
+				c.mapped.release(elemBytes(c.p.from, int(c.cur.start)+c.cur.n))
+			}
 			c.s.free <- c.cur
 			c.cur = nil
 		}
@@ -156,9 +188,18 @@ func (c *convertReader) Read(b []byte) (int, error) {
 				c.err = fmt.Errorf("tensor %q: conversion ended %d bytes early", c.p.name, c.left)
 				return 0, c.err
 			}
+			if c.mapped != nil {
+				if err := c.mapped.end(c.crc); err != io.EOF {
+					c.err = err
+					return 0, err
+				}
+			}
 			return 0, io.EOF
 		}
 		<-j.done
+		if c.mapped != nil && j.err == nil {
+			c.crc = crcJoin(c.crc, j.crc, int64(len(j.in)))
+		}
 		if j.err != nil {
 			c.err = j.err
 			if j.in != nil {
