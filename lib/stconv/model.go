@@ -14,7 +14,8 @@ import (
 
 // SaveModel writes m to path as a SafeTensors file, atomically (a failed save leaves
 // no file): its tensors as they are (for LinearRegression and LogisticRegression
-// "coefficients" F32 [n_features] and "intercept" F32 [1]) and __metadata__
+// "coefficients" F32 [n_features] and "intercept" F32 [1]; a multinomial
+// LogisticRegression has [n_classes, n_features] and [n_classes]) and __metadata__
 // {"apr.model_type": TYPE, "apr.model_config": JSON}. The bytes depend only on the
 // model: saving the same model twice gives the same file, and the same file as
 // `apr-st export` of the model saved as APR.
