@@ -8,6 +8,7 @@
 //	apr-sign license -k issuer.key --licensee "Acme" --expires 2027-01-01 < signed.apr > licensed.apr
 //	apr-sign verify --license -p issuer.pub licensed.apr
 //	apr-sign pubkey author.pub > author.minisign.pub          # for minisign -V
+//	apr-sign -k author.key --password-file pw.txt sealed.apr -o signed.apr   # a password-sealed input
 package main
 
 import (
@@ -135,12 +136,23 @@ func readSmall(path string) ([]byte, error) {
 
 // sealedFlags open sealed inputs, whose signatures cover the plaintext.
 type sealedFlags struct {
-	Identity []string `short:"i" placeholder:"IDENTITY" help:"For a sealed input: an X25519 identity file (apr-seal keygen, age-keygen) that opens it; repeatable."`
+	Identity     []string `short:"i" placeholder:"IDENTITY" help:"For a sealed input: an X25519 identity file (apr-seal keygen, age-keygen) that opens it; repeatable."`
+	Password     bool     `help:"For a password-sealed input: ask for its password on the terminal (/dev/tty, since stdin carries the model)."`
+	PasswordFile string   `placeholder:"FILE" help:"For a password-sealed input: read its password from FILE (its first line); implies --password."`
+	PasswordEnv  string   `placeholder:"VAR" help:"For a password-sealed input: read its password from environment variable VAR; implies --password."`
 }
 
-// unsealer returns nil when no identity was given.
+func (s *sealedFlags) passwordWanted() bool {
+	return s.Password || s.PasswordFile != "" || s.PasswordEnv != ""
+}
+
+// unsealer returns nil when no identity and no password was asked for: a sealed
+// input is then refused with a message saying what to give.
 func (s *sealedFlags) unsealer() (container.Unsealer, error) {
-	if len(s.Identity) == 0 {
+	if s.PasswordFile != "" && s.PasswordEnv != "" {
+		return nil, cli.Usagef("give the password once: --password-file or --password-env")
+	}
+	if len(s.Identity) == 0 && !s.passwordWanted() {
 		return nil, nil
 	}
 	var ids []seal.Identity
@@ -157,7 +169,64 @@ func (s *sealedFlags) unsealer() (container.Unsealer, error) {
 			ids = append(ids, id)
 		}
 	}
-	return apr.NewUnsealer(ids...), nil
+	return &passwordUnsealer{ids: ids, flags: s}, nil
+}
+
+// passwordUnsealer reads the password only once the input turns out to be sealed
+// for one, so that an unsealed input never prompts.
+type passwordUnsealer struct {
+	ids   []seal.Identity
+	flags *sealedFlags
+}
+
+func (u *passwordUnsealer) Begin(header, metadata, section []byte) (container.TensorOpener, error) {
+	ids := u.ids
+	if u.flags.passwordWanted() {
+		si, err := apr.ParseSealInfo(section)
+		if err != nil {
+			return nil, err
+		}
+		if !si.Password {
+			return nil, fmt.Errorf("%w: the input is not sealed for a password (it is for %d X25519 recipient(s); give -i IDENTITY)",
+				apr.ErrDecryptionFailed, si.X25519)
+		}
+		pw, err := u.flags.password()
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids[:len(ids):len(ids)], seal.NewPasswordIdentity(pw))
+	}
+	return apr.NewUnsealer(ids...).Begin(header, metadata, section)
+}
+
+// password reads the sealed input's password as apr-seal does: the first line of
+// --password-file, all of --password-env, or a line typed on the terminal.
+func (s *sealedFlags) password() ([]byte, error) {
+	var pw []byte
+	switch {
+	case s.PasswordFile != "":
+		b, err := readSmall(s.PasswordFile)
+		if err != nil {
+			return nil, err
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		pw = []byte(strings.TrimSuffix(line, "\r"))
+	case s.PasswordEnv != "":
+		v, ok := os.LookupEnv(s.PasswordEnv)
+		if !ok {
+			return nil, cli.Usagef("environment variable %s is not set", s.PasswordEnv)
+		}
+		pw = []byte(v)
+	default:
+		var err error
+		if pw, err = readPasswordTTY("Password of the sealed input: "); err != nil {
+			return nil, err
+		}
+	}
+	if len(pw) == 0 {
+		return nil, errors.New("empty password")
+	}
+	return pw, nil
 }
 
 func loadPublicKeys(paths []string) ([]*sign.PublicKey, error) {

@@ -443,3 +443,101 @@ func TestSealedInput(t *testing.T) {
 		t.Errorf("sealed, verified without identity: exit %d, %d bytes out", code, len(out))
 	}
 }
+
+// TestPasswordSealedInput: a password-sealed model is signed, licensed and verified
+// with --password-file or --password-env, read as apr-seal reads it; the wrong
+// password, a password for a key-sealed file, or no password at all fail.
+func TestPasswordSealedInput(t *testing.T) {
+	dir := t.TempDir()
+	key, pub := keygen(t, dir, "author")
+	src, err := apr.OpenStream(bytes.NewReader(modelBytes(t, "secret")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := seal.NewPasswordRecipient([]byte("correct horse"), seal.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sealed bytes.Buffer
+	if err := apr.SealStream(&sealed, src, []seal.Recipient{pr}); err != nil {
+		t.Fatal(err)
+	}
+	pwFile := filepath.Join(dir, "pw.txt")
+	if err := os.WriteFile(pwFile, []byte("correct horse\r\nsecond line is ignored\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badFile := filepath.Join(dir, "bad.txt")
+	if err := os.WriteFile(badFile, []byte("wrong horse\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("APR_TEST_PW", "correct horse")
+
+	if out, errs, code := runIt(t, sealed.Bytes(), "-k", key); code != 1 || out != "" || !strings.Contains(errs, "sealed") {
+		t.Fatalf("password-sealed input without password: exit %d, %d bytes out, %s", code, len(out), errs)
+	}
+	if out, errs, code := runIt(t, sealed.Bytes(), "-k", key, "--password-file", badFile); code != 1 || out != "" ||
+		!strings.Contains(errs, "decrypt") {
+		t.Fatalf("wrong password: exit %d, %d bytes out, %s", code, len(out), errs)
+	}
+	if _, errs, code := runIt(t, sealed.Bytes(), "-k", key, "--password-env", "APR_TEST_UNSET_PW"); code != 2 || !strings.Contains(errs, "APR_TEST_UNSET_PW") {
+		t.Fatalf("unset variable: exit %d, %s", code, errs)
+	}
+	if _, errs, code := runIt(t, sealed.Bytes(), "-k", key, "--password-file", pwFile, "--password-env", "APR_TEST_PW"); code != 2 {
+		t.Fatalf("two password sources: exit %d, %s", code, errs)
+	}
+
+	signed, _ := mustRun(t, sealed.Bytes(), "-k", key, "--password-file", pwFile)
+	if !bytes.Equal([]byte(signed)[:container.HeaderSize-4], setSignedFlag(sealed.Bytes()[:container.HeaderSize-4])) {
+		t.Error("the signed file does not start with the sealed file's header (SIGNED added)")
+	}
+	out, _ := mustRun(t, []byte(signed), "verify", "-p", pub, "--password-env", "APR_TEST_PW")
+	if !strings.Contains(out, "good signature") {
+		t.Errorf("verify printed %q", out)
+	}
+	if _, _, code := runIt(t, []byte(signed), "verify", "-p", pub, "--password-file", badFile); code != 1 {
+		t.Errorf("verify with the wrong password: exit %d", code)
+	}
+	licensed, _ := mustRun(t, []byte(signed), "license", "-k", key, "--licensee", "Acme", "--password-env", "APR_TEST_PW")
+	mustRun(t, []byte(licensed), "verify", "--license", "-p", pub, "--password-file", pwFile)
+
+	// The signature covers the plaintext: it verifies again once unsealed.
+	opened, err := apr.OpenSealedStream(bytes.NewReader([]byte(signed)), seal.NewPasswordIdentity([]byte("correct horse")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain bytes.Buffer
+	if err := apr.Reencode(&plain, opened, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, plain.Bytes(), "verify", "-p", pub)
+
+	// A password for a file sealed to a key is refused with what to give instead.
+	rb, err := os.ReadFile("../../testdata/keys/test-age-recipient.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := seal.ParseX25519Recipient(strings.TrimSpace(string(rb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err = apr.OpenStream(bytes.NewReader(modelBytes(t, "secret")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keySealed bytes.Buffer
+	if err := apr.SealStream(&keySealed, src, []seal.Recipient{r}); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := runIt(t, keySealed.Bytes(), "-k", key, "--password-file", pwFile); code != 1 || !strings.Contains(errs, "not sealed for a password") {
+		t.Errorf("password for a key-sealed file: exit %d, %s", code, errs)
+	}
+}
+
+// setSignedFlag returns the first bytes of a header with the SIGNED flag set.
+func setSignedFlag(h []byte) []byte {
+	b := append([]byte(nil), h...)
+	f := container.Flags(uint32(b[8]) | uint32(b[9])<<8 | uint32(b[10])<<16 | uint32(b[11])<<24)
+	f |= container.FlagSigned
+	b[8], b[9], b[10], b[11] = byte(f), byte(f>>8), byte(f>>16), byte(f>>24)
+	return b
+}

@@ -113,7 +113,7 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 	}
 	flags := container.Flags(binary.LittleEndian.Uint32(hdr[8:]))
 	if flags&container.FlagEncrypted != 0 && u == nil {
-		return fmt.Errorf("%w: the input is sealed, so its content cannot be hashed; sign before sealing (apr-sign | apr-seal), give the key, or unseal first", container.ErrEncrypted)
+		return fmt.Errorf("%w: the input is sealed, so its content cannot be hashed; sign before sealing (apr-sign | apr-seal), give the key or password that opens it, or unseal first", container.ErrEncrypted)
 	}
 	// Reader side: the original bytes. Writer side: the patched header, then the
 	// input delayed by spliceHold bytes, so that its old blocks and footer can be
