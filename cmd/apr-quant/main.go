@@ -84,6 +84,7 @@ func (c *quantCmd) Run(env *cli.Env) error {
 		return cli.Usagef("%v", err)
 	}
 
+	widenPipes(env.Stdin, env.Stdout)
 	src, name, closeIn, err := c.open(env, &o)
 	if err != nil {
 		return err
