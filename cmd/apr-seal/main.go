@@ -60,40 +60,8 @@ func (p *passFlags) wanted() bool {
 
 // password reads the password; confirm asks twice on a terminal.
 func (p *passFlags) password(confirm bool) ([]byte, error) {
-	var pw []byte
-	switch {
-	case p.PassphraseFile != "":
-		b, err := readSmall(p.PassphraseFile, 64<<10)
-		if err != nil {
-			return nil, err
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		pw = []byte(strings.TrimSuffix(line, "\r"))
-	case p.PassphraseEnv != "":
-		v, ok := os.LookupEnv(p.PassphraseEnv)
-		if !ok {
-			return nil, cli.Usagef("environment variable %s is not set", p.PassphraseEnv)
-		}
-		pw = []byte(v)
-	default:
-		var err error
-		if pw, err = readPasswordTTY("Password: "); err != nil {
-			return nil, err
-		}
-		if confirm {
-			again, err := readPasswordTTY("Confirm password: ")
-			if err != nil {
-				return nil, err
-			}
-			if string(again) != string(pw) {
-				return nil, errors.New("the passwords do not match")
-			}
-		}
-	}
-	if len(pw) == 0 {
-		return nil, errors.New("empty password")
-	}
-	return pw, nil
+	src := cli.PasswordSource{File: p.PassphraseFile, Env: p.PassphraseEnv, FileFlag: "--passphrase-file", EnvFlag: "--passphrase-env"}
+	return cli.ReadPassword(src, "Password: ", confirm)
 }
 
 type sealCmd struct {
@@ -172,7 +140,7 @@ type unsealCmd struct {
 func (c *unsealCmd) Run(env *cli.Env) error {
 	var ids []seal.Identity
 	for _, path := range c.Identity {
-		b, err := readSmall(path, 1<<20)
+		b, err := cli.ReadSmallFile(path, 1<<20)
 		if err != nil {
 			return err
 		}
@@ -392,7 +360,7 @@ func parseRecipients(arg string) ([]seal.Recipient, error) {
 		}
 		return []seal.Recipient{r}, nil
 	}
-	b, err := readSmall(arg, 1<<20)
+	b, err := cli.ReadSmallFile(arg, 1<<20)
 	if err != nil {
 		return nil, fmt.Errorf("recipient %q is neither an age1... key nor a readable file: %w", arg, err)
 	}
@@ -416,21 +384,4 @@ func parseRecipients(arg string) ([]seal.Recipient, error) {
 		return nil, fmt.Errorf("%s: no recipients in the file", arg)
 	}
 	return rs, nil
-}
-
-// readSmall reads a key, recipient or password file of at most limit bytes.
-func readSmall(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return b, nil
 }

@@ -117,22 +117,9 @@ func (k *keyFlags) load() (*sign.PrivateKey, error) {
 	return key, nil
 }
 
-// readSmall reads a key or passphrase file, refusing anything larger than a key.
-func readSmall(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, sign.MaxKeyFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > sign.MaxKeyFileSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes: not a key file", path, sign.MaxKeyFileSize)
-	}
-	return b, nil
-}
+// readSmall reads a key, signature or passphrase file, refusing anything larger than a
+// key file can be.
+func readSmall(path string) ([]byte, error) { return cli.ReadSmallFile(path, sign.MaxKeyFileSize) }
 
 // sealedFlags open sealed inputs, whose signatures cover the plaintext.
 type sealedFlags struct {
@@ -202,31 +189,8 @@ func (u *passwordUnsealer) Begin(header, metadata, section []byte) (container.Te
 // password reads the sealed input's password as apr-seal does: the first line of
 // --password-file, all of --password-env, or a line typed on the terminal.
 func (s *sealedFlags) password() ([]byte, error) {
-	var pw []byte
-	switch {
-	case s.PasswordFile != "":
-		b, err := readSmall(s.PasswordFile)
-		if err != nil {
-			return nil, err
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		pw = []byte(strings.TrimSuffix(line, "\r"))
-	case s.PasswordEnv != "":
-		v, ok := os.LookupEnv(s.PasswordEnv)
-		if !ok {
-			return nil, cli.Usagef("environment variable %s is not set", s.PasswordEnv)
-		}
-		pw = []byte(v)
-	default:
-		var err error
-		if pw, err = readPasswordTTY("Password of the sealed input: "); err != nil {
-			return nil, err
-		}
-	}
-	if len(pw) == 0 {
-		return nil, errors.New("empty password")
-	}
-	return pw, nil
+	src := cli.PasswordSource{File: s.PasswordFile, Env: s.PasswordEnv, FileFlag: "--password-file", EnvFlag: "--password-env"}
+	return cli.ReadPassword(src, "Password of the sealed input: ", false)
 }
 
 func loadPublicKeys(paths []string) ([]*sign.PublicKey, error) {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package cli
 
 import (
 	"errors"
@@ -10,18 +10,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// readPasswordTTY asks for a password on /dev/tty with echo off, as apr-seal does:
-// stdin and stdout carry the model, so the terminal is opened directly.
+// readPasswordTTY asks for a password on /dev/tty with echo off: stdin and stdout
+// carry the model, so the terminal is opened directly (as age does).
 func readPasswordTTY(prompt string) ([]byte, error) {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
-		return nil, errNoTerminal
+		return nil, ErrNoTerminal
 	}
 	defer tty.Close()
 	fd := int(tty.Fd())
 	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	if err != nil {
-		return nil, errNoTerminal
+		return nil, ErrNoTerminal
 	}
 	quiet := *old
 	quiet.Lflag &^= unix.ECHO

@@ -1,7 +1,0 @@
-//go:build !linux
-
-package main
-
-// readPasswordTTY: terminal prompts are implemented for Linux only; elsewhere the
-// password comes from --passphrase-file or --passphrase-env.
-func readPasswordTTY(string) ([]byte, error) { return nil, errNoTerminal }
