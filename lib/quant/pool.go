@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
+
+	"github.com/apr-go/apr/lib/internal/crcjoin"
 )
 
 // job is one chunk of a tensor in flight. Its buffers are reused from chunk to chunk
@@ -198,7 +200,7 @@ func (c *convertReader) Read(b []byte) (int, error) {
 		}
 		<-j.done
 		if c.mapped != nil && j.err == nil {
-			c.crc = crcJoin(c.crc, j.crc, int64(len(j.in)))
+			c.crc = crcjoin.Join(c.crc, j.crc, int64(len(j.in)))
 		}
 		if j.err != nil {
 			c.err = j.err
