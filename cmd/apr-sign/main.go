@@ -91,21 +91,9 @@ func (k *keyFlags) load() (*sign.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pass []byte
-	switch {
-	case k.PassphraseFile != "":
-		b, err := readSmall(k.PassphraseFile)
-		if err != nil {
-			return nil, err
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		pass = []byte(strings.TrimSuffix(line, "\r"))
-	case k.PassphraseEnv != "":
-		v, ok := os.LookupEnv(k.PassphraseEnv)
-		if !ok {
-			return nil, cli.Usagef("environment variable %s is not set", k.PassphraseEnv)
-		}
-		pass = []byte(v)
+	pass, err := cli.GivenPassword(cli.PasswordSource{File: k.PassphraseFile, Env: k.PassphraseEnv})
+	if err != nil {
+		return nil, err
 	}
 	key, err := sign.ParsePrivateKey(data, pass)
 	if errors.Is(err, sign.ErrPassphraseRequired) {

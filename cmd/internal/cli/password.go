@@ -23,23 +23,11 @@ type PasswordSource struct {
 // ReadPassword reads a password from src; on a terminal it asks with prompt, twice
 // when confirm is set. An empty password is refused.
 func ReadPassword(src PasswordSource, prompt string, confirm bool) ([]byte, error) {
-	var pw []byte
-	switch {
-	case src.File != "":
-		b, err := ReadSmallFile(src.File, 64<<10)
-		if err != nil {
-			return nil, err
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		pw = []byte(strings.TrimSuffix(line, "\r"))
-	case src.Env != "":
-		v, ok := os.LookupEnv(src.Env)
-		if !ok {
-			return nil, Usagef("environment variable %s is not set", src.Env)
-		}
-		pw = []byte(v)
-	default:
-		var err error
+	pw, err := GivenPassword(src)
+	if err != nil {
+		return nil, err
+	}
+	if pw == nil {
 		if pw, err = askPassword(prompt, confirm); errors.Is(err, ErrNoTerminal) {
 			return nil, fmt.Errorf("%w; give %s FILE or %s VAR", err, src.FileFlag, src.EnvFlag)
 		} else if err != nil {
@@ -50,6 +38,27 @@ func ReadPassword(src PasswordSource, prompt string, confirm bool) ([]byte, erro
 		return nil, errors.New("empty password")
 	}
 	return pw, nil
+}
+
+// GivenPassword returns the password src names by a file or an environment variable,
+// or nil when it names neither (the terminal is not asked).
+func GivenPassword(src PasswordSource) ([]byte, error) {
+	switch {
+	case src.File != "":
+		b, err := ReadSmallFile(src.File, 64<<10)
+		if err != nil {
+			return nil, err
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		return []byte(strings.TrimSuffix(line, "\r")), nil
+	case src.Env != "":
+		v, ok := os.LookupEnv(src.Env)
+		if !ok {
+			return nil, Usagef("environment variable %s is not set", src.Env)
+		}
+		return []byte(v), nil
+	}
+	return nil, nil
 }
 
 func askPassword(prompt string, confirm bool) ([]byte, error) {
