@@ -68,28 +68,14 @@ func (m *LogisticRegressionModel) Fit(x Matrix, y []float64) error {
 	if m.Classes != 0 && m.Classes != 2 {
 		return fmt.Errorf("logistic regression: %d classes, expected 2 (binary) or >= 3 (multinomial)", m.Classes)
 	}
-	if err := x.check(); err != nil {
-		return err
-	}
-	if x.Rows == 0 {
-		return errors.New("logistic regression: no samples")
-	}
-	if len(y) != x.Rows {
-		return fmt.Errorf("logistic regression: %d samples in x but %d labels", x.Rows, len(y))
-	}
-	for i, v := range y {
+	err := m.checkFit(x, y, func(i int, v float64) error {
 		if v != 0 && v != 1 {
 			return fmt.Errorf("logistic regression: label y[%d] = %v, expected 0 or 1 (set Classes for a multinomial model)", i, v)
 		}
-	}
-	for i, v := range x.Data {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("logistic regression: x[%d][%d] = %v is not finite", i/x.Cols, i%x.Cols, v)
-		}
-	}
-	if !(m.LearningRate > 0) || math.IsInf(m.LearningRate, 0) || m.MaxIter < 0 || !(m.Tol >= 0) || !(m.L2Penalty >= 0) {
-		return fmt.Errorf("logistic regression: invalid hyperparameters learning_rate=%v max_iter=%d tol=%v l2_penalty=%v",
-			m.LearningRate, m.MaxIter, m.Tol, m.L2Penalty)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	n, p := x.Rows, x.Cols
 	w := make([]float64, p)
@@ -131,6 +117,36 @@ func (m *LogisticRegressionModel) Fit(x Matrix, y []float64) error {
 		m.Coefficients[j] = float32(v)
 	}
 	m.Intercept = float32(b)
+	return nil
+}
+
+// checkFit refuses what no fit can use: a malformed or empty x, a label count that is
+// not x's row count, a label that label rejects, a value that is not finite, and
+// hyperparameters out of range.
+func (m *LogisticRegressionModel) checkFit(x Matrix, y []float64, label func(i int, v float64) error) error {
+	if err := x.check(); err != nil {
+		return err
+	}
+	if x.Rows == 0 {
+		return errors.New("logistic regression: no samples")
+	}
+	if len(y) != x.Rows {
+		return fmt.Errorf("logistic regression: %d samples in x but %d labels", x.Rows, len(y))
+	}
+	for i, v := range y {
+		if err := label(i, v); err != nil {
+			return err
+		}
+	}
+	for i, v := range x.Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("logistic regression: x[%d][%d] = %v is not finite", i/x.Cols, i%x.Cols, v)
+		}
+	}
+	if !(m.LearningRate > 0) || math.IsInf(m.LearningRate, 0) || m.MaxIter < 0 || !(m.Tol >= 0) || !(m.L2Penalty >= 0) {
+		return fmt.Errorf("logistic regression: invalid hyperparameters learning_rate=%v max_iter=%d tol=%v l2_penalty=%v",
+			m.LearningRate, m.MaxIter, m.Tol, m.L2Penalty)
+	}
 	return nil
 }
 

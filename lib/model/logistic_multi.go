@@ -55,30 +55,16 @@ func (m *LogisticRegressionModel) checkParams() error {
 
 func (m *LogisticRegressionModel) fitMultinomial(x Matrix, y []float64) error {
 	k := m.Classes
-	if err := x.check(); err != nil {
-		return err
-	}
-	if x.Rows == 0 {
-		return errors.New("logistic regression: no samples")
-	}
-	if len(y) != x.Rows {
-		return fmt.Errorf("logistic regression: %d samples in x but %d labels", x.Rows, len(y))
-	}
 	labels := make([]int, len(y))
-	for i, v := range y {
+	err := m.checkFit(x, y, func(i int, v float64) error {
 		if v != math.Trunc(v) || v < 0 || v >= float64(k) {
 			return fmt.Errorf("logistic regression: label y[%d] = %v, expected a class index in [0,%d]", i, v, k-1)
 		}
 		labels[i] = int(v)
-	}
-	for i, v := range x.Data {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("logistic regression: x[%d][%d] = %v is not finite", i/x.Cols, i%x.Cols, v)
-		}
-	}
-	if !(m.LearningRate > 0) || math.IsInf(m.LearningRate, 0) || m.MaxIter < 0 || !(m.Tol >= 0) || !(m.L2Penalty >= 0) {
-		return fmt.Errorf("logistic regression: invalid hyperparameters learning_rate=%v max_iter=%d tol=%v l2_penalty=%v",
-			m.LearningRate, m.MaxIter, m.Tol, m.L2Penalty)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	n, p := x.Rows, x.Cols
 	w := make([]float64, k*p) // row c: class c's weights
