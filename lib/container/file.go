@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+
+	"github.com/apr-go/apr/lib/internal/mmap"
 )
 
 // File is an APR file opened for random access. Open reads the header, metadata, footer
@@ -41,25 +43,23 @@ func Open(path string, opts ...ReaderOption) (*File, error) {
 		return nil, err
 	}
 	var ra io.ReaderAt = fh
-	mapped, unmap := mmapFile(fh, st.Size())
-	if mapped != nil {
+	mapped, ok := mmap.Map(fh, st.Size()) // where it cannot, the File reads with ReadAt
+	if ok {
 		ra = bytes.NewReader(mapped)
 	}
-	f, err := NewFile(ra, st.Size(), opts...)
-	if err != nil {
-		if unmap != nil {
-			unmap()
-		}
-		fh.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	f.mapped = mapped
-	f.closer = func() error {
-		if unmap != nil {
-			unmap()
+	closer := func() error {
+		if mapped != nil {
+			mmap.Unmap(mapped)
 		}
 		return fh.Close()
 	}
+	f, err := NewFile(ra, st.Size(), opts...)
+	if err != nil {
+		closer()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f.mapped = mapped
+	f.closer = closer
 	return f, nil
 }
 

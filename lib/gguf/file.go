@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/apr-go/apr/lib/internal/mmap"
 )
 
 // File is a GGUF file opened for random access.
@@ -43,11 +45,11 @@ func (l Limits) Open(path string) (*File, error) {
 	var ra io.ReaderAt = f
 	closeFn := f.Close
 	var data []byte
-	if m, unmap, ok := mmapFile(f, size); ok {
+	if m, ok := mmap.Map(f, size); ok {
 		data = m
 		ra = bytes.NewReader(m)
 		f.Close()
-		closeFn = unmap
+		closeFn = func() error { return mmap.Unmap(m) }
 	}
 	gf, err := l.newFile(ra, size, path)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/apr-go/apr/lib/internal/mmap"
 )
 
 // window is how many bytes of a file eachWindow maps (or reads) at a time.
@@ -18,7 +20,7 @@ func eachWindow(f *os.File, off, size int64, buf *[]byte, fn func([]byte) error)
 	for size > 0 {
 		n := min(size, window)
 		var err error
-		if mapped, unmap, ok := mapRange(f, off, n); ok {
+		if mapped, unmap, ok := mmap.MapRange(f, off, n); ok {
 			err = fn(mapped)
 			unmap()
 		} else {

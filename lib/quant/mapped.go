@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/internal/mmap"
 )
 
 // FileStream reads a plain APR v2 file through a read-only memory mapping; it is an
@@ -27,7 +28,6 @@ type FileStream struct {
 	entries []container.Entry
 	i       int
 	cur     *mappedTensor
-	page    int64
 	err     error
 }
 
@@ -55,12 +55,12 @@ func MapFile(path string) *FileStream {
 			return nil
 		}
 	}
-	m := mapFile(f, st.Size())
-	if m == nil {
+	m, ok := mmap.Map(f, st.Size())
+	if !ok {
 		f.Close()
 		return nil
 	}
-	return &FileStream{f: f, file: file, mapped: m, entries: file.Entries(), page: int64(os.Getpagesize())}
+	return &FileStream{f: f, file: file, mapped: m, entries: file.Entries()}
 }
 
 // Plan is the tensor list of the index, for Options.Plan.
@@ -120,7 +120,7 @@ func (s *FileStream) Close() error {
 	if s.mapped == nil {
 		return nil
 	}
-	unmapFile(s.mapped)
+	mmap.Unmap(s.mapped)
 	s.mapped, s.cur = nil, nil
 	return s.f.Close()
 }
@@ -193,10 +193,6 @@ func (m *mappedTensor) finish() error {
 // release drops the whole pages of data[:upto] not yet released.
 func (m *mappedTensor) release(upto int) {
 	base := m.e.DataOffset
-	lo := (base + int64(m.released) + m.s.page - 1) / m.s.page * m.s.page
-	hi := (base + int64(upto)) / m.s.page * m.s.page
-	if hi > lo {
-		dropPages(m.s.mapped[lo:hi])
-	}
+	mmap.DropPages(m.s.mapped, base+int64(m.released), base+int64(upto))
 	m.released = upto
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/apr-go/apr/lib/internal/mmap"
 )
 
 // File is an open SafeTensors file whose header has been read and fully checked
@@ -83,7 +85,7 @@ func newFile(f *os.File, path string) (*File, error) {
 	for i, t := range h.Tensors {
 		sf.idx[t.Name] = i
 	}
-	sf.mm = mmapFile(f, size) // nil when unavailable: ReadAt is used instead
+	sf.mm, _ = mmap.Map(f, size) // nil when unavailable: ReadAt is used instead
 	return sf, nil
 }
 
@@ -106,7 +108,7 @@ func (f *File) Mapped() bool { return f.mm != nil }
 func (f *File) Close() error {
 	var err error
 	if f.mm != nil {
-		err = munmapFile(f.mm)
+		err = mmap.Unmap(f.mm)
 		f.mm = nil
 	}
 	if cerr := f.f.Close(); err == nil {
@@ -185,5 +187,5 @@ func (f *File) DropPages(off, n int64) {
 		return
 	}
 	end := min(off+n, int64(len(f.mm)))
-	dropPages(f.mm, off, end)
+	mmap.DropPages(f.mm, off, end)
 }
