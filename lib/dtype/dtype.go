@@ -72,6 +72,9 @@ const (
 	TQ1_0   DType = 0x100 | 34
 	TQ2_0   DType = 0x100 | 35
 	MXFP4   DType = 0x100 | 39
+	NVFP4   DType = 0x100 | 40
+	Q1_0    DType = 0x100 | 41
+	Q2_0    DType = 0x100 | 42
 )
 
 // Info describes one dtype.
@@ -132,6 +135,9 @@ var table = map[DType]Info{
 	TQ1_0:   {"TQ1_0", 256, 54, 34, "", "", true},
 	TQ2_0:   {"TQ2_0", 256, 66, 35, "", "", true},
 	MXFP4:   {"MXFP4", 32, 17, 39, "", "", true},
+	NVFP4:   {"NVFP4", 64, 36, 40, "", "", true},
+	Q1_0:    {"Q1_0", 128, 18, 41, "", "", true},
+	Q2_0:    {"Q2_0", 64, 18, 42, "", "", true},
 }
 
 var (

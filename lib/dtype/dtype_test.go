@@ -30,8 +30,8 @@ func TestTableConsistent(t *testing.T) {
 			}
 		}
 	}
-	if len(All()) != 43 {
-		t.Errorf("%d dtypes, want 43 (update FORMAT.md when the table changes)", len(All()))
+	if len(All()) != 46 {
+		t.Errorf("%d dtypes, want 46 (update FORMAT.md when the table changes)", len(All()))
 	}
 }
 
@@ -49,7 +49,11 @@ func TestSize(t *testing.T) {
 		{Q4_K, []int64{256}, 144, false},
 		{F4, []int64{6}, 3, false},
 		{F6E2M3, []int64{8}, 6, false},
-		{Q4_0, []int64{64, 33}, 0, true}, // row not a whole block
+		{NVFP4, []int64{2, 128}, 2 * 2 * 36, false}, // 4 E4M3 scales + 32 bytes of E2M1 per 64
+		{Q1_0, []int64{3, 128}, 3 * 18, false},      // f16 scale + 128 sign bits
+		{Q2_0, []int64{64}, 18, false},              // f16 scale + 64 2-bit codes
+		{Q4_0, []int64{64, 33}, 0, true},            // row not a whole block
+		{Q1_0, []int64{64}, 0, true},                // half a Q1_0 block
 		{F32, []int64{-1}, 0, true},
 		{F32, []int64{1 << 40, 1 << 40}, 0, true},
 		{DType(0x99), []int64{1}, 0, true},
