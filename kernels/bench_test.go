@@ -52,6 +52,26 @@ func BenchmarkQuantizeQ6_K(b *testing.B) { benchQuantize(b, dtype.Q6_K) }
 func BenchmarkQuantizeF16(b *testing.B)  { benchQuantize(b, dtype.F16) }
 func BenchmarkQuantizeBF16(b *testing.B) { benchQuantize(b, dtype.BF16) }
 
+// benchChecked runs QuantizeChecked on one chunk as apr-quant does (1 MiB of
+// float32 values per call), which shows the kernels' loops without the
+// per-call costs that a row of 4096 includes.
+func benchChecked(b *testing.B, d dtype.DType) {
+	const n = 1 << 18
+	x := randRow(rand.New(rand.NewPCG(1, 1)), n, 1)
+	nb, _ := sizes(d, n)
+	q := make([]byte, nb)
+	b.SetBytes(4 * n)
+	for b.Loop() {
+		if over, err := QuantizeChecked(d, q, x, 0x7f800000); err != nil || over {
+			b.Fatal(over, err)
+		}
+	}
+}
+
+func BenchmarkQuantizeCheckedQ8_0(b *testing.B) { benchChecked(b, dtype.Q8_0) }
+func BenchmarkQuantizeCheckedQ4_0(b *testing.B) { benchChecked(b, dtype.Q4_0) }
+func BenchmarkQuantizeCheckedQ4_1(b *testing.B) { benchChecked(b, dtype.Q4_1) }
+
 func BenchmarkDequantizeQ8_0(b *testing.B) { benchDequantize(b, dtype.Q8_0) }
 func BenchmarkDequantizeQ4_0(b *testing.B) { benchDequantize(b, dtype.Q4_0) }
 func BenchmarkDequantizeQ4_K(b *testing.B) { benchDequantize(b, dtype.Q4_K) }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/apr-go/apr/lib/dtype"
 )
 
 // fastRows builds finite rows that stress the fast paths: random magnitudes
@@ -40,6 +42,31 @@ func fastRows(r *rand.Rand) [][]float32 {
 	return rows
 }
 
+// longRows joins fastRows' rows of 8 blocks into rows of 9 to 64 blocks and
+// puts a block copied from a random row at one position in 8, so kernels that
+// take 16 blocks at a time see whole groups, tails, and blocks they hand back
+// to the reference anywhere in a group.
+func longRows(r *rand.Rand, rows [][]float32) [][]float32 {
+	var long [][]float32
+	for i := range rows {
+		nb := 9 + r.IntN(56)
+		x := make([]float32, 0, nb*qk)
+		for j := i; len(x) < nb*qk; j = (j + 1) % len(rows) {
+			x = append(x, rows[j]...)
+		}
+		x = x[:nb*qk]
+		for b := range nb {
+			if r.IntN(8) == 0 {
+				y := rows[r.IntN(len(rows))]
+				k := r.IntN(len(y) / qk)
+				copy(x[b*qk:(b+1)*qk], y[k*qk:])
+			}
+		}
+		long = append(long, x)
+	}
+	return long
+}
+
 // TestFastMatchesReference compares every accelerated kernel with its plain
 // Go reference, byte for byte (bit for bit for floats).
 func TestFastMatchesReference(t *testing.T) {
@@ -59,8 +86,8 @@ func TestFastMatchesReference(t *testing.T) {
 		{"Q4_1", quantQ4_1, quantQ4_1Generic, 20},
 	}
 	for _, k := range kernels {
-		a, b := make([]byte, 8*k.bs), make([]byte, 8*k.bs)
-		for i, x := range rows {
+		for i, x := range append(rows, longRows(r, rows)...) {
+			a, b := make([]byte, len(x)/qk*k.bs), make([]byte, len(x)/qk*k.bs)
 			k.fast(a, x)
 			k.ref(b, x)
 			if !bytes.Equal(a, b) {
@@ -113,6 +140,42 @@ func TestFastMatchesReference(t *testing.T) {
 		for j := range ya {
 			if math.Float32bits(ya[j]) != math.Float32bits(yb[j]) {
 				t.Fatalf("axpy row %d element %d: fast %v reference %v", i, j, ya[j], yb[j])
+			}
+		}
+	}
+}
+
+// TestQuantizeCheckedLong repeats TestQuantizeChecked's tests on rows long
+// enough for the 16-block kernels: bytes equal Quantize's below the limit,
+// and a value at or above it is reported wherever it sits.
+func TestQuantizeCheckedLong(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	rows := longRows(r, fastRows(r))
+	for _, d := range []dtype.DType{dtype.Q8_0, dtype.Q4_0, dtype.Q4_1} {
+		for i, x := range rows {
+			n, _ := sizes(d, len(x))
+			got, want := make([]byte, n), make([]byte, n)
+			if err := Quantize(d, want, x); err != nil {
+				t.Fatal(err)
+			}
+			limit := absMaxBits(x) + 1
+			if over, err := QuantizeChecked(d, got, x, limit); err != nil || over {
+				t.Fatalf("%v row %d: over %v, err %v", d, i, over, err)
+			}
+			if !bytes.Equal(got, want) {
+				j := firstDiff(got, want)
+				t.Fatalf("%v row %d: byte %d differs from Quantize: %#02x, want %#02x", d, i, j, got[j], want[j])
+			}
+			if i%4 != 0 {
+				continue
+			}
+			for _, v := range []float32{float32(math.NaN()), float32(math.Inf(-1)), math.Float32frombits(limit)} {
+				y := append([]float32(nil), x...)
+				at := r.IntN(len(y))
+				y[at] = v
+				if over, err := QuantizeChecked(d, got, y, limit); err != nil || !over {
+					t.Fatalf("%v row %d: %v at %d not reported (over %v, err %v)", d, i, v, at, over, err)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"simd/archsimd"
 	"unsafe"
@@ -121,7 +122,7 @@ func q8_0Run(dst []byte, src []float32) (int, uint32) {
 	l := newLanes()
 	absM := archsimd.BroadcastUint32x16(0x7fffffff)
 	signM := archsimd.BroadcastUint32x16(0x80000000)
-	zero := archsimd.BroadcastFloat32x16(0)
+	var zero archsimd.Float32x16 // not a broadcast: Go would build the 0 with a legacy SSE XORPS
 	one := archsimd.BroadcastFloat32x16(1)
 	half := archsimd.BroadcastFloat32x16(0.5)
 	c127 := archsimd.BroadcastFloat32x16(127)
@@ -154,7 +155,7 @@ func q4_0Run(dst []byte, src []float32) (int, uint32) {
 	var tmp [16]uint32
 	l := newLanes()
 	absM := archsimd.BroadcastUint32x16(0x7fffffff)
-	zero := archsimd.BroadcastFloat32x16(0)
+	var zero archsimd.Float32x16 // not a broadcast: Go would build the 0 with a legacy SSE XORPS
 	one := archsimd.BroadcastFloat32x16(1)
 	negEighth := archsimd.BroadcastFloat32x16(-0.125) // x * -0.125 rounds exactly as x / -8
 	add := archsimd.BroadcastFloat32x16(8.5)
@@ -187,12 +188,164 @@ func q4_0Run(dst []byte, src []float32) (int, uint32) {
 	return n, maxOf(&tmp)
 }
 
-//go:noinline
+// q4_1Run quantizes groups of 16 blocks with q4_1Run16, then the last
+// blocks one at a time; both stop before a block they do not handle.
 func q4_1Run(dst []byte, src []float32) (int, uint32) {
+	n, m := q4_1Run16(dst, src)
+	k, km := q4_1Run1(dst[n*20:], src[n*qk:])
+	return n + k, max(m, km)
+}
+
+// foldIdx holds the permutations that fold 16 vectors into one whose lane b
+// is the maximum (or minimum) of vector b's lanes. Each of the 4 levels
+// merges pairs of vectors: every group of lanes keeps its first half through
+// foldIdx[l][0] and its second half through foldIdx[l][1], and a max (min)
+// of the two halves the group's reduction, so 15 merges of 3 instructions
+// reduce 16 blocks, where folding each block alone takes 8 per block.
+var foldIdx = func() (t [4][2][16]uint32) {
+	for l, s := range [4]int{16, 8, 4, 2} { // lanes per group in each input
+		for i := range 16 {
+			g, j := i/(s/2), i%(s/2)
+			t[l][0][i], t[l][1][i] = uint32(g*s+j), uint32(g*s+s/2+j)
+		}
+	}
+	return t
+}()
+
+func foldMax(x, y archsimd.Float32x16, a, b archsimd.Uint32x16) archsimd.Float32x16 {
+	return x.ConcatPermute(y, a).Max(x.ConcatPermute(y, b))
+}
+
+func foldMin(x, y archsimd.Float32x16, a, b archsimd.Uint32x16) archsimd.Float32x16 {
+	return x.ConcatPermute(y, a).Min(x.ConcatPermute(y, b))
+}
+
+// f16c holds f16x16's constants (loaded from memory where used, which keeps
+// the function small enough to inline into the kernel loops). The shifts
+// take their counts from vectors: Go builds the count of ShiftAllRight in a
+// register with a legacy SSE MOVQ, which stalls while the upper vector state
+// is dirty.
+var f16c = struct{ sign, bias, one, s13, s16, half, small, big, inf, inf16, nan16 [16]uint32 }{}
+
+func init() {
+	for i := range 16 {
+		f16c.sign[i], f16c.bias[i], f16c.one[i] = 0x80000000, 0xc8000fff, 1 // bias: (15-127)<<23 + 0xfff
+		f16c.s13[i], f16c.s16[i] = 13, 16
+		f16c.half[i], f16c.small[i], f16c.big[i] = 126<<23, 113<<23, 143<<23
+		f16c.inf[i], f16c.inf16[i], f16c.nan16[i] = 0x7f800000, 0x7c00, 0x7e00
+	}
+}
+
+// f16x16 converts 16 float32 lanes to IEEE half bits (in the low 16 bits of
+// each lane), rounding to nearest even exactly as f16FromBits does for every
+// input: normal halves by adding the rounding bias to the bits, subnormal
+// halves by a float32 addition of 0.5 (whose ulp, 2^-24, is the subnormal
+// half's step), overflow to infinity, NaN to 0x7e00.
+func f16x16(v archsimd.Float32x16) archsimd.Uint32x16 {
+	c := &f16c
+	b := v.AsUint32x16()
+	sign := b.And(archsimd.LoadUint32x16(&c.sign))
+	a := b.Xor(sign)
+	s13 := archsimd.LoadUint32x16(&c.s13)
+	nrm := a.Add(archsimd.LoadUint32x16(&c.bias)).Add(a.ShiftRight(s13).And(archsimd.LoadUint32x16(&c.one))).ShiftRight(s13)
+	half := archsimd.LoadUint32x16(&c.half)
+	sub := a.AsFloat32x16().Add(half.AsFloat32x16()).AsUint32x16().Sub(half)
+	h := sub.Merge(nrm, a.Less(archsimd.LoadUint32x16(&c.small)))
+	h = archsimd.LoadUint32x16(&c.inf16).Merge(h, a.GreaterEqual(archsimd.LoadUint32x16(&c.big)))
+	h = archsimd.LoadUint32x16(&c.nan16).Merge(h, a.Greater(archsimd.LoadUint32x16(&c.inf)))
+	return h.Or(sign.ShiftRight(archsimd.LoadUint32x16(&c.s16)))
+}
+
+// q4_1Run16 quantizes 16 blocks at a time: one fold finds their 16 minima
+// and maxima (exact: max and min do not round), one division their 16
+// scales, one more the 16 inverses (the reference's IEEE operations, lane by
+// lane), and one f16 conversion each their scales and minima. It stops at the
+// first block whose minimum or maximum is a zero (the reference keeps the
+// sign of the first such zero it meets; the caller's scalar reference
+// quantizes that block), and when fewer than 16 blocks remain.
+//
+//go:noinline
+func q4_1Run16(dst []byte, src []float32) (int, uint32) {
+	var tmp, hdr [16]uint32
+	ia0, ib0 := archsimd.LoadUint32x16(&foldIdx[0][0]), archsimd.LoadUint32x16(&foldIdx[0][1])
+	ia1, ib1 := archsimd.LoadUint32x16(&foldIdx[1][0]), archsimd.LoadUint32x16(&foldIdx[1][1])
+	ia2, ib2 := archsimd.LoadUint32x16(&foldIdx[2][0]), archsimd.LoadUint32x16(&foldIdx[2][1])
+	ia3, ib3 := archsimd.LoadUint32x16(&foldIdx[3][0]), archsimd.LoadUint32x16(&foldIdx[3][1])
+	absM := archsimd.BroadcastUint32x16(0x7fffffff)
+	var zero archsimd.Float32x16 // not a broadcast: Go would build the 0 with a legacy SSE XORPS
+	one := archsimd.BroadcastFloat32x16(1)
+	add := archsimd.BroadcastFloat32x16(0.5)
+	c15 := archsimd.BroadcastFloat32x16(15)
+	top := archsimd.BroadcastInt32x16(15)
+	step := archsimd.BroadcastUint32x16(1)
+	var m archsimd.Uint32x16 // largest |x| bits per lane
+	n := 0
+	for len(src) >= 16*qk {
+		// Fold 8 pairs of blocks, merging each level as soon as both
+		// halves are there (a binary counter over p).
+		var h1, l1, h2, l2, h3, l3, hi, lo archsimd.Float32x16
+		for p := 0; p < 8; p++ {
+			x := src[p*2*qk:][:2*qk]
+			a0 := archsimd.LoadFloat32x16Slice(x[0:16])
+			a1 := archsimd.LoadFloat32x16Slice(x[16:32])
+			b0 := archsimd.LoadFloat32x16Slice(x[32:48])
+			b1 := archsimd.LoadFloat32x16Slice(x[48:64])
+			m = m.Max(a0.AsUint32x16().And(absM)).Max(a1.AsUint32x16().And(absM)).
+				Max(b0.AsUint32x16().And(absM)).Max(b1.AsUint32x16().And(absM))
+			h := foldMax(a0.Max(a1), b0.Max(b1), ia0, ib0)
+			l := foldMin(a0.Min(a1), b0.Min(b1), ia0, ib0)
+			if p&1 == 0 {
+				h1, l1 = h, l
+				continue
+			}
+			h, l = foldMax(h1, h, ia1, ib1), foldMin(l1, l, ia1, ib1)
+			if p&2 == 0 {
+				h2, l2 = h, l
+				continue
+			}
+			h, l = foldMax(h2, h, ia2, ib2), foldMin(l2, l, ia2, ib2)
+			if p&4 == 0 {
+				h3, l3 = h, l
+				continue
+			}
+			hi, lo = foldMax(h3, h, ia3, ib3), foldMin(l3, l, ia3, ib3)
+		}
+		cnt := 16
+		if bad := lo.Equal(zero).Or(hi.Equal(zero)).ToBits(); bad != 0 {
+			cnt = bits.TrailingZeros16(bad)
+		}
+		d := hi.Sub(lo).Div(c15)
+		id := zero.Merge(one.Div(d), d.Equal(zero))
+		f16x16(d).Or(f16x16(lo).ShiftAllLeft(16)).Store(&hdr)
+		var sel archsimd.Uint32x16 // b in every lane
+		for b := range cnt {
+			lb, ib := lo.Permute(sel), id.Permute(sel)
+			sel = sel.Add(step)
+			x, q := src[b*qk:][:qk], dst[b*20:][:20]
+			binary.LittleEndian.PutUint32(q, hdr[b])
+			q0 := archsimd.LoadFloat32x16Slice(x[0:16]).Sub(lb).Mul(ib).Add(add).ConvertToInt32().Min(top)
+			q1 := archsimd.LoadFloat32x16Slice(x[16:32]).Sub(lb).Mul(ib).Add(add).ConvertToInt32().Min(top)
+			q0.Or(q1.ShiftAllLeft(4)).TruncateToInt8().AsUint8x16().StoreSlice(q[4:20])
+		}
+		n += cnt
+		src, dst = src[cnt*qk:], dst[cnt*20:]
+		if cnt < 16 {
+			break
+		}
+	}
+	m.Store(&tmp)
+	archsimd.ClearAVXUpperBits()
+	return n, maxOf(&tmp)
+}
+
+// q4_1Run1 quantizes one block at a time.
+//
+//go:noinline
+func q4_1Run1(dst []byte, src []float32) (int, uint32) {
 	var tmp [16]uint32
 	l := newLanes()
 	absM := archsimd.BroadcastUint32x16(0x7fffffff)
-	zero := archsimd.BroadcastFloat32x16(0)
+	var zero archsimd.Float32x16 // not a broadcast: Go would build the 0 with a legacy SSE XORPS
 	one := archsimd.BroadcastFloat32x16(1)
 	add := archsimd.BroadcastFloat32x16(0.5)
 	c15 := archsimd.BroadcastFloat32x16(15)
