@@ -1,6 +1,7 @@
-// Command iqmodel writes the models of the IQ dequantization peer check in
-// .ci/test-peers-gguf: one llama GGUF per grid-based IQ type (IQ2_XXS, IQ2_XS,
-// IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M), whose token_embd.weight is made of
+// Command iqmodel writes the models of the dequantization peer check in
+// .ci/test-peers-gguf: one llama GGUF per type that the check covers (the
+// grid-based IQ types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M and
+// ggml's newest types NVFP4, Q1_0, Q2_0), whose token_embd.weight is made of
 // random blocks of that type and whose other tensors are random F32.
 //
 //	go run ./testdata/gguf/llama-peer/iqmodel -src testdata/gguf/tiny-llama.f32.gguf -o DIR
@@ -37,11 +38,14 @@ const (
 	nEmbd   = 512 // the models' n_embd
 )
 
-var types = []dtype.DType{dtype.IQ2_XXS, dtype.IQ2_XS, dtype.IQ2_S, dtype.IQ3_XXS, dtype.IQ3_S, dtype.IQ1_S, dtype.IQ1_M}
+var types = []dtype.DType{
+	dtype.IQ2_XXS, dtype.IQ2_XS, dtype.IQ2_S, dtype.IQ3_XXS, dtype.IQ3_S, dtype.IQ1_S, dtype.IQ1_M,
+	dtype.NVFP4, dtype.Q1_0, dtype.Q2_0,
+}
 
 func main() {
 	src := flag.String("src", "testdata/gguf/tiny-llama.f32.gguf", "tiny-llama GGUF (tokenizer and layout)")
-	out := flag.String("o", ".", "output directory: writes TYPE.gguf for each IQ type")
+	out := flag.String("o", ".", "output directory: writes TYPE.gguf for each type")
 	flag.Parse()
 	if err := run(*src, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "iqmodel:", err)
@@ -152,8 +156,10 @@ func f32Tensor(r *rand.Rand, ti gguf.TensorInfo) []byte {
 }
 
 // iqBlocks returns n values of type t as random blocks: every bit random
-// except the f16 super-block scale, a finite normal number of either sign
-// between 2^-10 and 2^-6.
+// except the f16 (super-)block scale, a finite normal number of either sign
+// between 2^-10 and 2^-6. NVFP4's four UE4M3 scale bytes stay random: all 256
+// codes are finite for ggml (sign bit ignored, 0x7F read as zero), and
+// 13,056 draws reach every one of them.
 func iqBlocks(r *rand.Rand, t dtype.DType, n int64) []byte {
 	info := t.Info()
 	size := int64(info.BlockBytes)
@@ -164,6 +170,9 @@ func iqBlocks(r *rand.Rand, t dtype.DType, n int64) []byte {
 	for k := int64(0); k < int64(len(b)); k += size {
 		d := uint16(r.IntN(2))<<15 | uint16(5+r.IntN(4))<<10 | uint16(r.IntN(1024))
 		block := b[k : k+size]
+		if t == dtype.NVFP4 {
+			continue
+		}
 		if t != dtype.IQ1_M {
 			binary.LittleEndian.PutUint16(block, d)
 			continue
