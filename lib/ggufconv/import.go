@@ -31,13 +31,22 @@ type ImportOptions struct {
 // NewStream reads a GGUF file from r, which may be a pipe, and returns it as a tensor
 // stream: the header is read and checked at once, tensor data then streams from r in
 // bounded memory. A pipe has no digest in the provenance (it would be known only after
-// the APR metadata has gone out). Close does not close r.
+// the APR metadata has gone out). When r is a regular *os.File (a redirected stdin),
+// the rest of it is read from a read-only mapping, as OpenFile does. Close does not
+// close r.
 func NewStream(r io.Reader, o ImportOptions) (apr.Stream, error) {
+	if f, ok := r.(*os.File); ok {
+		return fileStream(f, o, nil)
+	}
 	return newStream(r, o, nil)
 }
 
 // OpenFile opens the GGUF file at path as a tensor stream. With o.Digest, it first
 // reads the whole file once for the SHA-256 recorded in the provenance.
+//
+// Where the platform allows, the file is read from a read-only mapping (see
+// mapReader); the file must then not be truncated by another process during the
+// import (the mapped pages would be gone: the process faults).
 func OpenFile(path string, o ImportOptions) (apr.Stream, error) {
 	if o.Name == "" {
 		o.Name = path
@@ -66,7 +75,7 @@ func OpenFile(path string, o ImportOptions) (apr.Stream, error) {
 	} else {
 		digest = map[string]any{ProvSize: st.Size()}
 	}
-	s, err := newStream(f, o, digest)
+	s, err := fileStream(f, o, digest)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -75,12 +84,29 @@ func OpenFile(path string, o ImportOptions) (apr.Stream, error) {
 	return s, nil
 }
 
+// fileStream is newStream of f from its current offset, read from a mapping of f
+// where one can be made, else with read(). Close releases the mapping, not f.
+func fileStream(f *os.File, o ImportOptions, prov map[string]any) (*importStream, error) {
+	m, ok := mapFile(f)
+	if !ok {
+		return newStream(f, o, prov)
+	}
+	s, err := newStream(m, o, prov)
+	if err != nil {
+		m.unmap()
+		return nil, err
+	}
+	s.mapped = m
+	return s, nil
+}
+
 type importStream struct {
 	name   string
 	hdr    container.Header
 	gh     *gguf.Header
-	br     *bufio.Reader
+	br     io.ByteReader
 	dr     *gguf.DataReader
+	mapped *mapReader // the input, when it is a mapping: released by Close
 	closer io.Closer
 	done   bool
 	err    error
@@ -91,7 +117,19 @@ func newStream(r io.Reader, o ImportOptions, prov map[string]any) (*importStream
 	if name == "" {
 		name = "stdin"
 	}
-	br := bufio.NewReaderSize(r, 1<<20)
+	// A mapping is read in place; anything else through a buffer, which the tensor
+	// data bypasses (directReader).
+	var br interface {
+		io.Reader
+		io.ByteReader
+	}
+	var data io.Reader
+	if m, ok := r.(*mapReader); ok {
+		br, data = m, m
+	} else {
+		b := bufio.NewReaderSize(r, 1<<20)
+		br, data = b, &directReader{br: b, r: r}
+	}
 	gh, err := o.Limits.ReadHeader(br)
 	if err != nil {
 		return nil, named(name, err)
@@ -100,7 +138,7 @@ func newStream(r io.Reader, o ImportOptions, prov map[string]any) (*importStream
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	dr, err := gguf.NewDataReader(&directReader{br: br, r: r}, gh)
+	dr, err := gguf.NewDataReader(data, gh)
 	if err != nil {
 		return nil, named(name, err)
 	}
@@ -256,10 +294,16 @@ func (t *tensorReader) Read(p []byte) (int, error) {
 func (s *importStream) Blocks() []container.Block { return nil }
 
 func (s *importStream) Close() error {
-	if s.closer != nil {
-		return s.closer.Close()
+	var err error
+	if s.mapped != nil {
+		err = s.mapped.unmap()
+		s.mapped = nil
 	}
-	return nil
+	if s.closer != nil {
+		err = errors.Join(err, s.closer.Close())
+		s.closer = nil
+	}
+	return err
 }
 
 // Import converts a GGUF stream to an APR v2 stream on w (uncompressed unless opts

@@ -53,10 +53,11 @@ func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Opt
 		return err
 	}
 	placeholder := strings.Repeat("0", 2*sha256.Size)
-	s, err := newStream(f, o, map[string]any{ProvSHA256: placeholder, ProvSize: st.Size()})
+	s, err := fileStream(f, o, map[string]any{ProvSHA256: placeholder, ProvSize: st.Size()})
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	type result struct {
 		sum string
 		err error
