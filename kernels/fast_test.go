@@ -180,3 +180,43 @@ func TestQuantizeCheckedLong(t *testing.T) {
 		}
 	}
 }
+
+// TestF32ToF16Sweep compares the fast f32 -> f16 conversion (which the 16-block
+// kernels use for their scales) with the reference on every combination of
+// sign, exponent and top 10 mantissa bits, each with low bits at and around
+// the rounding ties of normal halves (ties of subnormal halves sit in the
+// enumerated bits), and on random bit patterns.
+func TestF32ToF16Sweep(t *testing.T) {
+	if FastPath() == "" {
+		t.Skip("no fast path on this build")
+	}
+	lows := []uint32{0, 1, 0xfff, 0x1000, 0x1001, 0x1fff}
+	r := rand.New(rand.NewPCG(9, 10))
+	x := make([]float32, 0, 1<<16)
+	a, b := make([]uint16, 1<<16), make([]uint16, 1<<16)
+	check := func() {
+		f32ToF16(a[:len(x)], x)
+		f32ToF16Generic(b[:len(x)], x)
+		for i := range x {
+			if a[i] != b[i] {
+				t.Fatalf("f32 %#08x: fast %#04x, reference %#04x", math.Float32bits(x[i]), a[i], b[i])
+			}
+		}
+		x = x[:0]
+	}
+	for top := uint32(0); top < 1<<19; top++ {
+		for _, low := range append(lows, r.Uint32()&0x1fff) {
+			x = append(x, math.Float32frombits(top<<13|low))
+			if len(x) == cap(x) {
+				check()
+			}
+		}
+	}
+	for range 1 << 20 {
+		x = append(x, math.Float32frombits(r.Uint32()))
+		if len(x) == cap(x) {
+			check()
+		}
+	}
+	check()
+}

@@ -31,6 +31,7 @@ func init() {
 		quantQ4_0 = dropMax(quantMaxQ4_0)
 		quantQ4_1 = dropMax(quantMaxQ4_1)
 		f16ToF32 = f16ToF32AVX512
+		f32ToF16 = f32ToF16AVX512
 		fastName = "avx512"
 	}
 	if archsimd.X86.AVX2() {
@@ -373,6 +374,24 @@ func q4_1Run1(dst []byte, src []float32) (int, uint32) {
 	m.Store(&tmp)
 	archsimd.ClearAVXUpperBits()
 	return n, maxOf(&tmp)
+}
+
+// f32ToF16AVX512 converts 16 values at a time with f16x16 (the same bits as
+// F32ToF16Bits for every input, NaN included), the rest with the reference.
+func f32ToF16AVX512(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	n := f32ToF16Run(dst, src)
+	f32ToF16Generic(dst[n:], src[n:])
+}
+
+//go:noinline
+func f32ToF16Run(dst []uint16, src []float32) int {
+	i := 0
+	for ; i+16 <= len(src); i += 16 {
+		f16x16(archsimd.LoadFloat32x16Slice(src[i : i+16])).TruncateToUint16().StoreSlice(dst[i : i+16])
+	}
+	archsimd.ClearAVXUpperBits()
+	return i
 }
 
 // f16ToF32AVX512 widens 16 halves at a time when all are zero or normal;
