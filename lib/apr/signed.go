@@ -460,6 +460,8 @@ func decodeVerified(r io.Reader, want model.Type, p Policy) (model.Model, *Verif
 	if err != nil {
 		return nil, nil, err
 	}
+	hp := manifest.NewParallel(mb, 0) // hashes each tensor while the next is decoded
+	defer hp.Close()
 	var tensors []model.Tensor
 	for {
 		t, err := cr.Next()
@@ -469,20 +471,16 @@ func decodeVerified(r io.Reader, want model.Type, p Policy) (model.Model, *Verif
 		if err != nil {
 			return nil, nil, err
 		}
-		th, err := mb.Tensor(t.TensorInfo)
+		data, err := io.ReadAll(t)
 		if err != nil {
 			return nil, nil, err
 		}
-		data, err := io.ReadAll(io.TeeReader(t, th))
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := th.Close(); err != nil {
+		if err := hp.AddTensor(t.TensorInfo, data); err != nil {
 			return nil, nil, err
 		}
 		tensors = append(tensors, model.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: data})
 	}
-	digest, err := mb.Sum()
+	digest, err := hp.Sum()
 	if err != nil {
 		return nil, nil, err
 	}

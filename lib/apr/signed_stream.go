@@ -143,6 +143,10 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 	if err != nil {
 		return err
 	}
+	// Tensors are hashed on up to GOMAXPROCS goroutines while the next ones are
+	// read: SHA-256 on one CPU would be the slowest stage.
+	hp := manifest.NewParallel(mb, 0)
+	defer hp.Close()
 	for {
 		t, err := cr.Next()
 		if err == io.EOF {
@@ -151,22 +155,15 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 		if err != nil {
 			return err
 		}
-		th, err := mb.Tensor(t.TensorInfo)
-		if err != nil {
-			return err
-		}
-		if _, err := th.ReadFrom(t); err != nil {
+		if _, err := hp.ReadTensor(t.TensorInfo, t); err != nil {
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
-		}
-		if err := th.Close(); err != nil {
-			return err
 		}
 	}
 	tail, err := delay.finish()
 	if err != nil {
 		return err
 	}
-	digest, err := mb.Sum()
+	digest, err := hp.Sum()
 	if err != nil {
 		return err
 	}

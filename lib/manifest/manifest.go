@@ -102,32 +102,81 @@ func New(t model.Type, md *container.Metadata) (*Builder, error) {
 // them, to the returned hasher (for instance through io.TeeReader while the tensor
 // streams elsewhere), then Close it before the next call.
 func (b *Builder) Tensor(info container.TensorInfo) (*TensorHasher, error) {
+	size, err := b.next(info)
+	if err != nil {
+		return nil, err
+	}
+	b.open = true
+	return &TensorHasher{b: b, info: info, want: size, h: sha256.New()}, nil
+}
+
+// AddDigest adds the next tensor, whose raw bytes (size of them) were hashed
+// elsewhere into sum, for instance on another goroutine. It fails when size is not
+// the tensor's raw size.
+func (b *Builder) AddDigest(info container.TensorInfo, size int64, sum [sha256.Size]byte) error {
+	want, err := b.next(info)
+	if err != nil {
+		return err
+	}
+	if size != want {
+		return b.fail("tensor %q: hashed %d bytes, its raw size is %d", info.Name, size, want)
+	}
+	b.add(info, want, sum[:])
+	return nil
+}
+
+// next checks that a tensor may be added now and that its description fits the
+// encoding, and returns its raw size.
+func (b *Builder) next(info container.TensorInfo) (int64, error) {
 	if b.err != nil {
-		return nil, b.err
+		return 0, b.err
 	}
 	if b.done {
-		return nil, b.fail("tensor %q after Sum", info.Name)
+		return 0, b.fail("tensor %q after Sum", info.Name)
 	}
 	if b.open {
-		return nil, b.fail("tensor %q started before the previous one was closed", info.Name)
+		return 0, b.fail("tensor %q started before the previous one was closed", info.Name)
 	}
+	return b.check(info)
+}
+
+// check validates a tensor's description and returns its raw size.
+func (b *Builder) check(info container.TensorInfo) (int64, error) {
 	if len(info.Name) == 0 || len(info.Name) > container.MaxName {
-		return nil, b.fail("tensor name of %d bytes (want 1..%d)", len(info.Name), container.MaxName)
+		return 0, b.fail("tensor name of %d bytes (want 1..%d)", len(info.Name), container.MaxName)
 	}
 	if len(info.Shape) > container.MaxDims {
-		return nil, b.fail("tensor %q has %d dims (at most %d)", info.Name, len(info.Shape), container.MaxDims)
+		return 0, b.fail("tensor %q has %d dims (at most %d)", info.Name, len(info.Shape), container.MaxDims)
 	}
 	for _, d := range info.Shape {
 		if d < 0 {
-			return nil, b.fail("tensor %q has a negative dimension %d", info.Name, d)
+			return 0, b.fail("tensor %q has a negative dimension %d", info.Name, d)
 		}
 	}
 	size, err := info.RawSize()
 	if err != nil {
-		return nil, b.fail("tensor %q: %v", info.Name, err)
+		return 0, b.fail("tensor %q: %v", info.Name, err)
 	}
-	b.open = true
-	return &TensorHasher{b: b, info: info, want: size, h: sha256.New()}, nil
+	return size, nil
+}
+
+// add appends a tensor's record, with the SHA-256 sum of its raw bytes, to the
+// manifest.
+func (b *Builder) add(info container.TensorInfo, size int64, sum []byte) {
+	buf := b.buf[:0]
+	buf = append(buf, tagTensor)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(len(info.Name)))
+	buf = append(buf, info.Name...)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(info.DType))
+	buf = append(buf, byte(len(info.Shape)))
+	for _, d := range info.Shape {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(d))
+	}
+	buf = binary.BigEndian.AppendUint64(buf, uint64(size))
+	buf = append(buf, sum...)
+	b.h.Write(buf)
+	b.buf = buf
+	b.n++
 }
 
 // AddTensor hashes a tensor held in memory.
@@ -173,6 +222,7 @@ type TensorHasher struct {
 	want   int64
 	n      int64
 	h      hash.Hash
+	sum    [sha256.Size]byte
 	closed bool
 }
 
@@ -262,20 +312,7 @@ func (t *TensorHasher) Close() error {
 	if t.n != t.want {
 		return b.fail("tensor %q: hashed %d bytes, its raw size is %d", t.info.Name, t.n, t.want)
 	}
-	buf := b.buf[:0]
-	buf = append(buf, tagTensor)
-	buf = binary.BigEndian.AppendUint16(buf, uint16(len(t.info.Name)))
-	buf = append(buf, t.info.Name...)
-	buf = binary.BigEndian.AppendUint16(buf, uint16(t.info.DType))
-	buf = append(buf, byte(len(t.info.Shape)))
-	for _, d := range t.info.Shape {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(d))
-	}
-	buf = binary.BigEndian.AppendUint64(buf, uint64(t.want))
-	buf = t.h.Sum(buf)
-	b.h.Write(buf)
-	b.buf = buf
-	b.n++
+	b.add(t.info, t.want, t.h.Sum(t.sum[:0]))
 	return nil
 }
 
@@ -302,7 +339,10 @@ func FromReader(r io.Reader, opts ...container.ReaderOption) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 1<<20)
+	// Tensors are hashed on up to GOMAXPROCS goroutines while the next ones are
+	// read, so that SHA-256 is not bound to one CPU.
+	p := NewParallel(b, 0)
+	defer p.Close()
 	for {
 		t, err := cr.Next()
 		if err == io.EOF {
@@ -311,40 +351,16 @@ func FromReader(r io.Reader, opts ...container.ReaderOption) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		th, err := b.Tensor(t.TensorInfo)
-		if err != nil {
-			return nil, err
-		}
-		// Hashed on this goroutine: reading is a small share of the work here, and
-		// on 2 CPUs with the producer of a pipe the hand-off of ReadFrom cost more
-		// than it saved (docs/SECURITY-BENCH.md).
-		if err := copyInline(th, t, buf); err != nil {
+		if _, err := p.ReadTensor(t.TensorInfo, t); err != nil {
 			if errors.Is(err, container.ErrEncrypted) {
 				return nil, fmt.Errorf("%w: the content of a sealed stream is hashed in plaintext; give its key, or unseal it first", err)
 			}
 			return nil, err
 		}
-		if err := th.Close(); err != nil {
-			return nil, err
-		}
 	}
-	d, err := b.Sum()
+	d, err := p.Sum()
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Digest: d, Header: h, Entries: cr.Entries(), Blocks: cr.Blocks()}, nil
-}
-
-// copyInline writes everything r yields to th with Write, on the calling goroutine.
-func copyInline(th *TensorHasher, r io.Reader, buf []byte) error {
-	for {
-		n, err := r.Read(buf)
-		th.Write(buf[:n])
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
