@@ -418,6 +418,36 @@ func TestValueAccessors(t *testing.T) {
 	}
 }
 
+// TestNewestGGMLTypes: ggml's codes 40-42 (NVFP4, Q1_0, Q2_0 in ggml d99724f2) size
+// tensors as ggml does (ggml_row_size: bytes per block times blocks per row), and
+// 43, which ggml has not defined, stays unknown.
+func TestNewestGGMLTypes(t *testing.T) {
+	for _, c := range []struct {
+		code        TensorType
+		name        string
+		ne0, nbytes int64 // a row of ne0 values takes nbytes
+	}{
+		{40, "NVFP4", 128, 2 * 36},
+		{41, "Q1_0", 256, 2 * 18},
+		{42, "Q2_0", 192, 3 * 18},
+	} {
+		if c.code.String() != c.name || !c.code.Known() {
+			t.Errorf("ggml type %d: %q, known %v; want %s", int(c.code), c.code.String(), c.code.Known(), c.name)
+		}
+		ti := TensorInfo{Name: "w", Dims: []int64{c.ne0, 5}, Type: c.code}
+		if n, err := ti.Size(); err != nil || n != 5*c.nbytes {
+			t.Errorf("%s [%d, 5]: %d bytes, %v; want %d", c.name, c.ne0, n, err, 5*c.nbytes)
+		}
+		bad := TensorInfo{Name: "w", Dims: []int64{c.ne0 + 32, 1}, Type: c.code}
+		if _, err := bad.Size(); err == nil {
+			t.Errorf("%s: a row of %d values is not whole blocks, Size accepted it", c.name, c.ne0+32)
+		}
+	}
+	if TensorType(43).Known() {
+		t.Error("ggml type 43 is not defined by ggml")
+	}
+}
+
 type countWriter struct{ n int64 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
