@@ -18,7 +18,9 @@ import "math"
 // maximum and rounds x/max half away from zero, so it writes only codes 0-2
 // (code 3, +2d, is read but never written); NVFP4 encodes each sub-block's
 // max/6 as its UE4M3 scale and picks each code as the nearest level (the
-// lowest code on a tie).
+// lowest code on a tie). ggml's NVFP4 has no tensor-wide scale, so a sub-block
+// whose maximum is below 6·2^-10 (about 0.0059) quantizes to zeros, and one
+// below 6·2^-6 (0.094) gets a subnormal scale of 1 to 3 significant bits.
 
 const (
 	qkNVFP4    = 64

@@ -273,6 +273,19 @@ func TestQuantNewTypesExact(t *testing.T) {
 		}
 	}
 	q = make([]byte, 36)
+	// Without a tensor scale, a sub-block whose maximum is below 6·2^-10 has
+	// scale 0 and comes back as zeros.
+	small := make([]float32, 64)
+	for i := range small {
+		small[i] = float32(i%16-8) / 8 * 0.999 * 6 / 1024
+	}
+	quantNVFP4Generic(q, small)
+	dequantNVFP4(y, q)
+	for i := range small {
+		if q[i%4] != 0 || y[i] != 0 {
+			t.Fatalf("NVFP4 of maxima below 6·2^-10: scale %#02x, value %d is %v", q[i%4], i, y[i])
+		}
+	}
 	quantNVFP4Generic(q, x)
 	if q[0] != 0x38 || q[1] != 0x28 || q[2] != 0 || q[3] != 0x03 {
 		t.Fatalf("NVFP4 scales % x, want 38 28 00 03", q[:4])
