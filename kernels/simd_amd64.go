@@ -151,8 +151,83 @@ func q8_0Run(dst []byte, src []float32) (int, uint32) {
 	return n, maxOf(&tmp)
 }
 
-//go:noinline
+// q4_0Run alternates q4_0Run16 with q4_0Run1 for the one block that stops
+// it (the largest magnitude both positive and negative: the first one
+// decides), and finishes the last blocks with q4_0Run1.
 func q4_0Run(dst []byte, src []float32) (int, uint32) {
+	var m uint32
+	n := 0
+	for {
+		k, km := q4_0Run16(dst[n*18:], src[n*qk:])
+		n, m = n+k, max(m, km)
+		left := len(src)/qk - n
+		if left < 16 {
+			k, km = q4_0Run1(dst[n*18:], src[n*qk:])
+			return n + k, max(m, km)
+		}
+		k, km = q4_0Run1(dst[n*18:][:18], src[n*qk:][:qk])
+		n, m = n+k, max(m, km)
+		if k == 0 {
+			return n, m
+		}
+	}
+}
+
+// q4_0Run16 quantizes 16 blocks at a time like q4_1Run16. The reference's
+// scale is the first value of largest magnitude over -8: from the fold, that
+// is the maximum when it is larger than minus the minimum, the minimum when
+// smaller, +0 when both are zero; on a tie of nonzero values it stops.
+//
+//go:noinline
+func q4_0Run16(dst []byte, src []float32) (int, uint32) {
+	var tmp [16]uint32
+	var hdr [16]uint16
+	var r ranges
+	var zero archsimd.Float32x16 // not a broadcast: Go would build the 0 with a legacy SSE XORPS
+	var m archsimd.Uint32x16     // largest |x| bits per lane
+	n := 0
+	for len(src) >= 16*qk {
+		fold16(src, &r)
+		hi, lo := archsimd.LoadFloat32x16(&r.hi), archsimd.LoadFloat32x16(&r.lo)
+		m = m.Max(archsimd.LoadUint32x16(&r.abs))
+		nlo := zero.Sub(lo) // exact
+		pos, neg := hi.Greater(nlo), nlo.Greater(hi)
+		cnt := 16
+		if tie := ^(pos.Or(neg).ToBits()) &^ hi.Equal(zero).ToBits(); tie != 0 {
+			cnt = bits.TrailingZeros16(tie)
+		}
+		v := hi.Merge(lo.Merge(zero, neg), pos)          // pos: hi, neg: lo, else +0
+		d := v.Mul(archsimd.BroadcastFloat32x16(-0.125)) // rounds exactly as v / -8
+		id := zero.Merge(archsimd.BroadcastFloat32x16(1).Div(d), d.Equal(zero))
+		f16x16(d).TruncateToUint16().Store(&hdr)
+		add := archsimd.BroadcastFloat32x16(8.5)
+		top := archsimd.BroadcastInt32x16(15)
+		step := archsimd.BroadcastUint32x16(1)
+		var sel archsimd.Uint32x16 // b in every lane
+		for b := range cnt {
+			ib := id.Permute(sel)
+			sel = sel.Add(step)
+			x, q := src[b*qk:][:qk], dst[b*18:][:18]
+			binary.LittleEndian.PutUint16(q, hdr[b])
+			q0 := archsimd.LoadFloat32x16Slice(x[0:16]).Mul(ib).Add(add).ConvertToInt32().Min(top)
+			q1 := archsimd.LoadFloat32x16Slice(x[16:32]).Mul(ib).Add(add).ConvertToInt32().Min(top)
+			q0.Or(q1.ShiftAllLeft(4)).TruncateToInt8().AsUint8x16().StoreSlice(q[2:18])
+		}
+		n += cnt
+		src, dst = src[cnt*qk:], dst[cnt*18:]
+		if cnt < 16 {
+			break
+		}
+	}
+	m.Store(&tmp)
+	archsimd.ClearAVXUpperBits()
+	return n, maxOf(&tmp)
+}
+
+// q4_0Run1 quantizes one block at a time.
+//
+//go:noinline
+func q4_0Run1(dst []byte, src []float32) (int, uint32) {
 	var tmp [16]uint32
 	l := newLanes()
 	absM := archsimd.BroadcastUint32x16(0x7fffffff)
@@ -257,67 +332,90 @@ func f16x16(v archsimd.Float32x16) archsimd.Uint32x16 {
 	return h.Or(sign.ShiftRight(archsimd.LoadUint32x16(&c.s16)))
 }
 
-// q4_1Run16 quantizes 16 blocks at a time: one fold finds their 16 minima
-// and maxima (exact: max and min do not round), one division their 16
-// scales, one more the 16 inverses (the reference's IEEE operations, lane by
-// lane), and one f16 conversion each their scales and minima. It stops at the
-// first block whose minimum or maximum is a zero (the reference keeps the
-// sign of the first such zero it meets; the caller's scalar reference
-// quantizes that block), and when fewer than 16 blocks remain.
+// ranges holds, lane b for block b of 16, the largest and smallest value
+// and the largest |x| bits.
+type ranges struct {
+	hi, lo [16]float32
+	abs    [16]uint32
+}
+
+// fold16 measures 16 blocks (512 values) into r: max and min are exact (they
+// do not round), except that the sign of a zero result may differ from the
+// reference's scan. Its own function, called once per 16 blocks, because
+// the fold's live vectors leave too few of Go's 15 vector registers for the
+// quantizing loop around it.
 //
 //go:noinline
-func q4_1Run16(dst []byte, src []float32) (int, uint32) {
-	var tmp, hdr [16]uint32
+func fold16(x []float32, r *ranges) {
+	x = x[:16*qk]
 	ia0, ib0 := archsimd.LoadUint32x16(&foldIdx[0][0]), archsimd.LoadUint32x16(&foldIdx[0][1])
 	ia1, ib1 := archsimd.LoadUint32x16(&foldIdx[1][0]), archsimd.LoadUint32x16(&foldIdx[1][1])
 	ia2, ib2 := archsimd.LoadUint32x16(&foldIdx[2][0]), archsimd.LoadUint32x16(&foldIdx[2][1])
 	ia3, ib3 := archsimd.LoadUint32x16(&foldIdx[3][0]), archsimd.LoadUint32x16(&foldIdx[3][1])
 	absM := archsimd.BroadcastUint32x16(0x7fffffff)
+	var m archsimd.Uint32x16
+	// Fold 8 pairs of blocks, merging each level as soon as both halves
+	// are there (a binary counter over p).
+	var h1, l1, h2, l2, h3, l3 archsimd.Float32x16
+	for p := 0; p < 8; p++ {
+		y := x[p*2*qk:][:2*qk]
+		a0 := archsimd.LoadFloat32x16Slice(y[0:16])
+		a1 := archsimd.LoadFloat32x16Slice(y[16:32])
+		b0 := archsimd.LoadFloat32x16Slice(y[32:48])
+		b1 := archsimd.LoadFloat32x16Slice(y[48:64])
+		m = m.Max(a0.AsUint32x16().And(absM)).Max(a1.AsUint32x16().And(absM)).
+			Max(b0.AsUint32x16().And(absM)).Max(b1.AsUint32x16().And(absM))
+		h := foldMax(a0.Max(a1), b0.Max(b1), ia0, ib0)
+		l := foldMin(a0.Min(a1), b0.Min(b1), ia0, ib0)
+		if p&1 == 0 {
+			h1, l1 = h, l
+			continue
+		}
+		h, l = foldMax(h1, h, ia1, ib1), foldMin(l1, l, ia1, ib1)
+		if p&2 == 0 {
+			h2, l2 = h, l
+			continue
+		}
+		h, l = foldMax(h2, h, ia2, ib2), foldMin(l2, l, ia2, ib2)
+		if p&4 == 0 {
+			h3, l3 = h, l
+			continue
+		}
+		foldMax(h3, h, ia3, ib3).Store(&r.hi)
+		foldMin(l3, l, ia3, ib3).Store(&r.lo)
+	}
+	m.Store(&r.abs)
+}
+
+// q4_1Run16 quantizes 16 blocks at a time: one fold finds their 16 minima
+// and maxima, one division their 16 scales, one more the 16 inverses (the
+// reference's IEEE operations, lane by lane), and one f16 conversion each
+// their scales and minima. It stops at the first block whose minimum or
+// maximum is a zero (the reference keeps the sign of the first such zero it
+// meets; the caller's scalar reference quantizes that block), and when
+// fewer than 16 blocks remain.
+//
+//go:noinline
+func q4_1Run16(dst []byte, src []float32) (int, uint32) {
+	var tmp, hdr [16]uint32
+	var r ranges
 	var zero archsimd.Float32x16 // not a broadcast: Go would build the 0 with a legacy SSE XORPS
-	one := archsimd.BroadcastFloat32x16(1)
-	add := archsimd.BroadcastFloat32x16(0.5)
-	c15 := archsimd.BroadcastFloat32x16(15)
-	top := archsimd.BroadcastInt32x16(15)
-	step := archsimd.BroadcastUint32x16(1)
-	var m archsimd.Uint32x16 // largest |x| bits per lane
+	var m archsimd.Uint32x16     // largest |x| bits per lane
 	n := 0
 	for len(src) >= 16*qk {
-		// Fold 8 pairs of blocks, merging each level as soon as both
-		// halves are there (a binary counter over p).
-		var h1, l1, h2, l2, h3, l3, hi, lo archsimd.Float32x16
-		for p := 0; p < 8; p++ {
-			x := src[p*2*qk:][:2*qk]
-			a0 := archsimd.LoadFloat32x16Slice(x[0:16])
-			a1 := archsimd.LoadFloat32x16Slice(x[16:32])
-			b0 := archsimd.LoadFloat32x16Slice(x[32:48])
-			b1 := archsimd.LoadFloat32x16Slice(x[48:64])
-			m = m.Max(a0.AsUint32x16().And(absM)).Max(a1.AsUint32x16().And(absM)).
-				Max(b0.AsUint32x16().And(absM)).Max(b1.AsUint32x16().And(absM))
-			h := foldMax(a0.Max(a1), b0.Max(b1), ia0, ib0)
-			l := foldMin(a0.Min(a1), b0.Min(b1), ia0, ib0)
-			if p&1 == 0 {
-				h1, l1 = h, l
-				continue
-			}
-			h, l = foldMax(h1, h, ia1, ib1), foldMin(l1, l, ia1, ib1)
-			if p&2 == 0 {
-				h2, l2 = h, l
-				continue
-			}
-			h, l = foldMax(h2, h, ia2, ib2), foldMin(l2, l, ia2, ib2)
-			if p&4 == 0 {
-				h3, l3 = h, l
-				continue
-			}
-			hi, lo = foldMax(h3, h, ia3, ib3), foldMin(l3, l, ia3, ib3)
-		}
+		fold16(src, &r)
+		hi, lo := archsimd.LoadFloat32x16(&r.hi), archsimd.LoadFloat32x16(&r.lo)
+		m = m.Max(archsimd.LoadUint32x16(&r.abs))
 		cnt := 16
 		if bad := lo.Equal(zero).Or(hi.Equal(zero)).ToBits(); bad != 0 {
 			cnt = bits.TrailingZeros16(bad)
 		}
-		d := hi.Sub(lo).Div(c15)
-		id := zero.Merge(one.Div(d), d.Equal(zero))
+		d := hi.Sub(lo).Div(archsimd.BroadcastFloat32x16(15))
+		id := zero.Merge(archsimd.BroadcastFloat32x16(1).Div(d), d.Equal(zero))
 		f16x16(d).Or(f16x16(lo).ShiftAllLeft(16)).Store(&hdr)
+		add := archsimd.BroadcastFloat32x16(0.5)
+		top := archsimd.BroadcastInt32x16(15)
+		step := archsimd.BroadcastUint32x16(1)
 		var sel archsimd.Uint32x16 // b in every lane
 		for b := range cnt {
 			lb, ib := lo.Permute(sel), id.Permute(sel)
