@@ -117,8 +117,66 @@ func (l *lanes) min(v archsimd.Float32x16) archsimd.Float32x16 {
 
 func putF16Bits(b []byte, h uint16) { b[0], b[1] = byte(h), byte(h>>8) }
 
-//go:noinline
+// q8_0Run quantizes groups of 16 blocks with q8_0Run16, the last blocks
+// with q8_0Run1.
 func q8_0Run(dst []byte, src []float32) (int, uint32) {
+	n, m := q8_0Run16(dst, src)
+	k, km := q8_0Run1(dst[n*34:], src[n*qk:])
+	return n + k, max(m, km)
+}
+
+// q8_0Run16 quantizes 16 blocks at a time like q4_1Run16: the largest |x|
+// of a block is the larger of its maximum and minus its minimum (as +0 for a
+// block of zeros, like the reference).
+//
+//go:noinline
+func q8_0Run16(dst []byte, src []float32) (int, uint32) {
+	var tmp [16]uint32
+	var hdr [16]uint16
+	var r ranges
+	var zero archsimd.Float32x16 // not a broadcast: Go would build the 0 with a legacy SSE XORPS
+	var m archsimd.Uint32x16     // largest |x| bits per lane
+	n := 0
+	for len(src) >= 16*qk {
+		fold16(src, &r)
+		hi, lo := archsimd.LoadFloat32x16(&r.hi), archsimd.LoadFloat32x16(&r.lo)
+		m = m.Max(archsimd.LoadUint32x16(&r.abs))
+		absM := archsimd.BroadcastUint32x16(0x7fffffff)
+		amax := hi.Max(zero.Sub(lo)).AsUint32x16().And(absM).AsFloat32x16()
+		d := amax.Div(archsimd.BroadcastFloat32x16(127))
+		one := archsimd.BroadcastFloat32x16(1)
+		id := zero.Merge(one.Div(d), d.Equal(zero))
+		f16x16(d).TruncateToUint16().Store(&hdr)
+		signM := archsimd.BroadcastUint32x16(0x80000000)
+		half := archsimd.BroadcastFloat32x16(0.5)
+		roundAway := func(p archsimd.Float32x16) archsimd.Int32x16 {
+			r := p.TruncScaled(0)
+			up := p.Sub(r).AsUint32x16().And(absM).AsFloat32x16().GreaterEqual(half)
+			step := one.AsUint32x16().Or(p.AsUint32x16().And(signM)).AsFloat32x16()
+			return r.Add(step.Masked(up)).ConvertToInt32()
+		}
+		step := archsimd.BroadcastUint32x16(1)
+		var sel archsimd.Uint32x16 // b in every lane
+		for b := range 16 {
+			ib := id.Permute(sel)
+			sel = sel.Add(step)
+			x, q := src[b*qk:][:qk], dst[b*34:][:34]
+			binary.LittleEndian.PutUint16(q, hdr[b])
+			roundAway(archsimd.LoadFloat32x16Slice(x[0:16]).Mul(ib)).TruncateToInt8().AsUint8x16().StoreSlice(q[2:18])
+			roundAway(archsimd.LoadFloat32x16Slice(x[16:32]).Mul(ib)).TruncateToInt8().AsUint8x16().StoreSlice(q[18:34])
+		}
+		n += 16
+		src, dst = src[16*qk:], dst[16*34:]
+	}
+	m.Store(&tmp)
+	archsimd.ClearAVXUpperBits()
+	return n, maxOf(&tmp)
+}
+
+// q8_0Run1 quantizes one block at a time.
+//
+//go:noinline
+func q8_0Run1(dst []byte, src []float32) (int, uint32) {
 	var tmp [16]uint32
 	l := newLanes()
 	absM := archsimd.BroadcastUint32x16(0x7fffffff)
