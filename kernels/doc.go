@@ -12,9 +12,10 @@
 // dequantize_row_* functions, including the types that have no quantizer
 // here (IQ4_NL, IQ4_XS, MXFP4 and the grid-based IQ2_XXS to IQ1_M, whose
 // codebooks are stored compactly in iqgrids.go) and ggml's newest NVFP4, Q1_0
-// and Q2_0 (newtypes.go, whose reference quantizers are not yet reachable
-// through Quantize); .ci/test-peers-gguf checks the grid types and the newest
-// three against llama.cpp bit for bit.
+// and Q2_0 (newtypes.go; they also quantize, byte for byte as ggml's reference
+// quantizers: testdata/quant has ggml's bytes and decoded values for them);
+// .ci/test-peers-gguf checks the grid types and the newest three against
+// llama.cpp bit for bit.
 //
 // Every kernel has a plain Go reference; faster variants, where they exist,
 // must produce identical bytes and are tested against the reference.

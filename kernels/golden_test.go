@@ -36,6 +36,12 @@ var goldenSHA = map[string]string{
 	"convert_edge.f32":      "644d11fbab3a074d7ff0ec1359a19f91a61207edb5c8eebbdbe302ec5ca77841",
 	"convert_edge.f16.bin":  "9a5f737afac449a41c1ff0d251229f6353b41fe750f5886302cb4a389971107b",
 	"convert_edge.bf16.bin": "b9fcdefb423afe3a4626c46bfe79db230bec7f0c16484098012d3a1f9382dae0",
+	"nvfp4.bin":             "c822b101babaa220532197ad368c5d028455fc65c276230f46005f183a030dd0",
+	"q1_0.bin":              "9fd0744227d22cf9f5452c956d76df4edd973020cca03a5d41f42c3498d125ad",
+	"q2_0.bin":              "dd5085c1364e009763a8e3d56b73a62e17562a9a846d861acf07e28bb572e0bb",
+	"nvfp4.dequant.f32":     "f4ea2cfb16d148be001b4c2687e731b9a73b4cc867190a99d82495b7f0b4c2b6",
+	"q1_0.dequant.f32":      "bf99e2205cc2cbf195f86d5b8c8c0adad73cd15bd45817678f9bfa2bd96a0080",
+	"q2_0.dequant.f32":      "51a899eab6be2ec7c2f82c9c9a9d15a2b68e3bf8ad9fced28e51dbd7759a9f89",
 }
 
 const (
@@ -95,12 +101,48 @@ var goldenTypes = []struct {
 	{"bf16.bin", dtype.BF16},
 }
 
+// ggmlDequantGoldens are the types whose goldens hold ggml's dequantization too
+// (testdata/quant/README.md, "The newest types"): their quantized bytes are checked
+// with the others, their decoding against ggml's values.
+var ggmlDequantGoldens = []struct {
+	file, deq string
+	t         dtype.DType
+}{
+	{"nvfp4.bin", "nvfp4.dequant.f32", dtype.NVFP4},
+	{"q1_0.bin", "q1_0.dequant.f32", dtype.Q1_0},
+	{"q2_0.bin", "q2_0.dequant.f32", dtype.Q2_0},
+}
+
+// TestGoldenDequantizeGGML checks our decoding of ggml's bytes against ggml's own,
+// value by value, bit for bit.
+func TestGoldenDequantizeGGML(t *testing.T) {
+	for _, g := range ggmlDequantGoldens {
+		want := floatsLE(readGolden(t, g.deq))
+		got := make([]float32, len(want))
+		if err := Dequantize(g.t, got, readGolden(t, g.file)); err != nil {
+			t.Fatalf("%v: %v", g.t, err)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v: value %d (row %d): %v, ggml gives %v", g.t, i, i/goldenCols, got[i], want[i])
+			}
+		}
+	}
+}
+
 // TestGoldenQuantize checks our bytes against ggml's for every golden type,
 // row by row (so a failure names the crafted row), and for the whole file in
 // one call.
 func TestGoldenQuantize(t *testing.T) {
 	x, desc := goldenInput(t)
-	for _, g := range goldenTypes {
+	types := goldenTypes
+	for _, g := range ggmlDequantGoldens {
+		types = append(types, struct {
+			file string
+			t    dtype.DType
+		}{g.file, g.t})
+	}
+	for _, g := range types {
 		t.Run(g.t.String(), func(t *testing.T) {
 			want := readGolden(t, g.file)
 			rowBytes := goldenCols / g.t.Info().BlockElems * g.t.Info().BlockBytes

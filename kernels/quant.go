@@ -87,14 +87,12 @@ func codec(t dtype.DType) (rowFunc, bool) {
 		return rowFunc{quantTQ2_0Generic, dequantTQ2_0}, true
 	case dtype.MXFP4:
 		return rowFunc{nil, dequantMXFP4}, true
-	// The quantizers of these three (newtypes.go, tested there against ggml's
-	// rules) join once TestRoundTripRandom's bound table lists the types.
 	case dtype.NVFP4:
-		return rowFunc{nil, dequantNVFP4}, true
+		return rowFunc{quantNVFP4Generic, dequantNVFP4}, true
 	case dtype.Q1_0:
-		return rowFunc{nil, dequantQ1_0}, true
+		return rowFunc{quantQ1_0Generic, dequantQ1_0}, true
 	case dtype.Q2_0:
-		return rowFunc{nil, dequantQ2_0}, true
+		return rowFunc{quantQ2_0Generic, dequantQ2_0}, true
 	}
 	return rowFunc{}, false
 }
