@@ -146,3 +146,36 @@ func TestUsage(t *testing.T) {
 		t.Errorf("--version: exit %d %q", code, out)
 	}
 }
+
+// TestImportRedirectedStdin: stdin redirected from a file (read from a mapping) gives
+// the bytes of the same file through a plain reader, and the same error for a
+// truncated file.
+func TestImportRedirectedStdin(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	orig, err := os.ReadFile(filepath.Join(testdata, "tiny-llama.Q8_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"whole.gguf": orig, "truncated.gguf": orig[:len(orig)-7]} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		code := run([]string{"import"}, f, &out, &errb)
+		f.Close()
+		wantOut, wantErr, wantCode := runIt(t, b, "import")
+		if code != wantCode || out.String() != wantOut || errb.String() != wantErr {
+			t.Errorf("%s: redirected stdin: exit %d, %d bytes, %q; plain reader: exit %d, %d bytes, %q",
+				name, code, out.Len(), errb.String(), wantCode, len(wantOut), wantErr)
+		}
+		if name == "truncated.gguf" && wantCode != 1 {
+			t.Errorf("truncated stdin: exit %d", wantCode)
+		}
+	}
+}

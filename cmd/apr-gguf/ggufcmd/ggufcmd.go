@@ -46,7 +46,7 @@ const (
 	importHelp = "Import a GGUF file as an APR model: tensors pass through unchanged (every ggml type), " +
 		"every KV is kept with its exact type and order (metadata key \"gguf\"), " +
 		"general.name/description/license become the model's name, description and license. " +
-		"A file argument also records its SHA-256 in the provenance; stdin streams."
+		"A file argument records its size in the provenance (and with --digest its SHA-256); stdin streams."
 	exportHelp = "Export an APR model as GGUF. A file imported from GGUF comes back byte for byte; " +
 		"apr's own models (LinearRegression, ...) get general.architecture \"apr_<type>\" and their config as typed keys. " +
 		"Everything llama.cpp would refuse is an error before any byte is written. " +
