@@ -6,8 +6,12 @@
 // NewStream reads a GGUF file from any reader (a pipe): the header is read and checked
 // first, then the tensor data streams through in bounded memory, in offset order (the
 // info order of every file llama.cpp and gguf-py write). OpenFile does the same for a
-// file after one extra pass for its SHA-256. Bytes after the data section are an
-// error (they would be lost). Every tensor keeps its name, its ggml type as the apr
+// file (after one extra pass for its SHA-256 with ImportOptions.Digest), reading it
+// from a read-only mapping where the platform allows, with the pages already read
+// given back as it goes; NewStream of a regular *os.File (a redirected stdin) does
+// too. Elsewhere, or when mapping fails, the file is read with read(); both give the
+// same bytes and errors. Bytes after the data section are an error (they would be
+// lost). Every tensor keeps its name, its ggml type as the apr
 // dtype of the same code (all ggml types pass through unchanged, quantized ones with
 // exactly ggml's block bytes) and its bytes; GGUF dims, innermost first, become the
 // APR shape outermost first by reversing them, never by moving data. The APR metadata
