@@ -218,36 +218,36 @@ func q8_0Run1(dst []byte, src []float32) (int, uint32) {
 	return n, maxOf(&tmp)
 }
 
-// q4_0Run alternates q4_0Run16 with q4_0Run1 for the one block that stops
-// it (the largest magnitude both positive and negative: the first one
-// decides), and finishes the last blocks with q4_0Run1.
+// q4_0Run quantizes groups of 16 blocks with q4_0Run16, the last blocks
+// with q4_0Run1.
 func q4_0Run(dst []byte, src []float32) (int, uint32) {
-	var m uint32
-	n := 0
-	for {
-		k, km := q4_0Run16(dst[n*18:], src[n*qk:])
-		n, m = n+k, max(m, km)
-		left := len(src)/qk - n
-		if left < 16 {
-			k, km = q4_0Run1(dst[n*18:], src[n*qk:])
-			return n + k, max(m, km)
-		}
-		k, km = q4_0Run1(dst[n*18:][:18], src[n*qk:][:qk])
-		n, m = n+k, max(m, km)
-		if k == 0 {
-			return n, m
+	n, m := q4_0Run16(dst, src)
+	k, km := q4_0Run1(dst[n*18:], src[n*qk:])
+	return n + k, max(m, km)
+}
+
+// firstAbs returns the bits of the first value of x whose magnitude has the
+// bits a (a itself if there is none): the value the reference's scan keeps
+// where the fold cannot tell which of several it met first. Integer
+// instructions only, so the vector loops may call it.
+func firstAbs(x []float32, a uint32) uint32 {
+	for _, b := range f32bits(x) {
+		if b&0x7fffffff == a {
+			return b
 		}
 	}
+	return a
 }
 
 // q4_0Run16 quantizes 16 blocks at a time like q4_1Run16. The reference's
 // scale is the first value of largest magnitude over -8: from the fold, that
 // is the maximum when it is larger than minus the minimum, the minimum when
-// smaller, +0 when both are zero; on a tie of nonzero values it stops.
+// smaller, +0 when both are zero; on a tie of nonzero values (+a and -a both
+// present) firstAbs looks for the first.
 //
 //go:noinline
 func q4_0Run16(dst []byte, src []float32) (int, uint32) {
-	var tmp [16]uint32
+	var tmp, vb [16]uint32
 	var hdr [16]uint16
 	var r ranges
 	var zero archsimd.Float32x16 // not a broadcast: Go would build the 0 with a legacy SSE XORPS
@@ -259,11 +259,15 @@ func q4_0Run16(dst []byte, src []float32) (int, uint32) {
 		m = m.Max(archsimd.LoadUint32x16(&r.abs))
 		nlo := zero.Sub(lo) // exact
 		pos, neg := hi.Greater(nlo), nlo.Greater(hi)
-		cnt := 16
+		v := hi.Merge(lo.Merge(zero, neg), pos) // pos: hi, neg: lo, else +0
 		if tie := ^(pos.Or(neg).ToBits()) &^ hi.Equal(zero).ToBits(); tie != 0 {
-			cnt = bits.TrailingZeros16(tie)
+			v.AsUint32x16().Store(&vb)
+			for ; tie != 0; tie &= tie - 1 {
+				b := bits.TrailingZeros16(tie)
+				vb[b] = firstAbs(src[b*qk:][:qk], f32bits(r.hi[:])[b]&0x7fffffff)
+			}
+			v = archsimd.LoadUint32x16(&vb).AsFloat32x16()
 		}
-		v := hi.Merge(lo.Merge(zero, neg), pos)          // pos: hi, neg: lo, else +0
 		d := v.Mul(archsimd.BroadcastFloat32x16(-0.125)) // rounds exactly as v / -8
 		id := zero.Merge(archsimd.BroadcastFloat32x16(1).Div(d), d.Equal(zero))
 		f16x16(d).TruncateToUint16().Store(&hdr)
@@ -271,7 +275,7 @@ func q4_0Run16(dst []byte, src []float32) (int, uint32) {
 		top := archsimd.BroadcastInt32x16(15)
 		step := archsimd.BroadcastUint32x16(1)
 		var sel archsimd.Uint32x16 // b in every lane
-		for b := range cnt {
+		for b := range 16 {
 			ib := id.Permute(sel)
 			sel = sel.Add(step)
 			x, q := src[b*qk:][:qk], dst[b*18:][:18]
@@ -280,11 +284,8 @@ func q4_0Run16(dst []byte, src []float32) (int, uint32) {
 			q1 := archsimd.LoadFloat32x16Slice(x[16:32]).Mul(ib).Add(add).ConvertToInt32().Min(top)
 			q0.Or(q1.ShiftAllLeft(4)).TruncateToInt8().AsUint8x16().StoreSlice(q[2:18])
 		}
-		n += cnt
-		src, dst = src[cnt*qk:], dst[cnt*18:]
-		if cnt < 16 {
-			break
-		}
+		n += 16
+		src, dst = src[16*qk:], dst[16*18:]
 	}
 	m.Store(&tmp)
 	archsimd.ClearAVXUpperBits()
@@ -332,7 +333,8 @@ func q4_0Run1(dst []byte, src []float32) (int, uint32) {
 }
 
 // q4_1Run quantizes groups of 16 blocks with q4_1Run16, then the last
-// blocks one at a time; both stop before a block they do not handle.
+// blocks one at a time with q4_1Run1, which stops before a block with a zero
+// minimum or maximum (the caller's scalar reference quantizes it).
 func q4_1Run(dst []byte, src []float32) (int, uint32) {
 	n, m := q4_1Run16(dst, src)
 	k, km := q4_1Run1(dst[n*20:], src[n*qk:])
@@ -457,10 +459,8 @@ func fold16(x []float32, r *ranges) {
 // q4_1Run16 quantizes 16 blocks at a time: one fold finds their 16 minima
 // and maxima, one division their 16 scales, one more the 16 inverses (the
 // reference's IEEE operations, lane by lane), and one f16 conversion each
-// their scales and minima. It stops at the first block whose minimum or
-// maximum is a zero (the reference keeps the sign of the first such zero it
-// meets; the caller's scalar reference quantizes that block), and when
-// fewer than 16 blocks remain.
+// their scales and minima. A zero minimum or maximum is the first zero of
+// the block in the reference's scan (with its sign); firstAbs finds it.
 //
 //go:noinline
 func q4_1Run16(dst []byte, src []float32) (int, uint32) {
@@ -473,9 +473,19 @@ func q4_1Run16(dst []byte, src []float32) (int, uint32) {
 		fold16(src, &r)
 		hi, lo := archsimd.LoadFloat32x16(&r.hi), archsimd.LoadFloat32x16(&r.lo)
 		m = m.Max(archsimd.LoadUint32x16(&r.abs))
-		cnt := 16
-		if bad := lo.Equal(zero).Or(hi.Equal(zero)).ToBits(); bad != 0 {
-			cnt = bits.TrailingZeros16(bad)
+		if loZ, hiZ := lo.Equal(zero).ToBits(), hi.Equal(zero).ToBits(); loZ|hiZ != 0 {
+			lb, hb := f32bits(r.lo[:]), f32bits(r.hi[:])
+			for z := loZ | hiZ; z != 0; z &= z - 1 {
+				b := bits.TrailingZeros16(z)
+				first := firstAbs(src[b*qk:][:qk], 0)
+				if loZ>>b&1 != 0 {
+					lb[b] = first
+				}
+				if hiZ>>b&1 != 0 {
+					hb[b] = first
+				}
+			}
+			hi, lo = archsimd.LoadFloat32x16(&r.hi), archsimd.LoadFloat32x16(&r.lo)
 		}
 		d := hi.Sub(lo).Div(archsimd.BroadcastFloat32x16(15))
 		id := zero.Merge(archsimd.BroadcastFloat32x16(1).Div(d), d.Equal(zero))
@@ -484,7 +494,7 @@ func q4_1Run16(dst []byte, src []float32) (int, uint32) {
 		top := archsimd.BroadcastInt32x16(15)
 		step := archsimd.BroadcastUint32x16(1)
 		var sel archsimd.Uint32x16 // b in every lane
-		for b := range cnt {
+		for b := range 16 {
 			lb, ib := lo.Permute(sel), id.Permute(sel)
 			sel = sel.Add(step)
 			x, q := src[b*qk:][:qk], dst[b*20:][:20]
@@ -493,11 +503,8 @@ func q4_1Run16(dst []byte, src []float32) (int, uint32) {
 			q1 := archsimd.LoadFloat32x16Slice(x[16:32]).Sub(lb).Mul(ib).Add(add).ConvertToInt32().Min(top)
 			q0.Or(q1.ShiftAllLeft(4)).TruncateToInt8().AsUint8x16().StoreSlice(q[4:20])
 		}
-		n += cnt
-		src, dst = src[cnt*qk:], dst[cnt*20:]
-		if cnt < 16 {
-			break
-		}
+		n += 16
+		src, dst = src[16*qk:], dst[16*20:]
 	}
 	m.Store(&tmp)
 	archsimd.ClearAVXUpperBits()
