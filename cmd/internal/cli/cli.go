@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -117,8 +118,18 @@ type VersionFlag struct {
 
 // Main runs a program's run function with the process's streams and exits.
 func Main(run func(args []string, stdin io.Reader, stdout, stderr io.Writer) int) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(MemoryLimit)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
+
+// MemoryLimit is the programs' soft memory limit (GOMEMLIMIT overrides it). The
+// programs keep a bounded working set whatever the model's size, but by default Go's
+// collector lets the heap grow to twice what is live before it collects, and pooled
+// buffers and zstd-max's encoder tables (about 80 MiB) are live: with the limit the
+// heap is collected before it passes 80 MiB, which keeps peak RSS under 100 MiB.
+const MemoryLimit = 80 << 20
 
 // Input opens path for reading; "" and "-" mean stdin.
 func (e *Env) Input(path string) (io.ReadCloser, string, error) {
