@@ -269,6 +269,7 @@ func (t *TensorHasher) ReadFrom(r io.Reader) (int64, error) {
 	go func() {
 		defer close(done)
 		for p := range full {
+			clearUpper()
 			t.h.Write(p)
 			free <- p[:cap(p)]
 		}

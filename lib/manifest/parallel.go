@@ -163,7 +163,14 @@ func (p *Parallel) AddTensor(info container.TensorInfo, data []byte) error {
 	p.slots <- struct{}{}
 	p.wg.Go(func() {
 		defer func() { <-p.slots }()
-		j.sum = sha256.Sum256(data)
+		h := sha256.New()
+		for len(data) > 0 {
+			n := min(len(data), parallelChunk)
+			clearUpper()
+			h.Write(data[:n])
+			data = data[n:]
+		}
+		h.Sum(j.sum[:0])
 		close(j.done)
 	})
 	return nil
@@ -288,6 +295,7 @@ func (p *Parallel) spawn(j *job) chan []byte {
 		defer func() { <-p.slots }()
 		h := sha256.New()
 		for b := range ch {
+			clearUpper()
 			h.Write(b)
 			p.pool.put(b[:cap(b)])
 		}
