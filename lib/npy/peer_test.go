@@ -4,46 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"github.com/apr-go/apr/lib/internal/peertest"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/internal/peertest"
 )
-
-// numpyPython returns a Python interpreter that can import numpy, or skips.
-// The intended peer is Debian's python3-numpy under /usr/bin/python3; APR_PYTHON
-// names another interpreter.
-func numpyPython(t *testing.T) string {
-	t.Helper()
-	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
-		t.Skipf("NumPy peer test: no subprocesses on %s", runtime.GOOS)
-	}
-	if testing.Short() {
-		t.Skip("NumPy peer test skipped in -short mode")
-	}
-	cands := []string{os.Getenv("APR_PYTHON"), "/usr/bin/python3"}
-	if p, err := exec.LookPath("python3"); err == nil {
-		cands = append(cands, p)
-	}
-	for _, py := range cands {
-		if py == "" {
-			continue
-		}
-		if out, err := exec.Command(py, "-c", "import numpy; print(numpy.__version__)").Output(); err == nil {
-			t.Logf("peer: %s with numpy %s", py, strings.TrimSpace(string(out)))
-			return py
-		}
-	}
-	peertest.Missing(t, "NumPy peer test: no python3 with numpy found; install Debian's python3-numpy (apt-get install -y python3-numpy) or set APR_PYTHON")
-	return ""
-}
 
 func runPython(t *testing.T, py, dir, script string) []byte {
 	t.Helper()
@@ -113,7 +84,7 @@ type peerArray struct {
 
 // TestNumpyPeerWrites: numpy writes, we read.
 func TestNumpyPeerWrites(t *testing.T) {
-	py := numpyPython(t)
+	py := peertest.Python(t, "numpy", "python3-numpy")
 	dir := t.TempDir()
 	descrs, _ := json.Marshal(keys(peerDescrs))
 	out := runPython(t, py, dir, "DESCRS = '"+string(descrs)+"'\n"+numpyWrites)
@@ -189,7 +160,7 @@ print(checked)
 
 // TestNumpyPeerReads: we write, numpy reads.
 func TestNumpyPeerReads(t *testing.T) {
-	py := numpyPython(t)
+	py := peertest.Python(t, "numpy", "python3-numpy")
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, 2))
 	shapes := [][]int64{{}, {0}, {1}, {5}, {3, 4}, {2, 0, 3}, {2, 3, 1, 2}, {300, 7}}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,25 +142,21 @@ func half(h uint16) float64 {
 	return sign * math.Ldexp(1024+frac, exp-25)
 }
 
-func peerPython(t *testing.T) string {
+// peerPython writes the peer script and returns the command that runs it with a
+// Python that has NumPy (Debian's python3-numpy; see peertest.Python).
+func peerPython(t *testing.T) []string {
 	t.Helper()
-	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
-		t.Skip("peer test: no subprocesses on " + runtime.GOOS)
-	}
-	const py = "/usr/bin/python3"
-	if out, err := exec.Command(py, "-c", "import numpy").CombinedOutput(); err != nil {
-		peertest.Missing(t, "peer test skipped: %s cannot import numpy (install Debian's python3-numpy; CI does): %v %s", py, err, bytes.TrimSpace(out))
-	}
+	py := peertest.Python(t, "numpy", "python3-numpy")
 	script := filepath.Join(t.TempDir(), "peer.py")
 	if err := os.WriteFile(script, []byte(peerPy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return script
+	return []string{py, script}
 }
 
-func runPeer(t *testing.T, script string, stdin []byte, args ...string) []byte {
+func runPeer(t *testing.T, peer []string, stdin []byte, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command("/usr/bin/python3", append([]string{script}, args...)...)
+	cmd := exec.Command(peer[0], append(peer[1:], args...)...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -172,10 +167,10 @@ func runPeer(t *testing.T, script string, stdin []byte, args ...string) []byte {
 	return out
 }
 
-func peerRead(t *testing.T, script, path string) (map[string]string, map[string]peerTensor) {
+func peerRead(t *testing.T, peer []string, path string) (map[string]string, map[string]peerTensor) {
 	t.Helper()
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(runPeer(t, script, nil, "read", path), &raw); err != nil {
+	if err := json.Unmarshal(runPeer(t, peer, nil, "read", path), &raw); err != nil {
 		t.Fatal(err)
 	}
 	var meta map[string]string
@@ -234,7 +229,7 @@ func compareWithPeer(t *testing.T, what, path string, meta map[string]string, pe
 // TestNumPyPeer: the NumPy peer reads what we write, and we read (and rewrite, for it
 // to read again) what it writes.
 func TestNumPyPeer(t *testing.T) {
-	script := peerPython(t)
+	py := peerPython(t)
 	dir := t.TempDir()
 
 	// 1. We write, the peer reads.
@@ -271,16 +266,16 @@ func TestNumPyPeer(t *testing.T) {
 	if err := os.WriteFile(ours, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	meta, peer := peerRead(t, script, ours)
+	meta, peer := peerRead(t, py, ours)
 	compareWithPeer(t, "peer reading our file", ours, meta, peer)
 
 	// 2. The peer writes, we read: file API and stream.
 	theirs := filepath.Join(dir, "theirs.safetensors")
 	var wrote map[string]json.RawMessage
-	if err := json.Unmarshal(runPeer(t, script, nil, "write", theirs), &wrote); err != nil {
+	if err := json.Unmarshal(runPeer(t, py, nil, "write", theirs), &wrote); err != nil {
 		t.Fatal(err)
 	}
-	meta, peer = peerRead(t, script, theirs)
+	meta, peer = peerRead(t, py, theirs)
 	compareWithPeer(t, "our reading of the peer's file", theirs, meta, peer)
 	b, err := os.ReadFile(theirs)
 	if err != nil {
@@ -307,7 +302,7 @@ func TestNumPyPeer(t *testing.T) {
 	if err := os.WriteFile(rewritten, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	meta2, peer2 := peerRead(t, script, rewritten)
+	meta2, peer2 := peerRead(t, py, rewritten)
 	if fmt.Sprint(meta2) != fmt.Sprint(meta) || len(peer2) != len(peer) {
 		t.Errorf("rewrite changed the file's contents as the peer sees them")
 	}
@@ -323,7 +318,7 @@ func TestNumPyPeer(t *testing.T) {
 		WeightMap: []WeightEntry{{"model.embed", "model-00001-of-00002.safetensors"}, {"ünï \"q\" \x7f\u2028😀", "model-00002-of-00002.safetensors"}, {"A", "model-00002-of-00002.safetensors"}},
 	}
 	ours2 := ix.Marshal()
-	if py := runPeer(t, script, ours2, "index"); !bytes.Equal(py, ours2) {
+	if py := runPeer(t, py, ours2, "index"); !bytes.Equal(py, ours2) {
 		t.Errorf("index JSON differs from Python's\n ours %q\n py   %q", ours2, py)
 	}
 }
