@@ -1,7 +1,7 @@
 # apr: build, test, demo, benchmarks. `make test` and `make demo` work on a fresh
 # machine with Go installed (Go modules come through the module proxy); .ci/run also
-# installs the registry peers the tests run against (python3-numpy, minisign, age,
-# npm packages).
+# installs the registry peers the tests run against (python3-numpy, python3-torch,
+# minisign, age, argon2, npm packages).
 
 GO       ?= go
 BIN      := $(CURDIR)/bin

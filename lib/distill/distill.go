@@ -454,9 +454,13 @@ func (j *job) makeSet(d Data) (set, error) {
 	return s, nil
 }
 
+// streamBatchOrder is the random stream ("distill") of the rows' order, drawn
+// once per epoch by shuffling the previous epoch's order.
+const streamBatchOrder = 0x64697374696c6c
+
 func (j *job) run() (*Result, error) {
 	res := &Result{TrainRows: j.train.rows, ValRows: j.val.rows, HintLoss: math.NaN()}
-	r := model.NewRand(j.opt.Seed, 0x64697374696c6c) // "distill": batch order
+	r := model.NewRand(j.opt.Seed, streamBatchOrder)
 	if j.opt.Method == Progressive {
 		hint := j.opt.HintEpochs
 		if hint == 0 {
@@ -472,25 +476,21 @@ func (j *job) run() (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, in, k, bs := j.train.rows, j.in, j.k, min(j.opt.BatchSize, j.train.rows)
+	n, bs := j.train.rows, min(j.opt.BatchSize, j.train.rows)
 	perm := identity(n)
-	xb := make([]float32, bs*in)
-	grad := make([]float32, bs*k)
-	q := make([]float32, bs*k)
+	b := j.newBatch(tr, bs)
 	for ep := 1; ep <= j.opt.Epochs; ep++ {
 		r.Shuffle(perm)
 		var sum float64
 		correct, agree := 0, 0
 		for b0 := 0; b0 < n; b0 += bs {
 			idx := perm[b0:min(n, b0+bs)]
-			rows := len(idx)
-			gather(xb, j.train.x, idx, in)
-			z, err := tr.Forward(xb[:rows*in], rows)
+			loss, classes, err := b.step(idx)
 			if err != nil {
 				return nil, err
 			}
-			sum += j.lossGrad(grad[:rows*k], q[:rows*k], z, idx)
-			for i, c := range model.ArgmaxRows(z, k) {
+			sum += loss
+			for i, c := range classes {
 				if j.train.y != nil && c == j.train.y[idx[i]] {
 					correct++
 				}
@@ -498,10 +498,6 @@ func (j *job) run() (*Result, error) {
 					agree++
 				}
 			}
-			if err := tr.Backward(grad[:rows*k], nil); err != nil {
-				return nil, err
-			}
-			tr.Step()
 		}
 		res.Loss = sum / float64(n)
 		if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
@@ -519,6 +515,36 @@ func (j *job) run() (*Result, error) {
 	res.TeacherTrainAccuracy = teacherAccuracy(j.train)
 	res.TeacherValAccuracy = teacherAccuracy(j.val)
 	return res, nil
+}
+
+// batch is one optimizer step's working memory.
+type batch struct {
+	j          *job
+	tr         *model.Trainer
+	x, grad, q []float32
+}
+
+func (j *job) newBatch(tr *model.Trainer, rows int) *batch {
+	return &batch{j: j, tr: tr, x: make([]float32, rows*j.in), grad: make([]float32, rows*j.k), q: make([]float32, rows*j.k)}
+}
+
+// step trains on the training rows idx: forward, loss gradient, backward and one
+// optimizer step. It returns the summed loss of the rows and the student's classes
+// for them before the step.
+func (b *batch) step(idx []int) (float64, []int, error) {
+	j, rows := b.j, len(idx)
+	gather(b.x, j.train.x, idx, j.in)
+	z, err := b.tr.Forward(b.x[:rows*j.in], rows)
+	if err != nil {
+		return 0, nil, err
+	}
+	loss := j.lossGrad(b.grad[:rows*j.k], b.q[:rows*j.k], z, idx)
+	classes := model.ArgmaxRows(z, j.k)
+	if err := b.tr.Backward(b.grad[:rows*j.k], nil); err != nil {
+		return 0, nil, err
+	}
+	b.tr.Step()
+	return loss, classes, nil
 }
 
 // lossGrad writes the gradient of the mean batch loss with respect to the student
