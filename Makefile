@@ -67,11 +67,12 @@ fuzz:
 demo: build
 	PATH="$(BIN):$$PATH" pipelines/demo.sh
 
-# Whole-process benchmarks on generated 1 GiB models (results: docs/BENCHMARKS.md).
+# Whole-process benchmarks on generated 1 GiB models (results: docs/BENCHMARKS.md), and
+# distillation on digits beside PyTorch (.ci/bench-distill, needs python3-torch).
 # Each script prints its own table; BENCH_DIR keeps and reuses the generated inputs.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/
-	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec; do \
+	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec .ci/bench-distill; do \
 		[ ! -x $$b ] || PATH="$(BIN):$$PATH" $$b || exit 1; \
 	done
 

@@ -30,16 +30,8 @@ func TestPeerTorchRecipe(t *testing.T) {
 	const epochs, teacherSeed, studentSeed = 60, 1, 2
 	dir := t.TempDir()
 	train, test := digitsSplit(t)
-	writeData(t, dir, "train", train)
-	writeData(t, dir, "test", test)
-	opt := DefaultOptions()
-	opt.Optimizer = model.Optimizer{Name: "adam", LR: 1e-3}
-	opt.BatchSize, opt.Temperature, opt.Alpha = 32, 3, 0.7
-	recipe, _ := json.Marshal(map[string]any{"lr": opt.Optimizer.LR, "batch_size": opt.BatchSize,
-		"temperature": opt.Temperature, "alpha": opt.Alpha})
-	if err := os.WriteFile(filepath.Join(dir, "recipe.json"), recipe, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRecipe(t, dir, train, test, epochs)
+	opt := recipeOptions()
 
 	o := opt
 	o.Method, o.Epochs, o.Seed = Fit, epochs, teacherSeed
@@ -55,7 +47,7 @@ func TestPeerTorchRecipe(t *testing.T) {
 	o.Method, o.Seed = Standard, studentSeed
 	student := trainSteps(t, dir, "student", []int{64, 16, 16, 10}, []*Teacher{tt}, train, test, o)
 
-	cmd := exec.Command(py, filepath.Join("..", "..", "testdata", "distill", "torch_recipe.py"), dir)
+	cmd := exec.Command(py, torchRecipe, dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("torch_recipe.py: %v\n%s", err, out)
 	}
@@ -75,7 +67,8 @@ func TestPeerTorchRecipe(t *testing.T) {
 	}
 	ours := map[string][]int{}
 	theirs := map[string][]int{}
-	for name, m := range map[string]*model.NeuralSequentialModel{"teacher": teacher["final"], "student": student["final"]} {
+	for _, name := range []string{"teacher", "student"} {
+		m := map[string]*model.NeuralSequentialModel{"teacher": teacher["final"], "student": student["final"]}[name]
 		z, err := m.Logits(rowsF32(t, test.X), test.X.Rows)
 		if err != nil {
 			t.Fatal(err)
@@ -135,6 +128,25 @@ func trainSteps(t *testing.T, dir, prefix string, widths []int, teachers []*Teac
 		}
 	}
 	return out
+}
+
+// torchRecipe is the PyTorch side of the peer tests.
+var torchRecipe = filepath.Join("..", "..", "testdata", "distill", "torch_recipe.py")
+
+// writeRecipe writes the split and recipeOptions where torch_recipe.py reads them.
+func writeRecipe(t *testing.T, dir string, train, test Data, epochs int) {
+	t.Helper()
+	writeData(t, dir, "train", train)
+	writeData(t, dir, "test", test)
+	o := recipeOptions()
+	b, err := json.Marshal(map[string]any{"lr": o.Optimizer.LR, "batch_size": o.BatchSize, "temperature": o.Temperature,
+		"alpha": o.Alpha, "epochs": epochs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "recipe.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func reluNet(t *testing.T, widths []int, seed uint64) *model.NeuralSequentialModel {
