@@ -203,8 +203,9 @@ func TestDigitsSeeds(t *testing.T) {
 	var torch []recipeResult
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		var v struct {
-			Seed                                                     int
-			Teacher, Distilled, Agreement, Scratch, ScratchAgreement float64
+			Seed                                   int
+			Teacher, Distilled, Agreement, Scratch float64
+			ScratchAgreement                       float64 `json:"scratch_agreement"`
 		}
 		if err := json.Unmarshal([]byte(line), &v); err != nil {
 			t.Fatalf("torch_recipe.py: %q: %v", line, err)
