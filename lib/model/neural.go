@@ -266,7 +266,7 @@ func Float32Rows(x Matrix, want int) ([]float32, error) {
 	out := make([]float32, len(x.Data))
 	for i, v := range x.Data {
 		f := float32(v)
-		if math.IsNaN(v) || math.IsInf(float64(f), 0) {
+		if f-f != 0 { // NaN, or infinite (in float64 or only once rounded to float32)
 			return nil, fmt.Errorf("row %d, column %d: value %v is not a finite float32", i/x.Cols, i%x.Cols, v)
 		}
 		out[i] = f

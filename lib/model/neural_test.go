@@ -233,6 +233,16 @@ func TestNeuralRejectsBadInput(t *testing.T) {
 	if _, err := m.Predict(nan); err == nil || !strings.Contains(err.Error(), "row 1, column 1") {
 		t.Errorf("NaN input: %v", err)
 	}
+	// Infinities, and finite float64 values that overflow float32.
+	for _, v := range []float64{math.Inf(1), math.Inf(-1), 1e39, -math.MaxFloat64} {
+		x := Matrix{Rows: 2, Cols: 3, Data: []float64{0, 0, 0, 1, 1, v}}
+		if _, err := m.Predict(x); err == nil || !strings.Contains(err.Error(), "row 1, column 2") {
+			t.Errorf("input %v: %v", v, err)
+		}
+	}
+	if _, err := m.Predict(Matrix{Rows: 1, Cols: 3, Data: []float64{math.MaxFloat32, -math.MaxFloat32, 1e-45}}); err != nil {
+		t.Errorf("largest finite float32 values: %v", err)
+	}
 	wide := Matrix{Rows: 1, Cols: 4, Data: []float64{1, 2, 3, 4}}
 	if _, err := m.Predict(wide); err == nil || !strings.Contains(err.Error(), "4 features, the model expects 3") {
 		t.Errorf("wrong width: %v", err)
