@@ -10,6 +10,8 @@ var (
 	f16ToF32  = f16ToF32Generic
 	dotF32    = dotGeneric
 	axpy      = axpyGeneric
+	// matMulTile is MatMul's inner work on one tile (see matMulTileGeneric).
+	matMulTile = matMulTileGeneric
 
 	// Fused quantize-and-measure kernels (see QuantizeChecked); nil where
 	// there is no fast path.

@@ -75,16 +75,23 @@ func MatMul(dst, a, b []float32, m, k, n int) error {
 		j1 := min(n, j0+nTile)
 		for p0 := 0; p0 < k; p0 += kTile {
 			p1 := min(k, p0+kTile)
-			for i := range m {
-				row := dst[i*n+j0 : i*n+j1]
-				ai := a[i*k : i*k+k]
-				for p := p0; p < p1; p++ {
-					axpy(row, ai[p], b[p*n+j0:p*n+j1])
-				}
-			}
+			matMulTile(dst, a, b, m, k, n, p0, p1, j0, j1)
 		}
 	}
 	return nil
+}
+
+// matMulTileGeneric adds a[i, p0:p1]·b[p0:p1, j0:j1] to dst[i, j0:j1] for every
+// row i, the products of each element in order of p. A fast path may handle the
+// leading columns itself (in registers, in the same order) and leave the rest here.
+func matMulTileGeneric(dst, a, b []float32, m, k, n, p0, p1, j0, j1 int) {
+	for i := range m {
+		row := dst[i*n+j0 : i*n+j1]
+		ai := a[i*k : i*k+k]
+		for p := p0; p < p1; p++ {
+			axpy(row, ai[p], b[p*n+j0:p*n+j1])
+		}
+	}
 }
 
 // DotQ returns the dot product of a row stored as type t with x, decoding the

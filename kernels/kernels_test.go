@@ -317,7 +317,8 @@ func TestDot(t *testing.T) {
 
 func TestMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, s := range [][3]int{{1, 1, 1}, {3, 5, 7}, {17, 70, 300}, {4, 129, 513}, {0, 3, 3}, {2, 0, 3}} {
+	for _, s := range [][3]int{{1, 1, 1}, {3, 5, 7}, {17, 70, 300}, {4, 129, 513}, {0, 3, 3}, {2, 0, 3},
+		{5, 64, 16}, {33, 16, 10}, {8, 128, 128}, {3, 200, 24}, {2, 3, 8}, {6, 65, 263}} {
 		m, k, n := s[0], s[1], s[2]
 		a, b := randRow(r, m*k, 1), randRow(r, k*n, 1)
 		dst := make([]float32, m*n)
