@@ -110,16 +110,15 @@ def rate(a, b):
 def same_steps():
     """Train from apr's parameters in apr's order; write the checkpoints."""
     def network(prefix):
-        layers, i = [], 0
-        while os.path.exists(os.path.join(d, "%s.%d.weight.npy" % (prefix, i))):
-            w = load("%s.%d.weight" % (prefix, i))
-            m = torch.nn.Linear(w.shape[1], w.shape[0])
-            with torch.no_grad():
+        layers = []
+        while os.path.exists(os.path.join(d, "%s.%d.weight.npy" % (prefix, len(layers)))):
+            layers.append((load("%s.%d.weight" % (prefix, len(layers))), load("%s.%d.bias" % (prefix, len(layers)))))
+        net = relu_net([layers[0][0].shape[1]] + [w.shape[0] for w, _ in layers])
+        with torch.no_grad():
+            for m, (w, b) in zip(dense(net), layers):
                 m.weight.copy_(w)
-                m.bias.copy_(load("%s.%d.bias" % (prefix, i)))
-            layers += [m, torch.nn.ReLU()]
-            i += 1
-        return torch.nn.Sequential(*layers[:-1])
+                m.bias.copy_(b)
+        return net
 
     def save_params(prefix, net):
         for i, m in enumerate(dense(net)):
