@@ -27,8 +27,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 const description = `Quantize an APR model's tensors to a GGML block type, or cast them to f16, bf16 or f32.
 
-TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, f16, bf16, or
-f32 (dequantize every float tensor). The bytes are those of ggml's reference quantizers.
+TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4, q1_0,
+q2_0, f16, bf16, or f32 (dequantize every float tensor). The bytes are those of ggml's
+reference quantizers.
 
 Which tensors change follows llama.cpp's quantizer: 2-D (and larger) float tensors
 whose name ends in "weight"; norms, biases, 1-D tensors and the few small 2-D tensors
@@ -36,11 +37,13 @@ llama.cpp keeps stay as they are. --pure converts every float tensor of 2+ dimen
 --include converts the named tensors whatever the rules (1-D ones too: that is how a
 LinearRegression's "coefficients" is quantized); --exclude keeps them, and wins.
 
-Rows must be whole blocks (32 values; 256 for the K-quants). A K-quant falls back with a
-warning, as llama.cpp does (q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, q2_k/q3_k->q4_0, then
-f16); for the other types such a tensor is an error. NaN, infinite values, and values
-whose block scale would overflow f16 are errors naming the tensor and position. On any
-error nothing is written (-o FILE is created atomically) and the exit status is 1.
+Rows must be whole blocks (32 values; 64 for nvfp4 and q2_0, 128 for q1_0, 256 for the
+K-quants). A K-quant or q2_0 falls back with a warning, as llama.cpp does (q4_k->q5_0,
+q5_k->q5_1, q6_k->q8_0, q2_k/q3_k/q2_0->q4_0, then f16); for the other types such a
+tensor is an error. NaN, infinite values, values whose block scale would overflow f16,
+and nvfp4 values beyond 2688 (which ggml would clamp) are errors naming the tensor and
+position. On any error nothing is written (-o FILE is created atomically) and the exit
+status is 1.
 
 The output is uncompressed by default, so its tensors can be memory-mapped in place;
 --compress picks a codec. The output bytes do not depend on --workers.`

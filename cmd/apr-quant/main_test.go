@@ -194,6 +194,12 @@ func TestFailuresLeaveNoOutput(t *testing.T) {
 		{"row length", writeModel(t, tensor{"w.weight", []int64{2, 48}, normal(8, 96)}),
 			[]string{"q8_0"}, []string{`tensor "w.weight"`, "rows of 48 values", "--exclude"}},
 		{"requantize", nil, []string{"q4_0"}, []string{"--allow-requantize"}},
+		{"nvfp4 row length", writeModel(t, tensor{"blk.0.attn_k.weight", []int64{2, 96}, normal(10, 192)}),
+			[]string{"nvfp4"}, []string{`tensor "blk.0.attn_k.weight"`, "rows of 96 values", "64-value NVFP4 blocks", "--exclude blk.0.attn_k.weight"}},
+		{"q1_0 row length", writeModel(t, tensor{"blk.0.attn_k.weight", []int64{2, 64}, normal(11, 128)}),
+			[]string{"q1_0"}, []string{`tensor "blk.0.attn_k.weight"`, "rows of 64 values", "128-value Q1_0 blocks", "--exclude"}},
+		{"nvfp4 range", writeModel(t, tensor{"blk.1.ffn_up.weight", []int64{4, 64}, big}),
+			[]string{"nvfp4"}, []string{`tensor "blk.1.ffn_up.weight"`, "row 1, column 6", "beyond what NVFP4 holds", "not written"}},
 	}
 	// A quantized input for the requantize case.
 	q := runCLI(testModel(t), "q8_0")
@@ -274,12 +280,18 @@ func TestStatsOutput(t *testing.T) {
 
 func TestFallbackWarning(t *testing.T) {
 	in := writeModel(t, tensor{"w.weight", []int64{2, 96}, normal(9, 192)})
-	r := runCLI(in, "q6_k")
-	if r.code != 0 || !strings.Contains(r.stderr, "apr-quant: warning:") || !strings.Contains(r.stderr, "Q8_0 instead of Q6_K") {
-		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
-	}
-	got, _ := dtypes(t, []byte(r.stdout))
-	if got["w.weight"] != dtype.Q8_0 {
-		t.Fatalf("w.weight is %v", got["w.weight"])
+	for _, c := range []struct {
+		typ  string
+		want dtype.DType
+		msg  string
+	}{{"q6_k", dtype.Q8_0, "Q8_0 instead of Q6_K"}, {"q2_0", dtype.Q4_0, "Q4_0 instead of Q2_0"}} {
+		r := runCLI(in, c.typ)
+		if r.code != 0 || !strings.Contains(r.stderr, "apr-quant: warning:") || !strings.Contains(r.stderr, c.msg) {
+			t.Fatalf("%s: exit %d, stderr %q", c.typ, r.code, r.stderr)
+		}
+		got, _ := dtypes(t, []byte(r.stdout))
+		if got["w.weight"] != c.want {
+			t.Fatalf("%s: w.weight is %v", c.typ, got["w.weight"])
+		}
 	}
 }

@@ -65,20 +65,29 @@ func firstAbove(x []float32, bound float32) int {
 // that does not round to infinity. A value beyond it would make the block's scale
 // overflow (or, where a ggml quantizer's sums of squares overflow float32 first, make
 // it write a wrong block); apr refuses it instead of writing either.
+//
+// Q1_0 and Q2_0 write ±d (and 0), d an F16 scale no larger than the block's largest
+// magnitude (Q1_0: the mean magnitude; Q2_0: the largest), so they hold what F16
+// holds. NVFP4's largest value is its largest level, 6, times its largest scale, 448
+// (E4M3): ggml has no tensor-wide scale and writes every larger value as ±2688, which
+// apr refuses instead.
 var maxMagnitude = map[dtype.DType]float32{
-	dtype.Q8_0: 65504 * 127,
-	dtype.Q4_0: 65504 * 8,
-	dtype.Q4_1: 65504*15 + 65504,
-	dtype.Q5_0: 65504 * 16,
-	dtype.Q5_1: 65504*31 + 65504,
-	dtype.Q2_K: 65504*15*3 + 65504*15,
-	dtype.Q3_K: 65504 * 32 * 4,
-	dtype.Q4_K: 65504*63*15 + 65504*63,
-	dtype.Q5_K: 65504*63*31 + 65504*63,
-	dtype.Q6_K: 65504 * 128 * 32,
-	dtype.F16:  65519.996, // 65520 and up round to infinity
-	dtype.BF16: math.Float32frombits(0x7F7F7FFF),
-	dtype.F32:  math.MaxFloat32,
+	dtype.Q8_0:  65504 * 127,
+	dtype.Q4_0:  65504 * 8,
+	dtype.Q4_1:  65504*15 + 65504,
+	dtype.Q5_0:  65504 * 16,
+	dtype.Q5_1:  65504*31 + 65504,
+	dtype.Q2_K:  65504*15*3 + 65504*15,
+	dtype.Q3_K:  65504 * 32 * 4,
+	dtype.Q4_K:  65504*63*15 + 65504*63,
+	dtype.Q5_K:  65504*63*31 + 65504*63,
+	dtype.Q6_K:  65504 * 128 * 32,
+	dtype.NVFP4: 6 * 448,
+	dtype.Q1_0:  65519.996,
+	dtype.Q2_0:  65519.996,
+	dtype.F16:   65519.996, // 65520 and up round to infinity
+	dtype.BF16:  math.Float32frombits(0x7F7F7FFF),
+	dtype.F32:   math.MaxFloat32,
 }
 
 // limitExp is the exponent field of the largest power of two not above bound: values
@@ -100,6 +109,8 @@ var halfFields = map[dtype.DType][]int{
 	dtype.Q4_K: {0, 2},
 	dtype.Q5_K: {0, 2},
 	dtype.Q6_K: {208},
+	dtype.Q1_0: {0},
+	dtype.Q2_0: {0},
 }
 
 // overflow looks for an F16 infinity among the block scales of the output of finite
@@ -122,9 +133,10 @@ func overflow(t dtype.DType, out []byte) int {
 }
 
 // scaleBounded are the types whose one scale is amax divided by a constant (127, 8,
-// 16): with every |value| within maxMagnitude it cannot exceed 65504, so their output
-// needs no second look.
-var scaleBounded = map[dtype.DType]bool{dtype.Q8_0: true, dtype.Q4_0: true, dtype.Q5_0: true}
+// 16, or 1 for Q2_0): with every |value| within maxMagnitude it cannot exceed 65504,
+// so their output needs no second look. (Q1_0's scale is a float32 sum divided by
+// 128, whose rounding can exceed the block's largest magnitude, so it is looked at.)
+var scaleBounded = map[dtype.DType]bool{dtype.Q8_0: true, dtype.Q4_0: true, dtype.Q5_0: true, dtype.Q2_0: true}
 
 // errAcc accumulates the error of converted values against their source.
 type errAcc struct {

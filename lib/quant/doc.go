@@ -1,6 +1,6 @@
 // Package quant converts the tensors of a model stream to another type: GGML's block
-// quantizations (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), F16,
-// BF16, or back to F32. It is the library behind apr-quant.
+// quantizations (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, NVFP4,
+// Q1_0, Q2_0), F16, BF16, or back to F32. It is the library behind apr-quant.
 //
 // # Which tensors change
 //
@@ -26,12 +26,13 @@
 //
 // # Row lengths
 //
-// GGML types quantize each row in blocks of 32 (Q4_0..Q8_0) or 256 values (K-quants).
-// A row of a length that is not a whole number of blocks is an error for the 32-value
-// types, naming the tensor, its shape and the block size. The K-quants fall back as
-// llama.cpp does, with a warning: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, and Q2_K
-// and Q3_K to Q4_0 (llama.cpp uses IQ4_NL, which apr does not write; Q4_0 has the
-// same 4.5 bits per weight); when the fallback cannot hold the row either, F16.
+// GGML types quantize each row in blocks of 32 (Q4_0..Q8_0), 64 (NVFP4, Q2_0), 128
+// (Q1_0) or 256 values (K-quants). A row of a length that is not a whole number of
+// blocks is an error for the 32-value types, NVFP4 and Q1_0, naming the tensor, its
+// shape and the block size. The K-quants and Q2_0 fall back as llama.cpp does, with a
+// warning: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, and Q2_K, Q3_K and Q2_0 to Q4_0
+// (older llama.cpp sent Q2_K and Q3_K to IQ4_NL, which apr does not write); when the
+// fallback cannot hold the row either, F16.
 //
 // # Values
 //
@@ -39,8 +40,9 @@
 // BF16, F8, or a GGML type when requantizing). A NaN or an infinity is refused with
 // the tensor's name and position (llama.cpp refuses such tensors too); a block whose
 // scale, or an F16/BF16 value, would overflow its 16-bit float is refused likewise
-// instead of being written as infinity. The output bytes are those of ggml's
-// reference quantizers (package kernels).
+// instead of being written as infinity, and so is an NVFP4 value beyond 2688 (6 times
+// its largest E4M3 scale), which ggml would write as ±2688. The output bytes are those
+// of ggml's reference quantizers (package kernels).
 //
 // # Streaming
 //

@@ -46,7 +46,7 @@ func mappedModel(t *testing.T, opts ...container.Option) (string, []byte) {
 // (chunks that end inside pages, many chunks per tensor) and worker count.
 func TestMapFileMatchesStream(t *testing.T) {
 	path, b := mappedModel(t)
-	for _, typ := range []dtype.DType{dtype.Q8_0, dtype.Q4_0, dtype.Q4_1, dtype.Q6_K, dtype.F16} {
+	for _, typ := range []dtype.DType{dtype.Q8_0, dtype.Q4_0, dtype.Q4_1, dtype.Q6_K, dtype.NVFP4, dtype.Q1_0, dtype.Q2_0, dtype.F16} {
 		for _, c := range []struct{ workers, chunk int }{{1, 0}, {2, 256}, {3, 768}, {2, 4096}} {
 			o := Options{Type: typ, Workers: c.workers, ChunkElems: c.chunk, Stats: true}
 			src, err := apr.OpenStream(bytes.NewReader(b))

@@ -100,7 +100,7 @@ func readAll(t *testing.T, b []byte) (container.FileHeader, map[string]readTenso
 }
 
 var allTargets = []dtype.DType{dtype.Q8_0, dtype.Q4_0, dtype.Q4_1, dtype.Q5_0, dtype.Q5_1,
-	dtype.Q2_K, dtype.Q3_K, dtype.Q4_K, dtype.Q5_K, dtype.Q6_K, dtype.F16, dtype.BF16}
+	dtype.Q2_K, dtype.Q3_K, dtype.Q4_K, dtype.Q5_K, dtype.Q6_K, dtype.NVFP4, dtype.Q1_0, dtype.Q2_0, dtype.F16, dtype.BF16}
 
 // The converted bytes are exactly kernels.Quantize of the whole tensor (ggml's bytes),
 // however the tensor is cut into chunks and whatever the number of workers.
@@ -146,7 +146,12 @@ func TestParseType(t *testing.T) {
 			t.Fatalf("%v is a target but kernels cannot quantize it", d)
 		}
 	}
-	for _, bad := range []string{"q8", "q8_1", "iq4_nl", "", "f64"} {
+	for _, name := range []string{"nvfp4", "q1_0", "q2_0"} {
+		if !slices.Contains(Types(), name) {
+			t.Fatalf("Types() %v lacks %s", Types(), name)
+		}
+	}
+	for _, bad := range []string{"q8", "q8_1", "iq4_nl", "mxfp4", "tq1_0", "", "f64"} {
 		if _, err := ParseType(bad); !errors.Is(err, ErrType) {
 			t.Fatalf("ParseType(%q) = %v, want ErrType", bad, err)
 		}
@@ -218,6 +223,15 @@ func TestRules(t *testing.T) {
 		{Options{Type: dtype.Q2_K}, f("w.weight", 4, 96), dtype.Q4_0, ""},
 		{Options{Type: dtype.Q3_K}, f("w.weight", 4, 100), dtype.F16, ""},
 		{Options{Type: dtype.Q4_K}, f("w.weight", 4, 512), dtype.Q4_K, ""},
+		{Options{Type: dtype.NVFP4}, f("w.weight", 4, 64), dtype.NVFP4, ""},
+		{Options{Type: dtype.NVFP4}, f("w.weight", 4, 96), 0, `tensor "w.weight": rows of 96 values`},
+		{Options{Type: dtype.Q1_0}, f("w.weight", 4, 384), dtype.Q1_0, ""},
+		{Options{Type: dtype.Q1_0}, f("w.weight", 4, 64), 0, "128-value Q1_0 blocks"},
+		{Options{Type: dtype.Q2_0}, f("w.weight", 4, 64), dtype.Q2_0, ""},
+		{Options{Type: dtype.Q2_0}, f("w.weight", 4, 96), dtype.Q4_0, ""},
+		{Options{Type: dtype.Q2_0}, f("w.weight", 4, 100), dtype.F16, ""},
+		{Options{Type: dtype.Q1_0}, container.TensorInfo{Name: "a.weight", DType: dtype.Q2_0, Shape: []int64{4, 128}}, 0, "--allow-requantize"},
+		{Options{Type: dtype.F32}, container.TensorInfo{Name: "a.weight", DType: dtype.NVFP4, Shape: []int64{4, 64}}, dtype.F32, ""},
 		// Requantizing and undecodable sources.
 		{Options{Type: dtype.Q8_0}, container.TensorInfo{Name: "a.weight", DType: dtype.Q4_0, Shape: []int64{4, 64}}, 0, "--allow-requantize"},
 		{Options{Type: dtype.Q8_0, AllowRequantize: true}, container.TensorInfo{Name: "a.weight", DType: dtype.Q4_0, Shape: []int64{4, 64}}, dtype.Q8_0, ""},
@@ -300,7 +314,8 @@ func TestNonFiniteRefused(t *testing.T) {
 func TestScaleOverflowRefused(t *testing.T) {
 	v := randF32(5, 4*256)
 	v[2*256+40] = 3e38 // finite in F32, far beyond F16
-	for _, target := range []dtype.DType{dtype.Q8_0, dtype.Q4_1, dtype.Q5_0, dtype.Q2_K, dtype.Q3_K, dtype.Q4_K, dtype.Q6_K, dtype.F16} {
+	for _, target := range []dtype.DType{dtype.Q8_0, dtype.Q4_1, dtype.Q5_0, dtype.Q2_K, dtype.Q3_K, dtype.Q4_K, dtype.Q6_K,
+		dtype.NVFP4, dtype.Q1_0, dtype.Q2_0, dtype.F16} {
 		_, _, err := run(t, Options{Type: target}, tensorF32("big.weight", []int64{4, 256}, v))
 		if err == nil || !strings.Contains(err.Error(), `tensor "big.weight"`) || !strings.Contains(err.Error(), "row 2") ||
 			!strings.Contains(err.Error(), "not written") {
@@ -336,8 +351,16 @@ func TestScaleOverflowRefused(t *testing.T) {
 			if err := kernels.Dequantize(target, deq, got["edge.weight"].data); err != nil {
 				t.Fatal(err)
 			}
-			if math.Abs(float64(deq[100]-c.v)) > 0.1*math.Abs(float64(c.v)) {
-				t.Errorf("%v: %g written as %g", target, c.v, deq[100])
+			want := c.v
+			if target == dtype.Q1_0 { // every value becomes ± its block's mean magnitude
+				var sum float32
+				for _, x := range w[:128] {
+					sum += float32(math.Abs(float64(x)))
+				}
+				want = float32(math.Copysign(float64(sum/128), float64(c.v)))
+			}
+			if math.Abs(float64(deq[100]-want)) > 0.1*math.Abs(float64(want)) {
+				t.Errorf("%v: %g written as %g, want %g", target, c.v, deq[100], want)
 			}
 		}
 	}

@@ -18,6 +18,7 @@ var targets = []struct {
 }{
 	{"q8_0", dtype.Q8_0}, {"q4_0", dtype.Q4_0}, {"q4_1", dtype.Q4_1}, {"q5_0", dtype.Q5_0}, {"q5_1", dtype.Q5_1},
 	{"q2_k", dtype.Q2_K}, {"q3_k", dtype.Q3_K}, {"q4_k", dtype.Q4_K}, {"q5_k", dtype.Q5_K}, {"q6_k", dtype.Q6_K},
+	{"nvfp4", dtype.NVFP4}, {"q1_0", dtype.Q1_0}, {"q2_0", dtype.Q2_0},
 	{"f16", dtype.F16}, {"bf16", dtype.BF16}, {"f32", dtype.F32},
 }
 
@@ -54,24 +55,27 @@ func isTarget(t dtype.DType) bool {
 	return false
 }
 
-// kFallback is the type a K-quant falls back to when a row is not a whole number of
-// 256-value super-blocks. It follows llama.cpp's quantizer (Q4_K -> Q5_0, Q5_K ->
-// Q5_1, Q6_K -> Q8_0) except for Q2_K and Q3_K, which llama.cpp sends to IQ4_NL:
-// apr does not write IQ4_NL, so they fall back to Q4_0, which has the same 4.5 bits
-// per weight. When the fallback cannot hold the row either (not a multiple of 32),
-// the tensor becomes F16, again as llama.cpp does.
-var kFallback = map[dtype.DType]dtype.DType{
+// fallbacks is the type a tensor gets when its rows are not a whole number of the
+// requested type's blocks. It follows llama.cpp's quantizer (tensor_type_fallback in
+// src/llama-quant.cpp, commit 007dbbf3): Q2_K, Q3_K and Q2_0 -> Q4_0, Q4_K -> Q5_0,
+// Q5_K -> Q5_1, Q6_K -> Q8_0. (Older llama.cpp sent Q2_K and Q3_K to IQ4_NL, which
+// apr does not write; Q4_0 has the same 4.5 bits per weight.) When the fallback cannot
+// hold the row either (not a multiple of 32), the tensor becomes F16, again as
+// llama.cpp does. The 32-value types, NVFP4 and Q1_0 have no fallback there: such a
+// tensor is an error.
+var fallbacks = map[dtype.DType]dtype.DType{
 	dtype.Q2_K: dtype.Q4_0,
 	dtype.Q3_K: dtype.Q4_0,
 	dtype.Q4_K: dtype.Q5_0,
 	dtype.Q5_K: dtype.Q5_1,
 	dtype.Q6_K: dtype.Q8_0,
+	dtype.Q2_0: dtype.Q4_0,
 }
 
 // Options say what to quantize and how.
 type Options struct {
-	// Type is the target: a GGML block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K),
-	// F16, BF16, or F32 (dequantize every float tensor).
+	// Type is the target: a GGML block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
+	// NVFP4, Q1_0, Q2_0), F16, BF16, or F32 (dequantize every float tensor).
 	Type dtype.DType
 	// Pure converts every float tensor of two or more dimensions, whatever its name
 	// (llama.cpp's name rules are skipped).
@@ -174,10 +178,10 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 	row := rowLen(t.Shape)
 	to := o.Type
 	if bs := int64(to.Info().BlockElems); row%bs != 0 {
-		fb, ok := kFallback[to]
+		fb, ok := fallbacks[to]
 		if !ok {
 			return d, fmt.Errorf("tensor %q: rows of %d values (shape %v) are not a whole number of %d-value %v blocks; "+
-				"exclude it (--exclude %s) or choose f16, bf16 or a K-quant (which falls back)", t.Name, row, t.Shape, bs, to, t.Name)
+				"exclude it (--exclude %s) or choose f16, bf16, a K-quant or q2_0 (which fall back)", t.Name, row, t.Shape, bs, to, t.Name)
 		}
 		if row%int64(fb.Info().BlockElems) != 0 {
 			fb = dtype.F16

@@ -98,6 +98,12 @@ func (p *plan) valueErr(x []float32, start int64) error {
 }
 
 func limitWhy(t dtype.DType) string {
+	switch t {
+	case dtype.NVFP4:
+		return "its E4M3 scales stop at 448, and ggml would write every larger value as ±2688"
+	case dtype.Q1_0, dtype.Q2_0:
+		return "its largest values are ± its F16 block scale, which stops at 65504"
+	}
 	if t.Info().Quantized() {
 		return "its F16 block scale would overflow"
 	}
