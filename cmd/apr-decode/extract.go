@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
-	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/npy"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 type extractCmd struct {
@@ -106,7 +106,7 @@ func (c *extractCmd) writeTensor(out io.Writer, zw *npy.NPZWriter, info containe
 		if err != nil {
 			return err
 		}
-		t, err := apr.ToF32(model.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})
+		t, err := stream.ToF32(tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 func main() { cli.Main(run) }
@@ -86,7 +87,7 @@ func (c *plainCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
-	if err := apr.Reencode(out, env.Progress(s), nil, true, container.WithCompression(container.CompressNone)); err != nil {
+	if err := stream.Reencode(out, env.Progress(s), nil, true, container.WithCompression(container.CompressNone)); err != nil {
 		return err
 	}
 	return out.Commit()

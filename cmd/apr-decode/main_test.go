@@ -11,6 +11,7 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/seal"
 )
 
@@ -106,7 +107,7 @@ func TestExtractAndPlain(t *testing.T) {
 	if err != nil || info.Flags != 0 || info.Tensors[0].Codec != container.CodecNone {
 		t.Fatalf("plain output: %+v %v", info, err)
 	}
-	m, err := apr.Load[*model.LinearRegressionModel](plain, model.LinearRegression)
+	m, err := apr.Load[*model.LinearRegressionModel](plain, modeltype.LinearRegression)
 	if err != nil || len(m.Coefficients) != 2 {
 		t.Fatalf("plain output does not load: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 var digits = filepath.Join("..", "..", "testdata", "digits", "digits.csv.gz")
@@ -42,7 +43,7 @@ func TestFitAndDistill(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
 	dir := t.TempDir()
 	teacher := teacherFile(t, dir)
-	tm, err := apr.Load[*model.NeuralSequentialModel](teacher, model.NeuralSequential)
+	tm, err := apr.Load[*model.NeuralSequentialModel](teacher, modeltype.NeuralSequential)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestFitLogisticTeacher(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("--json output %q: %v", stdout, err)
 	}
-	m, err := apr.Load[*model.LogisticRegressionModel](lrPath, model.LogisticRegression)
+	m, err := apr.Load[*model.LogisticRegressionModel](lrPath, modeltype.LogisticRegression)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@ import (
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 func main() { cli.Main(run) }
@@ -68,7 +69,7 @@ func (c *encodeCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
-	if err := apr.Reencode(out, env.Progress(src), c.edit, !edited, opts...); err != nil {
+	if err := stream.Reencode(out, env.Progress(src), c.edit, !edited, opts...); err != nil {
 		return err
 	}
 	return out.Commit()
@@ -87,10 +88,10 @@ func (c *encodeCmd) source(env *cli.Env) (apr.Stream, error) {
 		if numpy != len(c.Inputs) {
 			return nil, cli.Usagef("mix of NumPy files and other inputs; give only .npy/.npz files, or one APR file")
 		}
-		t := model.Custom
+		t := modeltype.Custom
 		if c.Type != "" {
 			var err error
-			if t, err = model.ParseType(c.Type); err != nil {
+			if t, err = modeltype.ParseType(c.Type); err != nil {
 				return nil, cli.Usagef("%v", err)
 			}
 		}
@@ -119,7 +120,7 @@ func (c *encodeCmd) source(env *cli.Env) (apr.Stream, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if c.Type != "" {
-		t, err := model.ParseType(c.Type)
+		t, err := modeltype.ParseType(c.Type)
 		if err != nil {
 			return nil, cli.Usagef("%v", err)
 		}

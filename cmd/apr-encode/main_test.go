@@ -9,7 +9,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/npy"
 )
 
@@ -42,7 +42,7 @@ func TestBuildFromNumPyAndReencode(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := f.Header()
-	if h.Type != model.LinearRegression || h.Metadata.Name != "n" || h.Metadata.Hyperparameters["lr"] != 0.5 ||
+	if h.Type != modeltype.LinearRegression || h.Metadata.Name != "n" || h.Metadata.Hyperparameters["lr"] != 0.5 ||
 		h.Metadata.Custom["owner"] != "team a,b" || len(f.Entries()) != 2 || f.Entries()[0].Name != "coefficients" {
 		t.Fatalf("unexpected file: %+v %+v", h, f.Entries())
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 type tensor struct {
@@ -27,7 +27,7 @@ type tensor struct {
 func writeModel(t *testing.T, tensors ...tensor) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	w, err := container.NewWriter(&b, container.Header{Type: model.Custom, Metadata: container.Metadata{Name: "m", CreatedAt: "2026-01-01T00:00:00Z"}})
+	w, err := container.NewWriter(&b, container.Header{Type: modeltype.Custom, Metadata: container.Metadata{Name: "m", CreatedAt: "2026-01-01T00:00:00Z"}})
 	if err != nil {
 		t.Fatal(err)
 	}

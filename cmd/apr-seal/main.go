@@ -23,6 +23,7 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/seal"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 func main() { cli.Main(run) }
@@ -167,7 +168,7 @@ func (c *unsealCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
-	if err := apr.Reencode(out, src, nil, true, opts...); err != nil {
+	if err := stream.Reencode(out, src, nil, true, opts...); err != nil {
 		return err
 	}
 	return out.Commit()

@@ -14,6 +14,7 @@ import (
 	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/seal"
 	"github.com/apr-go/apr/lib/sign"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 func runIt(t *testing.T, stdin []byte, args ...string) (string, string, int) {
@@ -63,7 +64,7 @@ func reencode(t *testing.T, in []byte, c container.Compression, shuffle bool) []
 	}
 	defer s.Close()
 	var out bytes.Buffer
-	if err := apr.Reencode(&out, s, nil, true, container.WithCompression(c), container.WithShuffle(shuffle)); err != nil {
+	if err := stream.Reencode(&out, s, nil, true, container.WithCompression(c), container.WithShuffle(shuffle)); err != nil {
 		t.Fatal(err)
 	}
 	return out.Bytes()
@@ -181,7 +182,7 @@ func TestSignVerify(t *testing.T) {
 	// A metadata edit breaks it.
 	s, _ := apr.OpenStream(bytes.NewReader(signed))
 	var edited bytes.Buffer
-	if err := apr.Reencode(&edited, s, func(h *container.Header) { h.Metadata.Description = "changed" }, true); err != nil {
+	if err := stream.Reencode(&edited, s, func(h *container.Header) { h.Metadata.Description = "changed" }, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, errs, code := runIt(t, edited.Bytes(), "verify", "-p", pub); code != 1 || !strings.Contains(errs, "does not match the content") {
@@ -506,7 +507,7 @@ func TestPasswordSealedInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	var plain bytes.Buffer
-	if err := apr.Reencode(&plain, opened, nil, true); err != nil {
+	if err := stream.Reencode(&plain, opened, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, plain.Bytes(), "verify", "-p", pub)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/stconv"
 )
 
@@ -244,7 +245,7 @@ func TestModelExportLayout(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("export %q\n!= SaveModel %q", a, b)
 	}
-	got, err := stconv.LoadModel[*model.LinearRegressionModel](out, model.LinearRegression)
+	got, err := stconv.LoadModel[*model.LinearRegressionModel](out, modeltype.LinearRegression)
 	if err != nil || got.Intercept != m.Intercept {
 		t.Errorf("load of the export: %v", err)
 	}

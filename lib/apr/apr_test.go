@@ -11,6 +11,8 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 func fitted(t *testing.T) *model.LinearRegressionModel {
@@ -27,9 +29,9 @@ func TestModelTypeMismatchNamesBoth(t *testing.T) {
 	if err := Save(path, fitted(t), SaveOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Load[*model.LogisticRegressionModel](path, model.KMeans)
+	_, err := Load[*model.LogisticRegressionModel](path, modeltype.KMeans)
 	var mm *ModelTypeMismatch
-	if !errors.As(err, &mm) || mm.Found != model.LinearRegression || mm.Expected != model.KMeans {
+	if !errors.As(err, &mm) || mm.Found != modeltype.LinearRegression || mm.Expected != modeltype.KMeans {
 		t.Fatalf("got %v", err)
 	}
 	if want := "file contains LinearRegression, expected KMeans"; !bytes.Contains([]byte(err.Error()), []byte(want)) {
@@ -48,7 +50,7 @@ func TestSaveDeterministicAndLoadFromBytes(t *testing.T) {
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Fatal("same model and options gave different bytes")
 	}
-	m, err := LoadFromBytes[*model.LinearRegressionModel](a.Bytes(), model.LinearRegression)
+	m, err := LoadFromBytes[*model.LinearRegressionModel](a.Bytes(), modeltype.LinearRegression)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestSaveDeterministicAndLoadFromBytes(t *testing.T) {
 	}
 	corrupt := append([]byte(nil), a.Bytes()...)
 	corrupt[len(corrupt)/2] ^= 1
-	if _, err := LoadFromBytes[*model.LinearRegressionModel](corrupt, model.LinearRegression); err == nil {
+	if _, err := LoadFromBytes[*model.LinearRegressionModel](corrupt, modeltype.LinearRegression); err == nil {
 		t.Error("corrupt file loaded")
 	}
 }
@@ -77,15 +79,15 @@ func TestFailedSaveLeavesNoFile(t *testing.T) {
 
 type badModel struct{}
 
-func (badModel) Type() model.Type       { return model.Custom }
+func (badModel) Type() modeltype.Type   { return modeltype.Custom }
 func (badModel) Config() map[string]any { return nil }
-func (badModel) Tensors() []model.Tensor {
-	return []model.Tensor{{Name: "w", DType: dtype.F32, Shape: []int64{4}, Data: make([]byte, 3)}}
+func (badModel) Tensors() []tensor.Tensor {
+	return []tensor.Tensor{{Name: "w", DType: dtype.F32, Shape: []int64{4}, Data: make([]byte, 3)}}
 }
 
 func TestLoadAprenderV1(t *testing.T) {
 	path := "../../testdata/aprender/mnist_784x2.apr"
-	m, err := Load[*model.LogisticRegressionModel](path, model.LogisticRegression)
+	m, err := Load[*model.LogisticRegressionModel](path, modeltype.LogisticRegression)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +96,13 @@ func TestLoadAprenderV1(t *testing.T) {
 	}
 	b, _ := os.ReadFile(path)
 	b[100] ^= 4
-	_, err = LoadFromBytes[*model.LogisticRegressionModel](b, model.LogisticRegression)
+	_, err = LoadFromBytes[*model.LogisticRegressionModel](b, modeltype.LogisticRegression)
 	var cm *ChecksumMismatch
 	if !errors.As(err, &cm) || cm.Expected == cm.Actual {
 		t.Fatalf("got %v, want ChecksumMismatch", err)
 	}
 	info, err := Inspect(path)
-	if err != nil || info.Type != model.LogisticRegression || len(info.Tensors) != 2 {
+	if err != nil || info.Type != modeltype.LogisticRegression || len(info.Tensors) != 2 {
 		t.Fatalf("inspect: %+v %v", info, err)
 	}
 }
@@ -110,7 +112,7 @@ func TestQuantizedModelStillLoads(t *testing.T) {
 	// An F16 copy of the coefficients must decode to close values.
 	var buf bytes.Buffer
 	md := container.Metadata{ModelConfig: m.Config()}
-	w, _ := container.NewWriter(&buf, container.Header{Type: model.LinearRegression, Metadata: md})
+	w, _ := container.NewWriter(&buf, container.Header{Type: modeltype.LinearRegression, Metadata: md})
 	for _, tt := range m.Tensors() {
 		f32, _ := tt.Float32s()
 		h := make([]byte, 2*len(f32))
@@ -123,7 +125,7 @@ func TestQuantizedModelStillLoads(t *testing.T) {
 		}
 	}
 	w.Close()
-	got, err := LoadFromBytes[*model.LinearRegressionModel](buf.Bytes(), model.LinearRegression)
+	got, err := LoadFromBytes[*model.LinearRegressionModel](buf.Bytes(), modeltype.LinearRegression)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,7 @@
 package apr
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/apr-go/apr/lib/container"
-	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/seal"
 	"github.com/apr-go/apr/lib/sign"
 )
@@ -14,6 +10,8 @@ import (
 type (
 	// ChecksumMismatch carries the expected (stored) and actual (computed) CRC32.
 	ChecksumMismatch = container.ChecksumError
+	// ModelTypeMismatch is returned by Load when the file holds another model type.
+	ModelTypeMismatch = container.TypeMismatchError
 	// UnsupportedVersion carries the version found and the versions supported.
 	UnsupportedVersion = container.VersionError
 	// FormatError says where a file breaks the format.
@@ -28,21 +26,10 @@ var (
 	// ErrFormat matches every *FormatError.
 	ErrFormat = container.ErrFormat
 	// ErrModelTypeMismatch matches every *ModelTypeMismatch.
-	ErrModelTypeMismatch = errors.New("model type mismatch")
+	ErrModelTypeMismatch = container.ErrTypeMismatch
 	// ErrSignatureInvalid: no valid signature from a trusted key.
 	ErrSignatureInvalid = sign.ErrSignatureInvalid
 	// ErrDecryptionFailed: wrong key or password, or tampered sealed data. It is
 	// seal.ErrDecryptionFailed, so errors.Is works with either.
 	ErrDecryptionFailed = seal.ErrDecryptionFailed
 )
-
-// ModelTypeMismatch is returned by Load when the file holds another model type.
-type ModelTypeMismatch struct {
-	Expected, Found model.Type
-}
-
-func (e *ModelTypeMismatch) Error() string {
-	return fmt.Sprintf("model type mismatch: file contains %v, expected %v", e.Found, e.Expected)
-}
-
-func (e *ModelTypeMismatch) Unwrap() error { return ErrModelTypeMismatch }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 // The Quick Start of the .apr case study, in Go: fit, save, load typed.
@@ -29,14 +30,14 @@ func Example_quickStart() {
 	}
 
 	// Load, typed.
-	loaded, err := apr.Load[*model.LinearRegressionModel](path, model.LinearRegression)
+	loaded, err := apr.Load[*model.LinearRegressionModel](path, modeltype.LinearRegression)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("coefficients %.3f intercept %.3f\n", loaded.Coefficients, loaded.Intercept)
 
 	// Loading it as another type fails fast.
-	_, err = apr.Load[*model.LogisticRegressionModel](path, model.LogisticRegression)
+	_, err = apr.Load[*model.LogisticRegressionModel](path, modeltype.LogisticRegression)
 	fmt.Println(err != nil)
 	// Output:
 	// coefficients [2.000 -3.000] intercept 1.000

@@ -12,7 +12,11 @@ import (
 	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modelfile"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/seal"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Sealing binds lib/seal's primitives to the container (docs/FORMAT.md, "Sealed
@@ -249,7 +253,7 @@ func SealStream(dst io.Writer, src Stream, recipients []seal.Recipient, opts ...
 	if err != nil {
 		return err
 	}
-	return Reencode(dst, src, nil, true, append(opts[:len(opts):len(opts)], container.WithSealer(s))...)
+	return stream.Reencode(dst, src, nil, true, append(opts[:len(opts):len(opts)], container.WithSealer(s))...)
 }
 
 // OpenSealedStream reads a sealed APR v2 stream from r and decrypts it with the first
@@ -272,7 +276,7 @@ func OpenSealedStreamWith(r io.Reader, u container.Unsealer) (Stream, error) {
 		cr.Close()
 		return nil, ErrNotSealed
 	}
-	return &v2Stream{r: cr}, nil
+	return stream.FromReader(cr), nil
 }
 
 // ErrNotSealed is returned when a sealed file was expected.
@@ -280,17 +284,11 @@ var ErrNotSealed = errors.New("not a sealed APR file")
 
 // EncodeSealed writes m as a sealed APR v2 stream for the recipients.
 func EncodeSealed(w io.Writer, m model.Model, opts SaveOptions, recipients ...seal.Recipient) error {
-	created, err := container.CreatedAt()
+	s, err := modelfile.Stream(m, opts)
 	if err != nil {
 		return err
 	}
-	md := container.Metadata{
-		Name: opts.Name, Description: opts.Description, CreatedAt: created, Producer: Producer,
-		Hyperparameters: opts.Hyperparameters, Metrics: opts.Metrics, Custom: opts.Custom,
-		ModelConfig: m.Config(),
-	}
-	return SealStream(w, NewMemStream(m.Type(), md, m.Tensors()), recipients,
-		container.WithCompression(opts.Compression), container.WithShuffle(opts.Shuffle))
+	return SealStream(w, s, recipients, container.WithCompression(opts.Compression), container.WithShuffle(opts.Shuffle))
 }
 
 // SaveEncrypted writes m to path sealed for password (Argon2id with
@@ -338,14 +336,14 @@ func saveSealed(path string, m model.Model, opts SaveOptions, rs ...seal.Recipie
 // A wrong password, or a file changed after sealing, is an error wrapping
 // ErrDecryptionFailed; the model is returned only after every byte of the file
 // verified.
-func LoadEncrypted[M model.Model](path string, want model.Type, password []byte) (M, error) {
+func LoadEncrypted[M model.Model](path string, want modeltype.Type, password []byte) (M, error) {
 	return loadSealed[M](path, want, seal.NewPasswordIdentity(password))
 }
 
 // LoadAsRecipient reads a model sealed for X25519 recipients with the matching
 // identities (seal.ParseX25519Identities reads age-keygen's identity files), as
 // LoadEncrypted.
-func LoadAsRecipient[M model.Model](path string, want model.Type, identities ...*seal.X25519Identity) (M, error) {
+func LoadAsRecipient[M model.Model](path string, want modeltype.Type, identities ...*seal.X25519Identity) (M, error) {
 	ids := make([]seal.Identity, 0, len(identities))
 	for _, id := range identities {
 		if id != nil {
@@ -355,7 +353,7 @@ func LoadAsRecipient[M model.Model](path string, want model.Type, identities ...
 	return loadSealed[M](path, want, ids...)
 }
 
-func loadSealed[M model.Model](path string, want model.Type, ids ...seal.Identity) (M, error) {
+func loadSealed[M model.Model](path string, want modeltype.Type, ids ...seal.Identity) (M, error) {
 	var zero M
 	f, err := os.Open(path)
 	if err != nil {
@@ -370,7 +368,7 @@ func loadSealed[M model.Model](path string, want model.Type, ids ...seal.Identit
 }
 
 // DecodeSealed reads a sealed model from r with the identities and checks its type.
-func DecodeSealed(r io.Reader, want model.Type, identities ...seal.Identity) (model.Model, error) {
+func DecodeSealed(r io.Reader, want modeltype.Type, identities ...seal.Identity) (model.Model, error) {
 	s, err := OpenSealedStream(r, identities...)
 	if err != nil {
 		return nil, err
@@ -380,7 +378,7 @@ func DecodeSealed(r io.Reader, want model.Type, identities ...seal.Identity) (mo
 	if h.Type != want {
 		return nil, &ModelTypeMismatch{Expected: want, Found: h.Type}
 	}
-	var tensors []model.Tensor
+	var tensors []tensor.Tensor
 	for {
 		info, tr, err := s.Next()
 		if err == io.EOF {
@@ -393,7 +391,7 @@ func DecodeSealed(r io.Reader, want model.Type, identities ...seal.Identity) (mo
 		if _, err := buf.ReadFrom(tr); err != nil {
 			return nil, err
 		}
-		tensors = append(tensors, model.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: buf.Bytes()})
+		tensors = append(tensors, tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: buf.Bytes()})
 	}
-	return decodeTensors(h.Type, h.Metadata.ModelConfig, tensors)
+	return modelfile.FromTensors(h.Type, h.Metadata.ModelConfig, tensors)
 }

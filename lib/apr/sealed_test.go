@@ -14,7 +14,9 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/seal"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 func newIdentity(t testing.TB) *seal.X25519Identity {
@@ -45,7 +47,7 @@ func TestSealedRoundTripX25519(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []*seal.X25519Identity{alice, bob} {
-		got, err := LoadAsRecipient[*model.LinearRegressionModel](path, model.LinearRegression, eve, id)
+		got, err := LoadAsRecipient[*model.LinearRegressionModel](path, modeltype.LinearRegression, eve, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,19 +55,19 @@ func TestSealedRoundTripX25519(t *testing.T) {
 			t.Fatal("model changed through sealing")
 		}
 	}
-	_, err := LoadAsRecipient[*model.LinearRegressionModel](path, model.LinearRegression, eve)
+	_, err := LoadAsRecipient[*model.LinearRegressionModel](path, modeltype.LinearRegression, eve)
 	if !errors.Is(err, ErrDecryptionFailed) || !errors.Is(err, seal.ErrNoIdentityMatched) {
 		t.Fatalf("wrong identity: got %v, want a decryption failure", err)
 	}
-	if _, err := LoadAsRecipient[*model.LinearRegressionModel](path, model.LinearRegression); !errors.Is(err, ErrDecryptionFailed) {
+	if _, err := LoadAsRecipient[*model.LinearRegressionModel](path, modeltype.LinearRegression); !errors.Is(err, ErrDecryptionFailed) {
 		t.Fatalf("no identity: got %v", err)
 	}
 	// The type check still comes first, and plain Load refuses sealed data.
 	var mm *ModelTypeMismatch
-	if _, err := LoadAsRecipient[*model.LogisticRegressionModel](path, model.LogisticRegression, alice); !errors.As(err, &mm) {
+	if _, err := LoadAsRecipient[*model.LogisticRegressionModel](path, modeltype.LogisticRegression, alice); !errors.As(err, &mm) {
 		t.Fatalf("type mismatch: got %v", err)
 	}
-	if _, err := Load[*model.LinearRegressionModel](path, model.LinearRegression); !errors.Is(err, container.ErrEncrypted) {
+	if _, err := Load[*model.LinearRegressionModel](path, modeltype.LinearRegression); !errors.Is(err, container.ErrEncrypted) {
 		t.Fatalf("Load of a sealed file: got %v, want ErrEncrypted", err)
 	}
 	// A file that is not sealed is not loaded as one.
@@ -73,7 +75,7 @@ func TestSealedRoundTripX25519(t *testing.T) {
 	if err := Save(plain, m, SaveOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadAsRecipient[*model.LinearRegressionModel](plain, model.LinearRegression, alice); !errors.Is(err, ErrNotSealed) {
+	if _, err := LoadAsRecipient[*model.LinearRegressionModel](plain, modeltype.LinearRegression, alice); !errors.Is(err, ErrNotSealed) {
 		t.Fatalf("plain file: got %v, want ErrNotSealed", err)
 	}
 }
@@ -87,14 +89,14 @@ func TestSealedPassword(t *testing.T) {
 	if err := SaveEncrypted(path, m, []byte("correct horse"), SaveOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadEncrypted[*model.LinearRegressionModel](path, model.LinearRegression, []byte("correct horse"))
+	got, err := LoadEncrypted[*model.LinearRegressionModel](path, modeltype.LinearRegression, []byte("correct horse"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Intercept != m.Intercept {
 		t.Fatal("model changed")
 	}
-	if _, err := LoadEncrypted[*model.LinearRegressionModel](path, model.LinearRegression, []byte("battery staple")); !errors.Is(err, ErrDecryptionFailed) {
+	if _, err := LoadEncrypted[*model.LinearRegressionModel](path, modeltype.LinearRegression, []byte("battery staple")); !errors.Is(err, ErrDecryptionFailed) {
 		t.Fatalf("wrong password: got %v", err)
 	}
 	info, err := Inspect(path)
@@ -272,7 +274,7 @@ func tensorData(name string, n int64) []byte {
 func writeSealed(t *testing.T, s container.Sealer, name string, flags container.Flags, specs []tensorSpec) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := container.NewWriter(&buf, container.Header{Type: model.Custom, Flags: flags, Metadata: container.Metadata{Name: name}},
+	w, err := container.NewWriter(&buf, container.Header{Type: modeltype.Custom, Flags: flags, Metadata: container.Metadata{Name: name}},
 		container.WithSealer(s), container.WithChunkSize(container.MinChunk), container.WithWorkers(2))
 	if err != nil {
 		t.Fatal(err)
@@ -460,7 +462,7 @@ func TestSealedAttacks(t *testing.T) {
 func TestSealStreamCarriesBlocks(t *testing.T) {
 	// A signed plaintext file: the signature block must travel through seal and unseal.
 	var plain bytes.Buffer
-	w, err := container.NewWriter(&plain, container.Header{Type: model.Custom, Flags: container.FlagSigned, Metadata: container.Metadata{Name: "s"}})
+	w, err := container.NewWriter(&plain, container.Header{Type: modeltype.Custom, Flags: container.FlagSigned, Metadata: container.Metadata{Name: "s"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +496,7 @@ func TestSealStreamCarriesBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back bytes.Buffer
-	if err := Reencode(&back, s, nil, true); err != nil {
+	if err := stream.Reencode(&back, s, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(back.Bytes(), plain.Bytes()) {

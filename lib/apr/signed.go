@@ -14,7 +14,10 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/manifest"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modelfile"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/sign"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Signatures and licenses.
@@ -395,7 +398,7 @@ func SaveSigned(path string, m model.Model, opts SaveOptions, key *sign.PrivateK
 // holds a valid signature by one of the trusted keys (at least one is required);
 // otherwise the error wraps ErrSignatureInvalid. The file is read once: tensors
 // are hashed as they are decoded.
-func LoadVerified[M model.Model](path string, want model.Type, trusted ...*sign.PublicKey) (M, error) {
+func LoadVerified[M model.Model](path string, want modeltype.Type, trusted ...*sign.PublicKey) (M, error) {
 	if len(trusted) == 0 {
 		var zero M
 		return zero, fmt.Errorf("%s: %w: LoadVerified needs a trusted key", path, ErrSignatureInvalid)
@@ -408,7 +411,7 @@ func LoadVerified[M model.Model](path string, want model.Type, trusted ...*sign.
 // holds a license issued by one of the trusted issuer keys, bound to this content,
 // valid now and not expired; otherwise the error wraps ErrLicenseInvalid (and
 // sign.ErrLicenseExpired, sign.ErrLicenseUnknownIssuer, ErrLicenseMissing, ...).
-func LoadLicensed[M model.Model](path string, want model.Type, issuers ...*sign.PublicKey) (M, error) {
+func LoadLicensed[M model.Model](path string, want modeltype.Type, issuers ...*sign.PublicKey) (M, error) {
 	if len(issuers) == 0 {
 		var zero M
 		return zero, fmt.Errorf("%s: %w: LoadLicensed needs a trusted issuer key", path, ErrLicenseInvalid)
@@ -419,7 +422,7 @@ func LoadLicensed[M model.Model](path string, want model.Type, issuers ...*sign.
 
 // LoadWithPolicy loads the model at path only if its blocks satisfy p (signers,
 // license issuers, or both), and reports what was verified.
-func LoadWithPolicy[M model.Model](path string, want model.Type, p Policy) (M, *Verification, error) {
+func LoadWithPolicy[M model.Model](path string, want modeltype.Type, p Policy) (M, *Verification, error) {
 	var zero M
 	if len(p.Signers) == 0 && len(p.LicenseIssuers) == 0 {
 		return zero, nil, fmt.Errorf("%s: %w: no trusted key given", path, ErrSignatureInvalid)
@@ -439,7 +442,7 @@ func LoadWithPolicy[M model.Model](path string, want model.Type, p Policy) (M, *
 
 // decodeVerified is decodeStream with the content manifest computed on the way and
 // the policy checked before the model is built.
-func decodeVerified(r io.Reader, want model.Type, p Policy) (model.Model, *Verification, error) {
+func decodeVerified(r io.Reader, want modeltype.Type, p Policy) (model.Model, *Verification, error) {
 	var ro []container.ReaderOption
 	if p.Unsealer != nil {
 		ro = append(ro, container.WithUnsealer(p.Unsealer))
@@ -462,7 +465,7 @@ func decodeVerified(r io.Reader, want model.Type, p Policy) (model.Model, *Verif
 	}
 	hp := manifest.NewParallel(mb, 0) // hashes each tensor while the next is decoded
 	defer hp.Close()
-	var tensors []model.Tensor
+	var tensors []tensor.Tensor
 	for {
 		t, err := cr.Next()
 		if err == io.EOF {
@@ -478,7 +481,7 @@ func decodeVerified(r io.Reader, want model.Type, p Policy) (model.Model, *Verif
 		if err := hp.AddTensor(t.TensorInfo, data); err != nil {
 			return nil, nil, err
 		}
-		tensors = append(tensors, model.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: data})
+		tensors = append(tensors, tensor.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: data})
 	}
 	digest, err := hp.Sum()
 	if err != nil {
@@ -488,7 +491,7 @@ func decodeVerified(r io.Reader, want model.Type, p Policy) (model.Model, *Verif
 	if err != nil {
 		return nil, v, err
 	}
-	m, err := decodeTensors(h.Type, h.Metadata.ModelConfig, tensors)
+	m, err := modelfile.FromTensors(h.Type, h.Metadata.ModelConfig, tensors)
 	return m, v, err
 }
 

@@ -15,8 +15,11 @@ import (
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/manifest"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/seal"
 	"github.com/apr-go/apr/lib/sign"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 func newKey(t *testing.T) *sign.PrivateKey {
@@ -56,7 +59,7 @@ func reencode(t *testing.T, in []byte, edit func(*container.Header), opts ...con
 	}
 	defer s.Close()
 	var out bytes.Buffer
-	if err := Reencode(&out, s, edit, true, opts...); err != nil {
+	if err := stream.Reencode(&out, s, edit, true, opts...); err != nil {
 		t.Fatal(err)
 	}
 	return out.Bytes()
@@ -70,38 +73,38 @@ func TestSaveSignedLoadVerified(t *testing.T) {
 	if err := SaveSigned(path, fitted(t), SaveOptions{Name: "lr", Compression: container.CompressZstd}, k, WithComment("author")); err != nil {
 		t.Fatal(err)
 	}
-	m, err := LoadVerified[*model.LinearRegressionModel](path, model.LinearRegression, other.Public(), k.Public())
+	m, err := LoadVerified[*model.LinearRegressionModel](path, modeltype.LinearRegression, other.Public(), k.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Coefficients[0] != fitted(t).Coefficients[0] {
 		t.Error("coefficients changed")
 	}
-	_, v, err := LoadWithPolicy[*model.LinearRegressionModel](path, model.LinearRegression, Policy{Signers: []*sign.PublicKey{k.Public()}})
+	_, v, err := LoadWithPolicy[*model.LinearRegressionModel](path, modeltype.LinearRegression, Policy{Signers: []*sign.PublicKey{k.Public()}})
 	if err != nil || v.Signer == nil || v.Signer.Signature.Comment != "author" || v.Signer.Signature.Time.Unix() != 1767225600 ||
 		v.Header.Flags&container.FlagSigned == 0 {
 		t.Fatalf("verification %+v, %v", v, err)
 	}
 
 	// Wrong key, no key, unsigned file: ErrSignatureInvalid (both sentinels match).
-	_, err = LoadVerified[*model.LinearRegressionModel](path, model.LinearRegression, other.Public())
+	_, err = LoadVerified[*model.LinearRegressionModel](path, modeltype.LinearRegression, other.Public())
 	if !errors.Is(err, ErrSignatureInvalid) || !errors.Is(err, sign.ErrSignatureInvalid) || !strings.Contains(err.Error(), "key not trusted") {
 		t.Fatalf("wrong key: %v", err)
 	}
-	if _, err := LoadVerified[*model.LinearRegressionModel](path, model.LinearRegression); !errors.Is(err, ErrSignatureInvalid) {
+	if _, err := LoadVerified[*model.LinearRegressionModel](path, modeltype.LinearRegression); !errors.Is(err, ErrSignatureInvalid) {
 		t.Fatalf("no trusted key: %v", err)
 	}
 	plain := filepath.Join(dir, "plain.apr")
 	if err := Save(plain, fitted(t), SaveOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadVerified[*model.LinearRegressionModel](plain, model.LinearRegression, k.Public()); !errors.Is(err, ErrSignatureInvalid) ||
+	if _, err := LoadVerified[*model.LinearRegressionModel](plain, modeltype.LinearRegression, k.Public()); !errors.Is(err, ErrSignatureInvalid) ||
 		!strings.Contains(err.Error(), "no signature") {
 		t.Fatalf("unsigned: %v", err)
 	}
 	// The type is still checked first.
 	var mm *ModelTypeMismatch
-	if _, err := LoadVerified[*model.LogisticRegressionModel](path, model.LogisticRegression, k.Public()); !errors.As(err, &mm) {
+	if _, err := LoadVerified[*model.LogisticRegressionModel](path, modeltype.LogisticRegression, k.Public()); !errors.As(err, &mm) {
 		t.Fatalf("type: %v", err)
 	}
 	// A bad comment fails before anything is written.
@@ -170,7 +173,7 @@ func TestEditsBreakSignature(t *testing.T) {
 		"custom":     func(h *container.Header) { h.Metadata.Custom["a"] = int64(2) },
 		"new key":    func(h *container.Header) { h.Metadata.Extra = map[string]any{"signatures": "trust me"} },
 		"created_at": func(h *container.Header) { h.Metadata.CreatedAt = "2000-01-01T00:00:00Z" },
-		"type":       func(h *container.Header) { h.Type = model.Custom },
+		"type":       func(h *container.Header) { h.Type = modeltype.Custom },
 	}
 	for name, edit := range edits {
 		_, err := verify(reencode(t, s, edit), trusted)
@@ -181,7 +184,7 @@ func TestEditsBreakSignature(t *testing.T) {
 	// Any tensor byte: rebuild the file with one changed byte and the old blocks.
 	st, _ := OpenStream(bytes.NewReader(s))
 	h := st.Header()
-	var tensors []model.Tensor
+	var tensors []tensor.Tensor
 	for {
 		info, r, err := st.Next()
 		if err == io.EOF {
@@ -191,7 +194,7 @@ func TestEditsBreakSignature(t *testing.T) {
 			t.Fatal(err)
 		}
 		data, _ := io.ReadAll(r)
-		tensors = append(tensors, model.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})
+		tensors = append(tensors, tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})
 	}
 	blocks := st.Blocks()
 	for ti := range tensors {
@@ -254,7 +257,7 @@ func withBlocks(t *testing.T, in []byte, edit func([]container.Block) []containe
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CopyTensors(w, st); err != nil {
+	if err := stream.Copy(w, st); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range edit(st.Blocks()) {
@@ -363,10 +366,10 @@ func TestLicense(t *testing.T) {
 	// LoadLicensed on a file.
 	path := filepath.Join(t.TempDir(), "l.apr")
 	os.WriteFile(path, licensed, 0o644)
-	if _, err := LoadLicensed[*model.LinearRegressionModel](path, model.LinearRegression, issuer.Public()); err != nil && !errors.Is(err, sign.ErrLicenseExpired) {
+	if _, err := LoadLicensed[*model.LinearRegressionModel](path, modeltype.LinearRegression, issuer.Public()); err != nil && !errors.Is(err, sign.ErrLicenseExpired) {
 		t.Fatal(err) // (expired only when this test runs after 2027)
 	}
-	if _, err := LoadLicensed[*model.LinearRegressionModel](path, model.LinearRegression, stranger.Public()); !errors.Is(err, ErrLicenseInvalid) {
+	if _, err := LoadLicensed[*model.LinearRegressionModel](path, modeltype.LinearRegression, stranger.Public()); !errors.Is(err, ErrLicenseInvalid) {
 		t.Fatalf("LoadLicensed, stranger: %v", err)
 	}
 	// Bad license fields fail before writing.
@@ -394,7 +397,7 @@ func TestSignStreamLarge(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i * 31 / 7)
 	}
-	h := container.Header{Type: model.Custom}
+	h := container.Header{Type: modeltype.Custom}
 	var in bytes.Buffer
 	w, _ := container.NewWriter(&in, h, container.WithCompression(container.CompressLZ4))
 	if err := w.WriteTensorBytes(container.TensorInfo{Name: "w", DType: dtype.F32, Shape: []int64{int64(n)}}, data); err != nil {
@@ -451,7 +454,7 @@ func lowerHold(t *testing.T) {
 func TestSignStreamBlocksBeyondHold(t *testing.T) {
 	lowerHold(t)
 	k := newKey(t)
-	h := container.Header{Type: model.Custom}
+	h := container.Header{Type: modeltype.Custom}
 	var in bytes.Buffer
 	w, _ := container.NewWriter(&in, h)
 	if err := w.WriteTensorBytes(container.TensorInfo{Name: "w", DType: dtype.U8, Shape: []int64{50000}}, make([]byte, 50000)); err != nil {
@@ -530,7 +533,7 @@ func TestSignAndSealCompose(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		if err := Reencode(&out, s, nil, true); err != nil {
+		if err := stream.Reencode(&out, s, nil, true); err != nil {
 			t.Fatal(err)
 		}
 		return out.Bytes()
@@ -559,7 +562,7 @@ func TestSignAndSealCompose(t *testing.T) {
 		}
 		path := filepath.Join(t.TempDir(), "m.apr")
 		os.WriteFile(path, f, 0o644)
-		if _, _, err := LoadWithPolicy[*model.LinearRegressionModel](path, model.LinearRegression, Policy{Signers: trusted, Unsealer: NewUnsealer(id)}); err != nil {
+		if _, _, err := LoadWithPolicy[*model.LinearRegressionModel](path, modeltype.LinearRegression, Policy{Signers: trusted, Unsealer: NewUnsealer(id)}); err != nil {
 			t.Errorf("%s, LoadWithPolicy: %v", name, err)
 		}
 	}
@@ -568,7 +571,7 @@ func TestSignAndSealCompose(t *testing.T) {
 // manyTensors writes count tensors, sizes cycling through sizes, with compression c.
 func manyTensors(t *testing.T, count int, sizes []int, c container.Compression) ([]byte, [32]byte) {
 	t.Helper()
-	h := container.Header{Type: model.Custom, Metadata: container.Metadata{Name: "many"}}
+	h := container.Header{Type: modeltype.Custom, Metadata: container.Metadata{Name: "many"}}
 	var buf bytes.Buffer
 	w, err := container.NewWriter(&buf, h, container.WithCompression(c), container.WithChunkSize(256<<10))
 	if err != nil {

@@ -11,7 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // APR\0 header layout (64 bytes, little-endian).
@@ -154,9 +155,9 @@ func readAPR0(data []byte) (*File, error) {
 		return nil, apr0Err(int64(metaOff+metaSize)+int64(i), "metadata.padding", "non-zero byte, expected zero padding to a multiple of 64")
 	}
 
-	f := &File{Layout: LayoutAPR0, Version: "2.0", ModelType: model.Custom, Metadata: meta, Flags: flags}
+	f := &File{Layout: LayoutAPR0, Version: "2.0", ModelType: modeltype.Custom, Metadata: meta, Flags: flags}
 	if s, ok := meta["model_type"].(string); ok {
-		if t, err := model.ParseType(s); err == nil {
+		if t, err := modeltype.ParseType(s); err == nil {
 			f.ModelType = t
 		}
 	}
@@ -266,7 +267,7 @@ func readAPR0(data []byte) (*File, error) {
 				Msg: fmt.Sprintf("data [%d, %d+%d) runs past the %d bytes of tensor data", off, off, sz, dataLen), Err: ErrTruncated}
 		}
 		raw := data[dataOff+off : dataOff+off+sz]
-		t := model.Tensor{Name: name, DType: dt, Shape: shape}
+		t := tensor.Tensor{Name: name, DType: dt, Shape: shape}
 		switch code {
 		case apr0Q4, apr0Q4Old:
 			t.Data = dequantQ4(raw, elems)

@@ -24,7 +24,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Layout names.
@@ -53,7 +54,7 @@ type File struct {
 	Version string
 	// ModelType is the model type: the header's code for APRN, or for APR\0 the
 	// metadata's "model_type" when it names a registry type, else model.Custom.
-	ModelType model.Type
+	ModelType modeltype.Type
 	// Metadata is the file's metadata: the MessagePack map (APRN) or the JSON object
 	// (APR\0). Numbers are int64, uint64 or float64; objects map[string]any; arrays []any.
 	Metadata map[string]any
@@ -61,22 +62,13 @@ type File struct {
 	// from the payload for APRN; the metadata's "model_config" object, if any, for APR\0).
 	Config map[string]any
 	// Tensors in file order (APRN: the payload's fields; APR\0: sorted by name).
-	Tensors []model.Tensor
+	Tensors []tensor.Tensor
 	// Flags are the header's raw flag bits.
 	Flags uint16
 	// Signed reports an APRN v1 file carrying an Ed25519 signature block. The
 	// signature is not verified here (the key embedded in the file is no trust anchor);
 	// the CRC still covers it.
 	Signed bool
-}
-
-// Model rebuilds the model with lib/model's registry.
-func (f *File) Model() (model.Model, error) {
-	m := make(map[string]model.Tensor, len(f.Tensors))
-	for _, t := range f.Tensors {
-		m[t.Name] = t
-	}
-	return model.Decode(f.ModelType, f.Config, m)
 }
 
 // ErrNotAprender is returned (wrapped) for input that starts with neither

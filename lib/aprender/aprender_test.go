@@ -13,6 +13,8 @@ import (
 
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -42,7 +44,7 @@ func TestMNIST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Layout != LayoutAPRN || f.Version != "1.0" || f.ModelType != model.LogisticRegression || f.Signed || f.Flags != 0 {
+	if f.Layout != LayoutAPRN || f.Version != "1.0" || f.ModelType != modeltype.LogisticRegression || f.Signed || f.Flags != 0 {
 		t.Errorf("header: %+v", f)
 	}
 	if got := binary.LittleEndian.Uint32(data[len(data)-4:]); got != 0xF38814FE {
@@ -76,7 +78,7 @@ func TestMNIST(t *testing.T) {
 		t.Errorf("config %v", f.Config)
 	}
 
-	m, err := f.Model()
+	m, err := decodeModel(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,10 +235,10 @@ func TestAPRNLinearRegression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.ModelType != model.LinearRegression || f.Metadata["name"] != "lin" || f.Config["fit_intercept"] != true {
+	if f.ModelType != modeltype.LinearRegression || f.Metadata["name"] != "lin" || f.Config["fit_intercept"] != true {
 		t.Errorf("%+v", f)
 	}
-	m, err := f.Model()
+	m, err := decodeModel(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,12 +295,12 @@ func TestAPRNPayloadErrors(t *testing.T) {
 	if cw, ok := f.Config["class_weight"].([]any); !ok || len(cw) != 2 || cw[1] != 3.0 || f.Config["l2_penalty"] != 0.001 {
 		t.Errorf("newer layout config %v", f.Config)
 	}
-	if _, err := f.Model(); err != nil {
+	if _, err := decodeModel(f); err != nil {
 		t.Errorf("newer layout does not decode: %v", err)
 	}
 	// A type without an implementation is carried as its opaque payload.
-	f, err = Read(buildAPRN(uint16(model.KMeans), meta, []byte{1, 2, 3}, 3, 0, 0, nil))
-	if err != nil || f.ModelType != model.KMeans || len(f.Tensors) != 1 || f.Tensors[0].DType != dtype.U8 || !bytes.Equal(f.Tensors[0].Data, []byte{1, 2, 3}) {
+	f, err = Read(buildAPRN(uint16(modeltype.KMeans), meta, []byte{1, 2, 3}, 3, 0, 0, nil))
+	if err != nil || f.ModelType != modeltype.KMeans || len(f.Tensors) != 1 || f.Tensors[0].DType != dtype.U8 || !bytes.Equal(f.Tensors[0].Data, []byte{1, 2, 3}) {
 		t.Errorf("KMeans: %+v %v", f, err)
 	}
 	// Signed: 96 bytes of signature and key before the CRC.
@@ -433,7 +435,7 @@ func TestAPR0WorkedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Layout != LayoutAPR0 || f.Version != "2.0" || f.ModelType != model.Custom || f.Metadata["param_count"] != int64(9) || f.Metadata["name"] != "worked-example" {
+	if f.Layout != LayoutAPR0 || f.Version != "2.0" || f.ModelType != modeltype.Custom || f.Metadata["param_count"] != int64(9) || f.Metadata["name"] != "worked-example" {
 		t.Errorf("%+v", f)
 	}
 	if len(f.Tensors) != 2 || f.Tensors[0].Name != "bias" || f.Tensors[1].Name != "weights" {
@@ -476,7 +478,7 @@ func TestAPR0Model(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := f.Model()
+	m, err := decodeModel(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +531,7 @@ func TestAPR0DTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]model.Tensor{}
+	byName := map[string]tensor.Tensor{}
 	for _, tt := range f.Tensors {
 		byName[tt.Name] = tt
 	}
@@ -685,7 +687,7 @@ func FuzzRead(f *testing.F) {
 				t.Fatalf("tensor %q: %d bytes for %v %v", tt.Name, len(tt.Data), tt.DType, tt.Shape)
 			}
 		}
-		_, _ = file.Model()
+		_, _ = decodeModel(file)
 	})
 }
 
@@ -717,6 +719,15 @@ func FuzzReadRechecksummed(f *testing.F) {
 				t.Fatalf("tensor %q: %d bytes for %v %v", tt.Name, len(tt.Data), tt.DType, tt.Shape)
 			}
 		}
-		_, _ = file.Model()
+		_, _ = decodeModel(file)
 	})
+}
+
+// decodeModel rebuilds an imported file's model with lib/model's registry.
+func decodeModel(f *File) (model.Model, error) {
+	m := make(map[string]tensor.Tensor, len(f.Tensors))
+	for _, t := range f.Tensors {
+		m[t.Name] = t
+	}
+	return model.Decode(f.ModelType, f.Config, m)
 }

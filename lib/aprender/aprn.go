@@ -10,7 +10,8 @@ import (
 	"strconv"
 
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -53,7 +54,7 @@ func readAPRN(data []byte) (*File, error) {
 	}
 	h := data[:aprnHeaderSize]
 	minor := h[5]
-	typ := model.Type(binary.LittleEndian.Uint16(h[6:]))
+	typ := modeltype.Type(binary.LittleEndian.Uint16(h[6:]))
 	metaSize := uint64(binary.LittleEndian.Uint32(h[8:]))
 	payloadSize := uint64(binary.LittleEndian.Uint32(h[12:]))
 	rawSize := uint64(binary.LittleEndian.Uint32(h[16:]))
@@ -125,13 +126,13 @@ func readAPRN(data []byte) (*File, error) {
 	}
 	b := &bincode{b: raw, base: base, compressed: compression != 0}
 	switch typ {
-	case model.LogisticRegression:
+	case modeltype.LogisticRegression:
 		err = decodeLogisticPayload(b, f)
-	case model.LinearRegression:
+	case modeltype.LinearRegression:
 		err = decodeLinearPayload(b, f)
 	default:
 		// Carried, not interpreted: the bincode payload as one opaque tensor.
-		f.Tensors = []model.Tensor{{Name: "payload", DType: dtype.U8, Shape: []int64{int64(len(raw))}, Data: raw}}
+		f.Tensors = []tensor.Tensor{{Name: "payload", DType: dtype.U8, Shape: []int64{int64(len(raw))}, Data: raw}}
 		f.Config = map[string]any{"aprender_payload": "bincode"}
 	}
 	if err != nil {
@@ -339,10 +340,10 @@ func (r *bincode) coefficients() ([]byte, int64, error) {
 	return r.f32Vec("coefficients")
 }
 
-func coefTensors(coef []byte, n int64, intercept float32) []model.Tensor {
+func coefTensors(coef []byte, n int64, intercept float32) []tensor.Tensor {
 	ib := make([]byte, 4)
 	binary.LittleEndian.PutUint32(ib, math.Float32bits(intercept))
-	return []model.Tensor{
+	return []tensor.Tensor{
 		{Name: "coefficients", DType: dtype.F32, Shape: []int64{n}, Data: coef},
 		{Name: "intercept", DType: dtype.F32, Shape: []int64{1}, Data: ib},
 	}

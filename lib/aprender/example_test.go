@@ -7,6 +7,7 @@ import (
 
 	"github.com/apr-go/apr/lib/aprender"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Import aprender's MNIST logistic regression and use it as a lib/model model.
@@ -23,7 +24,11 @@ func ExampleRead() {
 	for _, t := range f.Tensors {
 		fmt.Println(t.Name, t.DType, t.Shape)
 	}
-	m, err := f.Model()
+	byName := make(map[string]tensor.Tensor)
+	for _, t := range f.Tensors {
+		byName[t.Name] = t
+	}
+	m, err := model.Decode(f.ModelType, f.Config, byName)
 	if err != nil {
 		panic(err)
 	}

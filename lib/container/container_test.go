@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 type testTensor struct {
@@ -53,7 +53,7 @@ func sampleMeta() Metadata {
 func build(t testing.TB, tensors []testTensor, opts ...Option) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, Header{Type: model.LinearRegression, Metadata: sampleMeta()}, opts...)
+	w, err := NewWriter(&buf, Header{Type: modeltype.LinearRegression, Metadata: sampleMeta()}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.Type != model.LinearRegression || h.Metadata.Name != "test-model" || h.Metadata.Extra["future_key"] != "kept" {
+			if h.Type != modeltype.LinearRegression || h.Metadata.Name != "test-model" || h.Metadata.Extra["future_key"] != "kept" {
 				t.Fatalf("header/metadata not kept: %+v %+v", h, h.Metadata)
 			}
 			if len(entries) != len(tensors) {
@@ -310,7 +310,7 @@ func TestChecksumErrorCarriesValues(t *testing.T) {
 }
 
 func TestWriterRefusesBadInput(t *testing.T) {
-	w, err := NewWriter(io.Discard, Header{Type: model.Custom})
+	w, err := NewWriter(io.Discard, Header{Type: modeltype.Custom})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,14 +333,14 @@ func TestWriterRefusesBadInput(t *testing.T) {
 	if err := w.WriteTensor(TensorInfo{"short", dtype.F32, []int64{4}}, bytes.NewReader(make([]byte, 3))); err == nil {
 		t.Error("short data accepted")
 	}
-	if _, err := NewWriter(io.Discard, Header{Type: model.Type(0x77)}); err == nil {
+	if _, err := NewWriter(io.Discard, Header{Type: modeltype.Type(0x77)}); err == nil {
 		t.Error("unknown model type accepted")
 	}
 }
 
 func TestBlocks(t *testing.T) {
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, Header{Type: model.Custom, Flags: FlagSigned})
+	w, err := NewWriter(&buf, Header{Type: modeltype.Custom, Flags: FlagSigned})
 	if err != nil {
 		t.Fatal(err)
 	}

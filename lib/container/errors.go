@@ -3,6 +3,8 @@ package container
 import (
 	"errors"
 	"fmt"
+
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 // Sentinel errors callers branch on with errors.Is.
@@ -17,7 +19,20 @@ var (
 	ErrNotFound = errors.New("tensor not found")
 	// ErrEncrypted is returned when tensor data of a sealed file is read without a key.
 	ErrEncrypted = errors.New("tensor data is encrypted")
+	// ErrTypeMismatch is wrapped by every *TypeMismatchError.
+	ErrTypeMismatch = errors.New("model type mismatch")
 )
+
+// TypeMismatchError says that a file holds another model type than the one asked for.
+type TypeMismatchError struct {
+	Expected, Found modeltype.Type
+}
+
+func (e *TypeMismatchError) Error() string {
+	return fmt.Sprintf("model type mismatch: file contains %v, expected %v", e.Found, e.Expected)
+}
+
+func (e *TypeMismatchError) Unwrap() error { return ErrTypeMismatch }
 
 // FormatError says where a file breaks the format and what was expected there.
 type FormatError struct {

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 // Version of the format this package writes. Readers accept major 2, minor 0..MinorVersion.
@@ -111,7 +111,7 @@ const filterShuffle = 1 << 0
 // fileHeader is the fixed 64-byte header.
 type fileHeader struct {
 	Major, Minor uint8
-	Type         model.Type
+	Type         modeltype.Type
 	Flags        Flags
 	MetaLen      uint32
 	MetaCRC      uint32
@@ -146,7 +146,7 @@ func decodeHeader(b []byte) (*fileHeader, error) {
 	}
 	h := &fileHeader{
 		Major: b[4], Minor: b[5],
-		Type:    model.Type(le.Uint16(b[6:])),
+		Type:    modeltype.Type(le.Uint16(b[6:])),
 		Flags:   Flags(le.Uint32(b[8:])),
 		MetaLen: le.Uint32(b[12:]),
 		MetaCRC: le.Uint32(b[16:]),

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 // writePatchTest writes a small APR file for h with opts to w: a few tensors of random
@@ -37,7 +37,7 @@ func writePatchTest(t *testing.T, w interface{ Write([]byte) (int, error) }, h H
 }
 
 func patchHeader(name string, digest string) Header {
-	return Header{Type: model.Custom, Metadata: Metadata{Name: name, CreatedAt: "2023-11-14T22:13:20Z",
+	return Header{Type: modeltype.Custom, Metadata: Metadata{Name: name, CreatedAt: "2023-11-14T22:13:20Z",
 		Provenance: map[string]any{"sha256": digest, "size": int64(5)}}}
 }
 

@@ -9,13 +9,13 @@ import (
 	"io"
 	"runtime"
 
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 // FileHeader is what a reader knows once header and metadata are read.
 type FileHeader struct {
 	Major, Minor uint8
-	Type         model.Type
+	Type         modeltype.Type
 	Flags        Flags
 	Metadata     *Metadata
 	MetadataSize int

@@ -14,7 +14,7 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/seal"
 )
 
@@ -43,7 +43,7 @@ func buildSealed(t testing.TB, id *seal.X25519Identity, tensors []sealedTensor, 
 	}
 	var buf bytes.Buffer
 	opts = append([]container.Option{container.WithSealer(s), container.WithChunkSize(container.MinChunk)}, opts...)
-	w, err := container.NewWriter(&buf, container.Header{Type: model.Custom, Metadata: container.Metadata{Name: "sealed"}}, opts...)
+	w, err := container.NewWriter(&buf, container.Header{Type: modeltype.Custom, Metadata: container.Metadata{Name: "sealed"}}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestSealedBlocksRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	w, err := container.NewWriter(&buf, container.Header{Type: model.Custom, Flags: container.FlagSigned}, container.WithSealer(s))
+	w, err := container.NewWriter(&buf, container.Header{Type: modeltype.Custom, Flags: container.FlagSigned}, container.WithSealer(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestSealedBlocksRules(t *testing.T) {
 	if bl := f.Blocks(); len(bl) != 1 || bl[0].Kind != container.BlockSignature {
 		t.Fatalf("blocks %+v: the seal MAC block must not be listed", bl)
 	}
-	if _, err := container.NewWriter(io.Discard, container.Header{Type: model.Custom, Flags: container.FlagEncrypted}); err == nil {
+	if _, err := container.NewWriter(io.Discard, container.Header{Type: modeltype.Custom, Flags: container.FlagEncrypted}); err == nil {
 		t.Error("the encrypted flag was accepted without a sealer")
 	}
 }
@@ -278,7 +278,7 @@ func TestReencodeChunksToPlain(t *testing.T) {
 	}
 	tensors = append(tensors, sealedTensor{container.TensorInfo{Name: "odd", DType: dtype.F32, Shape: []int64{2777}}, odd})
 	var want bytes.Buffer
-	w, err := container.NewWriter(&want, container.Header{Type: model.Custom, Metadata: container.Metadata{Name: "sealed"}})
+	w, err := container.NewWriter(&want, container.Header{Type: modeltype.Custom, Metadata: container.Metadata{Name: "sealed"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestReencodeChunksToPlain(t *testing.T) {
 	}
 	zstd := []container.Option{container.WithCompression(container.CompressZstd), container.WithChunkSize(container.MinChunk)}
 	var compressed bytes.Buffer
-	cw, err := container.NewWriter(&compressed, container.Header{Type: model.Custom, Metadata: container.Metadata{Name: "sealed"}}, zstd...)
+	cw, err := container.NewWriter(&compressed, container.Header{Type: modeltype.Custom, Metadata: container.Metadata{Name: "sealed"}}, zstd...)
 	if err != nil {
 		t.Fatal(err)
 	}

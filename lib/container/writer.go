@@ -10,12 +10,12 @@ import (
 	"io"
 	"runtime"
 
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 // Header is what a producer declares before the first tensor.
 type Header struct {
-	Type     model.Type
+	Type     modeltype.Type
 	Flags    Flags // FlagSigned, FlagLicensed, FlagQuantized as the content will need; the writer adds the rest
 	Metadata Metadata
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/stconv"
 )
 
@@ -359,7 +360,7 @@ func TestMultinomialLogisticTeacher(t *testing.T) {
 	if err := stconv.SaveModel(stPath, lr); err != nil {
 		t.Fatal(err)
 	}
-	fromST, err := stconv.LoadModel[*model.LogisticRegressionModel](stPath, model.LogisticRegression)
+	fromST, err := stconv.LoadModel[*model.LogisticRegressionModel](stPath, modeltype.LogisticRegression)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modelfile"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/version"
 )
 
 // maxModelFile caps a teacher or student file read into memory.
@@ -33,11 +35,11 @@ func LoadModel(path string) (model.Model, string, error) {
 	if len(b) > maxModelFile {
 		return nil, "", fmt.Errorf("%s: larger than %d bytes", path, int64(maxModelFile))
 	}
-	info, err := apr.InspectReader(bytes.NewReader(b))
+	info, err := stream.InspectReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
-	m, err := apr.LoadFromBytes[model.Model](b, info.Type)
+	m, err := modelfile.ReadBytes(b, info.Type)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
@@ -165,13 +167,13 @@ func Metrics(res *Result) map[string]any {
 
 // Encode writes m as an APR v2 stream to w like apr.Encode, with provenance in the
 // metadata.
-func Encode(w io.Writer, m model.Model, opts apr.SaveOptions, provenance map[string]any) error {
+func Encode(w io.Writer, m model.Model, opts modelfile.EncodeOptions, provenance map[string]any) error {
 	created, err := container.CreatedAt()
 	if err != nil {
 		return err
 	}
 	h := container.Header{Type: m.Type(), Metadata: container.Metadata{
-		Name: opts.Name, Description: opts.Description, CreatedAt: created, Producer: apr.Producer,
+		Name: opts.Name, Description: opts.Description, CreatedAt: created, Producer: version.Producer,
 		Hyperparameters: opts.Hyperparameters, Metrics: opts.Metrics, Custom: opts.Custom,
 		ModelConfig: m.Config(), Provenance: provenance,
 	}}

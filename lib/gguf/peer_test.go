@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/apr-go/apr/lib/internal/peertest"
 	"math"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/apr-go/apr/lib/internal/peertest"
 
 	"github.com/apr-go/apr/lib/dtype"
 )

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/quant"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // TestQuantChain runs import | quantize | export in process on tiny-llama.f32.gguf and
@@ -37,7 +37,7 @@ func TestQuantChain(t *testing.T) {
 			if err := Import(&a, src); err != nil {
 				t.Fatal(err)
 			}
-			in, err := apr.OpenStream(&a)
+			in, err := stream.Open(&a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestQuantChain(t *testing.T) {
 			if _, err := quant.Quantize(&q, in, quant.Options{Type: c.typ, Pure: c.pure}); err != nil {
 				t.Fatal(err)
 			}
-			qs, err := apr.OpenStream(&q)
+			qs, err := stream.Open(&q)
 			if err != nil {
 				t.Fatal(err)
 			}

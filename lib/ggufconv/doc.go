@@ -1,5 +1,5 @@
 // Package ggufconv converts between GGUF files (llama.cpp's model container, read and
-// written by package gguf) and apr's tensor stream (apr.Stream), in both directions.
+// written by package gguf) and apr's tensor stream (stream.Stream), in both directions.
 //
 // # Import
 //

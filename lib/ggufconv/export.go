@@ -10,10 +10,10 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // ExportOptions controls an export.
@@ -158,7 +158,7 @@ func sortedKeys(m map[string]any) []string {
 // before Export returns) while their infos are collected and checked; the header is
 // then planned and checked in full and only then is anything written to w. Memory stays
 // bounded (one copy buffer); disk use is the model's raw size.
-func Export(w io.Writer, s apr.Stream, o ExportOptions) error {
+func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 	h := s.Header()
 	spool, err := os.CreateTemp(o.TempDir, "apr-gguf-*.spool")
 	if err != nil {
@@ -338,7 +338,7 @@ func plainData(entries []container.Entry) bool {
 // a tensor's bytes reach w before its CRC is known, and the caller discards the output
 // on error.
 func ExportFile(w io.Writer, path string, o ExportOptions) error {
-	info, err := apr.Inspect(path)
+	info, err := stream.Inspect(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -357,7 +357,7 @@ func ExportFile(w io.Writer, path string, o ExportOptions) error {
 		return err
 	}
 	defer f.Close()
-	s, err := apr.OpenStream(f)
+	s, err := stream.Open(f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -391,7 +391,7 @@ func ExportFile(w io.Writer, path string, o ExportOptions) error {
 // order, calls use (if not nil) with each one's reader, then reads what use left so
 // that the tensor's checksum is verified, and finally checks that the stream ends
 // (index, blocks, footer and whole-file CRC verified). buf is the drain buffer.
-func verifyStream(s apr.Stream, path string, entries []container.Entry, use func(int, container.TensorInfo, io.Reader) error, buf []byte) error {
+func verifyStream(s stream.Stream, path string, entries []container.Entry, use func(int, container.TensorInfo, io.Reader) error, buf []byte) error {
 	for i := range entries {
 		want := &entries[i]
 		t, r, err := s.Next()

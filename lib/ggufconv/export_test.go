@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // exportTo runs export into a fresh file in dir opened with flag (plus O_CREATE, and
@@ -73,7 +73,7 @@ func TestExportToFile(t *testing.T) {
 						return err
 					}
 					defer a.Close()
-					s, err := apr.OpenStream(a)
+					s, err := stream.Open(a)
 					if err != nil {
 						return err
 					}
@@ -101,7 +101,7 @@ func TestExportFileDamaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := apr.Inspect(aprPath)
+	info, err := stream.Inspect(aprPath)
 	if err != nil {
 		t.Fatal(err)
 	}

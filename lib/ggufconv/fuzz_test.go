@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // FuzzImportExport feeds arbitrary bytes to the streaming import; whatever imports
@@ -33,7 +33,7 @@ func FuzzImportExport(f *testing.F) {
 		if err := Import(&a, s); err != nil {
 			return
 		}
-		as, err := apr.OpenStream(&a)
+		as, err := stream.Open(&a)
 		if err != nil {
 			t.Fatalf("our own APR output does not open: %v", err)
 		}

@@ -18,6 +18,9 @@ import (
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 const testdata = "../../testdata/gguf"
@@ -82,7 +85,7 @@ func TestRoundTripFixtures(t *testing.T) {
 			if err := Import(&aprBuf, s); err != nil {
 				t.Fatal(err)
 			}
-			as, err := apr.OpenStream(&aprBuf)
+			as, err := stream.Open(&aprBuf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +98,7 @@ func TestRoundTripFixtures(t *testing.T) {
 			}
 
 			// Provenance: the digest of the source, which equals the export's.
-			info, err := apr.Inspect(aprPath)
+			info, err := stream.Inspect(aprPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +138,7 @@ func TestImportContent(t *testing.T) {
 	}
 	defer s.Close()
 	h := s.Header()
-	if h.Type != model.Custom || h.Flags&container.FlagQuantized == 0 {
+	if h.Type != modeltype.Custom || h.Flags&container.FlagQuantized == 0 {
 		t.Errorf("type %v flags %v, want Custom with the quantized flag (allkv has Q8_0 and Q4_0)", h.Type, h.Flags)
 	}
 	if _, ok := h.Metadata.Provenance[ProvSHA256]; ok {
@@ -254,30 +257,30 @@ func TestDecodeKVsRefuses(t *testing.T) {
 
 // TestExportRefuses: what llama.cpp cannot read is an error before any byte.
 func TestExportRefuses(t *testing.T) {
-	f32 := func(name string, shape ...int64) model.Tensor {
+	f32 := func(name string, shape ...int64) tensor.Tensor {
 		n, _ := dtype.Elems(shape)
-		return model.Tensor{Name: name, DType: dtype.F32, Shape: shape, Data: make([]byte, 4*n)}
+		return tensor.Tensor{Name: name, DType: dtype.F32, Shape: shape, Data: make([]byte, 4*n)}
 	}
 	dupKeys := container.Metadata{Extra: map[string]any{KeyGGUF: map[string]any{"version": int64(3), "kv": map[string]any{
 		"general.alignment": []any{int64(0), "u32", int64(48)}}}}}
 	cases := []struct {
 		name    string
 		md      container.Metadata
-		tensors []model.Tensor
+		tensors []tensor.Tensor
 		want    string
 	}{
-		{"long name", container.Metadata{}, []model.Tensor{f32(strings.Repeat("n", 64), 2)}, "name of 64 bytes"},
-		{"scalar", container.Metadata{}, []model.Tensor{f32("s")}, "0 dims"},
-		{"five dims", container.Metadata{}, []model.Tensor{f32("t", 1, 1, 1, 1, 2)}, "5 dims"},
-		{"duplicate", container.Metadata{}, []model.Tensor{f32("t", 2), f32("t", 2)}, "t"},
-		{"no ggml type", container.Metadata{}, []model.Tensor{{Name: "b", DType: dtype.Bool, Shape: []int64{1}, Data: []byte{1}}}, "no ggml type"},
-		{"block rows", container.Metadata{}, []model.Tensor{{Name: "q", DType: dtype.Q8_0, Shape: []int64{1, 34}, Data: make([]byte, 34)}}, "q"},
-		{"alignment", dupKeys, []model.Tensor{f32("t", 2)}, "alignment"},
-		{"config map", container.Metadata{ModelConfig: map[string]any{"m": map[string]any{}}}, []model.Tensor{f32("t", 2)}, `config key "m"`},
+		{"long name", container.Metadata{}, []tensor.Tensor{f32(strings.Repeat("n", 64), 2)}, "name of 64 bytes"},
+		{"scalar", container.Metadata{}, []tensor.Tensor{f32("s")}, "0 dims"},
+		{"five dims", container.Metadata{}, []tensor.Tensor{f32("t", 1, 1, 1, 1, 2)}, "5 dims"},
+		{"duplicate", container.Metadata{}, []tensor.Tensor{f32("t", 2), f32("t", 2)}, "t"},
+		{"no ggml type", container.Metadata{}, []tensor.Tensor{{Name: "b", DType: dtype.Bool, Shape: []int64{1}, Data: []byte{1}}}, "no ggml type"},
+		{"block rows", container.Metadata{}, []tensor.Tensor{{Name: "q", DType: dtype.Q8_0, Shape: []int64{1, 34}, Data: make([]byte, 34)}}, "q"},
+		{"alignment", dupKeys, []tensor.Tensor{f32("t", 2)}, "alignment"},
+		{"config map", container.Metadata{ModelConfig: map[string]any{"m": map[string]any{}}}, []tensor.Tensor{f32("t", 2)}, `config key "m"`},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
-		err := Export(&out, apr.NewMemStream(model.Custom, c.md, c.tensors), ExportOptions{TempDir: t.TempDir()})
+		err := Export(&out, stream.FromTensors(modeltype.Custom, c.md, c.tensors), ExportOptions{TempDir: t.TempDir()})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
@@ -362,7 +365,7 @@ func TestClassicalModels(t *testing.T) {
 			gf.Close()
 
 			back := importFile(t, ggufPath, t.TempDir())
-			info, err := apr.Inspect(back)
+			info, err := stream.Inspect(back)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -371,9 +374,9 @@ func TestClassicalModels(t *testing.T) {
 			}
 			var got model.Model
 			switch m.Type() {
-			case model.LinearRegression:
+			case modeltype.LinearRegression:
 				got, err = apr.Load[*model.LinearRegressionModel](back, m.Type())
-			case model.LogisticRegression:
+			case modeltype.LogisticRegression:
 				got, err = apr.Load[*model.LogisticRegressionModel](back, m.Type())
 			default:
 				got, err = apr.Load[*model.NeuralSequentialModel](back, m.Type())
@@ -493,7 +496,7 @@ func TestNameEdit(t *testing.T) {
 }
 
 func TestSpoolDirError(t *testing.T) {
-	s := apr.NewMemStream(model.Custom, container.Metadata{}, nil)
+	s := stream.FromTensors(modeltype.Custom, container.Metadata{}, nil)
 	err := Export(io.Discard, s, ExportOptions{TempDir: filepath.Join(t.TempDir(), "missing")})
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("error %v, want a spool error", err)

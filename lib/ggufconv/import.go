@@ -10,10 +10,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/gguf"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/version"
 )
 
 // ImportOptions controls an import.
@@ -34,7 +35,7 @@ type ImportOptions struct {
 // the APR metadata has gone out). When r is a regular *os.File (a redirected stdin),
 // the rest of it is read from a read-only mapping, as OpenFile does. Close does not
 // close r.
-func NewStream(r io.Reader, o ImportOptions) (apr.Stream, error) {
+func NewStream(r io.Reader, o ImportOptions) (stream.Stream, error) {
 	if f, ok := r.(*os.File); ok {
 		return fileStream(f, o, nil)
 	}
@@ -47,7 +48,7 @@ func NewStream(r io.Reader, o ImportOptions) (apr.Stream, error) {
 // Where the platform allows, the file is read from a read-only mapping (see
 // mapReader); the file must then not be truncated by another process during the
 // import (the mapped pages would be gone: the process faults).
-func OpenFile(path string, o ImportOptions) (apr.Stream, error) {
+func OpenFile(path string, o ImportOptions) (stream.Stream, error) {
 	if o.Name == "" {
 		o.Name = path
 	}
@@ -175,7 +176,7 @@ func importHeader(gh *gguf.Header, prov map[string]any) (container.Header, error
 	if err != nil {
 		return container.Header{}, err
 	}
-	md := container.Metadata{CreatedAt: created, Producer: apr.Producer,
+	md := container.Metadata{CreatedAt: created, Producer: version.Producer,
 		Extra: map[string]any{KeyGGUF: EncodeKVs(gh.Version, gh.KVs)}}
 	p := map[string]any{"source_format": SourceFormat, "source_version": int64(gh.Version)}
 	for k, v := range prov {
@@ -188,7 +189,7 @@ func importHeader(gh *gguf.Header, prov map[string]any) (container.Header, error
 		return s
 	}
 	md.Name, md.Description, md.License = str(KeyName), str(KeyDescription), str(KeyLicense)
-	h := container.Header{Type: model.Custom, Metadata: md}
+	h := container.Header{Type: modeltype.Custom, Metadata: md}
 	if t, ok := archType(str(KeyArchitecture)); ok {
 		h.Type = t
 		prefix := str(KeyArchitecture) + "."
@@ -216,12 +217,12 @@ func importHeader(gh *gguf.Header, prov map[string]any) (container.Header, error
 }
 
 // archType maps general.architecture "apr_<type>" to the apr model type.
-func archType(arch string) (model.Type, bool) {
+func archType(arch string) (modeltype.Type, bool) {
 	name, ok := strings.CutPrefix(arch, ArchPrefix)
 	if !ok {
 		return 0, false
 	}
-	for _, t := range model.Types() {
+	for _, t := range modeltype.Types() {
 		if strings.ToLower(t.String()) == name {
 			return t, true
 		}
@@ -231,7 +232,7 @@ func archType(arch string) (model.Type, bool) {
 
 // Arch returns the general.architecture of an apr model type: "apr_" and the type's
 // registry name in lower case ("apr_linearregression").
-func Arch(t model.Type) string { return ArchPrefix + strings.ToLower(t.String()) }
+func Arch(t modeltype.Type) string { return ArchPrefix + strings.ToLower(t.String()) }
 
 func (s *importStream) Header() container.Header { return s.hdr }
 
@@ -308,7 +309,7 @@ func (s *importStream) Close() error {
 
 // Import converts a GGUF stream to an APR v2 stream on w (uncompressed unless opts
 // say otherwise).
-func Import(w io.Writer, s apr.Stream, opts ...container.Option) error {
+func Import(w io.Writer, s stream.Stream, opts ...container.Option) error {
 	cw, err := container.NewWriter(w, s.Header(), opts...)
 	if err != nil {
 		return err

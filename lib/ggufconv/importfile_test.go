@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // TestImportFile imports every fixture with ImportFile and Digest into a file (digest computed
@@ -96,7 +96,7 @@ func TestImportFileNoDigest(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("%v, first difference at %d", err, firstDiff(got, want.Bytes()))
 	}
-	info, err := apr.InspectReader(bytes.NewReader(got))
+	info, err := stream.InspectReader(bytes.NewReader(got))
 	if err != nil {
 		t.Fatal(err)
 	}

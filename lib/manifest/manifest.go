@@ -50,7 +50,7 @@ import (
 	"io"
 
 	"github.com/apr-go/apr/lib/container"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 // Domain starts every manifest.
@@ -80,7 +80,7 @@ type Builder struct {
 }
 
 // New starts a manifest for a model of type t with metadata md (nil for none).
-func New(t model.Type, md *container.Metadata) (*Builder, error) {
+func New(t modeltype.Type, md *container.Metadata) (*Builder, error) {
 	if md == nil {
 		md = &container.Metadata{}
 	}

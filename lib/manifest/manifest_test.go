@@ -11,7 +11,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 type tensor struct {
@@ -20,7 +20,7 @@ type tensor struct {
 }
 
 func sample() (container.Header, []tensor) {
-	h := container.Header{Type: model.LinearRegression, Metadata: container.Metadata{
+	h := container.Header{Type: modeltype.LinearRegression, Metadata: container.Metadata{
 		Name: "m", CreatedAt: "2026-01-01T00:00:00Z", Metrics: map[string]any{"r2": 0.5},
 	}}
 	ts := []tensor{
@@ -128,7 +128,7 @@ func TestEveryChangeChangesDigest(t *testing.T) {
 		return h2, ts2
 	}
 	cases := map[string]func(*container.Header, *[]tensor){
-		"type":        func(h *container.Header, _ *[]tensor) { h.Type = model.Custom },
+		"type":        func(h *container.Header, _ *[]tensor) { h.Type = modeltype.Custom },
 		"name":        func(h *container.Header, _ *[]tensor) { h.Metadata.Name = "n" },
 		"metric":      func(h *container.Header, _ *[]tensor) { h.Metadata.Metrics["r2"] = 0.6 },
 		"extra key":   func(h *container.Header, _ *[]tensor) { h.Metadata.Extra = map[string]any{"x": true} },
@@ -240,7 +240,7 @@ func TestReadFromMatchesWrite(t *testing.T) {
 		infos = append(infos, container.TensorInfo{Name: fmt.Sprintf("t%d", i), DType: dtype.U8, Shape: []int64{int64(n)}})
 		datas = append(datas, d)
 	}
-	want, err := New(model.Custom, nil)
+	want, err := New(modeltype.Custom, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestReadFromMatchesWrite(t *testing.T) {
 	}
 	wd, _ := want.Sum()
 	for _, piece := range []int{1 << 30, 1000, 65536} {
-		b, _ := New(model.Custom, nil)
+		b, _ := New(modeltype.Custom, nil)
 		for i := range infos {
 			th, err := b.Tensor(infos[i])
 			if err != nil {
@@ -276,7 +276,7 @@ func TestReadFromMatchesWrite(t *testing.T) {
 func TestReadFromError(t *testing.T) {
 	boom := errors.New("boom")
 	for _, n := range []int{10, 5 * hashBufSize} {
-		b, _ := New(model.Custom, nil)
+		b, _ := New(modeltype.Custom, nil)
 		th, err := b.Tensor(container.TensorInfo{Name: "x", DType: dtype.U8, Shape: []int64{int64(n) + 1}})
 		if err != nil {
 			t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 // shrinkPool makes Parallel's chunks and pool small, so that small tensors span
@@ -170,7 +170,7 @@ func p2Misuse(h container.Header, ts []tensor) error {
 	if _, err := b.Tensor(ts[0].info); !errors.Is(err, ErrManifest) {
 		return fmt.Errorf("Builder.Tensor while a Parallel owns it: %v", err)
 	}
-	b, _ = New(model.Custom, nil)
+	b, _ = New(modeltype.Custom, nil)
 	p = NewParallel(b, 2)
 	if _, err := p.Sum(); err != nil {
 		return fmt.Errorf("Sum of no tensors: %v", err)
@@ -178,7 +178,7 @@ func p2Misuse(h container.Header, ts []tensor) error {
 	if err := p.AddTensor(ts[1].info, ts[1].data); !errors.Is(err, ErrManifest) {
 		return fmt.Errorf("AddTensor after Sum: %v", err)
 	}
-	b, _ = New(model.Custom, nil)
+	b, _ = New(modeltype.Custom, nil)
 	p = NewParallel(b, 2)
 	p.Close()
 	if _, err := p.Sum(); !errors.Is(err, ErrManifest) {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Fit ordinary least squares on the diabetes data set and rebuild the model from
@@ -26,12 +28,12 @@ func ExampleLinearRegressionModel() {
 	r2, _ := lr.Score(x, y.Data)
 	fmt.Printf("R^2 = %.4f\n", r2)
 
-	tensors := map[string]model.Tensor{}
+	tensors := map[string]tensor.Tensor{}
 	for _, t := range lr.Tensors() {
 		tensors[t.Name] = t
 		fmt.Println(t.Name, t.DType, t.Shape)
 	}
-	back, err := model.Decode(model.LinearRegression, lr.Config(), tensors)
+	back, err := model.Decode(modeltype.LinearRegression, lr.Config(), tensors)
 	if err != nil {
 		panic(err)
 	}

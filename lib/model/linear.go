@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // LinearRegressionModel is ordinary least squares, y = X·coefficients + intercept.
@@ -211,7 +214,7 @@ func (m *LinearRegressionModel) Score(x Matrix, y []float64) (float64, error) {
 }
 
 // Type implements Model.
-func (m *LinearRegressionModel) Type() Type { return LinearRegression }
+func (m *LinearRegressionModel) Type() modeltype.Type { return modeltype.LinearRegression }
 
 // Config implements Model.
 func (m *LinearRegressionModel) Config() map[string]any {
@@ -219,11 +222,11 @@ func (m *LinearRegressionModel) Config() map[string]any {
 }
 
 // Tensors implements Model: "coefficients" F32 [n_features], "intercept" F32 [1].
-func (m *LinearRegressionModel) Tensors() []Tensor {
-	return []Tensor{F32Tensor("coefficients", m.Coefficients), F32Tensor("intercept", []float32{m.Intercept})}
+func (m *LinearRegressionModel) Tensors() []tensor.Tensor {
+	return []tensor.Tensor{tensor.F32("coefficients", m.Coefficients), tensor.F32("intercept", []float32{m.Intercept})}
 }
 
-func decodeLinear(cfg map[string]any, tensors map[string]Tensor) (Model, error) {
+func decodeLinear(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
 	m, err := decodeLinearParams(cfg, tensors)
 	if err != nil {
 		return nil, fmt.Errorf("LinearRegression: %w", err)
@@ -231,7 +234,7 @@ func decodeLinear(cfg map[string]any, tensors map[string]Tensor) (Model, error) 
 	return m, nil
 }
 
-func decodeLinearParams(cfg map[string]any, tensors map[string]Tensor) (*LinearRegressionModel, error) {
+func decodeLinearParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*LinearRegressionModel, error) {
 	fi, err := configBool(cfg, "fit_intercept", true)
 	if err != nil {
 		return nil, err
@@ -255,5 +258,5 @@ func decodeLinearParams(cfg map[string]any, tensors map[string]Tensor) (*LinearR
 }
 
 func init() {
-	Register(LinearRegression, decodeLinear)
+	Register(modeltype.LinearRegression, decodeLinear)
 }

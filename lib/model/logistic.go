@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // LogisticRegressionModel is a classifier, binary by default, P(y=1|x) =
@@ -202,7 +205,7 @@ func (m *LogisticRegressionModel) Score(x Matrix, y []float64) (float64, error) 
 }
 
 // Type implements Model.
-func (m *LogisticRegressionModel) Type() Type { return LogisticRegression }
+func (m *LogisticRegressionModel) Type() modeltype.Type { return modeltype.LogisticRegression }
 
 // Config implements Model.
 func (m *LogisticRegressionModel) Config() map[string]any {
@@ -223,16 +226,16 @@ func (m *LogisticRegressionModel) Config() map[string]any {
 // Tensors implements Model: binary "coefficients" F32 [n_features] and "intercept"
 // F32 [1]; multinomial "coefficients" F32 [n_classes, n_features] and "intercept"
 // F32 [n_classes].
-func (m *LogisticRegressionModel) Tensors() []Tensor {
+func (m *LogisticRegressionModel) Tensors() []tensor.Tensor {
 	if m.multinomial() {
-		w := F32Tensor("coefficients", m.Coefficients)
+		w := tensor.F32("coefficients", m.Coefficients)
 		w.Shape = []int64{int64(m.Classes), int64(m.NumFeatures())}
-		return []Tensor{w, F32Tensor("intercept", m.Intercepts)}
+		return []tensor.Tensor{w, tensor.F32("intercept", m.Intercepts)}
 	}
-	return []Tensor{F32Tensor("coefficients", m.Coefficients), F32Tensor("intercept", []float32{m.Intercept})}
+	return []tensor.Tensor{tensor.F32("coefficients", m.Coefficients), tensor.F32("intercept", []float32{m.Intercept})}
 }
 
-func decodeLogistic(cfg map[string]any, tensors map[string]Tensor) (Model, error) {
+func decodeLogistic(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
 	m, err := decodeLogisticParams(cfg, tensors)
 	if err != nil {
 		return nil, fmt.Errorf("LogisticRegression: %w", err)
@@ -240,7 +243,7 @@ func decodeLogistic(cfg map[string]any, tensors map[string]Tensor) (Model, error
 	return m, nil
 }
 
-func decodeLogisticParams(cfg map[string]any, tensors map[string]Tensor) (*LogisticRegressionModel, error) {
+func decodeLogisticParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*LogisticRegressionModel, error) {
 	d := NewLogisticRegression()
 	var err error
 	if d.LearningRate, err = configFloat(cfg, "learning_rate", d.LearningRate); err != nil {
@@ -297,5 +300,5 @@ func decodeLogisticParams(cfg map[string]any, tensors map[string]Tensor) (*Logis
 }
 
 func init() {
-	Register(LogisticRegression, decodeLogistic)
+	Register(modeltype.LogisticRegression, decodeLogistic)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // The multinomial (softmax) LogisticRegression: K >= 3 classes, one row of
@@ -246,7 +248,7 @@ func (m *LogisticRegressionModel) Logits(x []float32, rows int) ([]float32, erro
 // decodeMultinomial reads a multinomial model's tensors into d: "coefficients" F32
 // [K, n_features] and "intercept" F32 [K]. classes (from the config; 0 when absent)
 // and features (-1 when absent) must agree with the shapes.
-func decodeMultinomial(d *LogisticRegressionModel, classes int, features int64, tensors map[string]Tensor) (*LogisticRegressionModel, error) {
+func decodeMultinomial(d *LogisticRegressionModel, classes int, features int64, tensors map[string]tensor.Tensor) (*LogisticRegressionModel, error) {
 	t, ok := tensors["coefficients"]
 	if !ok {
 		return nil, errors.New("missing tensor \"coefficients\"")

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // TestMultinomialLogisticDigits fits a softmax regression on the real digits set
@@ -142,7 +144,7 @@ func TestMultinomialRoundTrip(t *testing.T) {
 	if cfg["n_classes"] != int64(4) || cfg["n_features"] != int64(2) {
 		t.Fatalf("config %v", cfg)
 	}
-	got, err := Decode(LogisticRegression, cfg, tensorMap(ts))
+	got, err := Decode(modeltype.LogisticRegression, cfg, tensorMap(ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestMultinomialRoundTrip(t *testing.T) {
 		t.Fatalf("after decode: %v, classes %d, config %+v", err, m2.Classes, m2)
 	}
 	// A file without a config (as other writers make them): the shape says K.
-	got, err = Decode(LogisticRegression, nil, tensorMap(ts))
+	got, err = Decode(modeltype.LogisticRegression, nil, tensorMap(ts))
 	if err != nil || got.(*LogisticRegressionModel).Classes != 4 {
 		t.Fatalf("decode without config: %v", err)
 	}
@@ -207,31 +209,31 @@ func TestMultinomialRejects(t *testing.T) {
 	cases := []struct {
 		name string
 		cfg  map[string]any
-		edit func(map[string]Tensor)
+		edit func(map[string]tensor.Tensor)
 		want string
 	}{
 		{"n_classes disagrees", map[string]any{"n_classes": int64(4)}, nil, "config \"n_classes\" is 4"},
 		{"n_features disagrees", map[string]any{"n_features": int64(3)}, nil, "config \"n_features\" is 3"},
 		{"n_classes 1", map[string]any{"n_classes": int64(1)}, nil, "n_classes\": 1"},
 		{"binary config, 2-D tensor", map[string]any{"n_classes": int64(2)}, nil, "expected one dimension"},
-		{"short intercept", nil, func(ts map[string]Tensor) { ts["intercept"] = F32Tensor("intercept", []float32{1}) }, "expected [3]"},
-		{"two rows", map[string]any{"n_classes": int64(3)}, func(ts map[string]Tensor) {
-			w := F32Tensor("coefficients", make([]float32, 4))
+		{"short intercept", nil, func(ts map[string]tensor.Tensor) { ts["intercept"] = tensor.F32("intercept", []float32{1}) }, "expected [3]"},
+		{"two rows", map[string]any{"n_classes": int64(3)}, func(ts map[string]tensor.Tensor) {
+			w := tensor.F32("coefficients", make([]float32, 4))
 			w.Shape = []int64{2, 2}
 			ts["coefficients"] = w
 		}, "n_classes >= 3"},
-		{"two rows, no config", nil, func(ts map[string]Tensor) {
-			w := F32Tensor("coefficients", make([]float32, 4))
+		{"two rows, no config", nil, func(ts map[string]tensor.Tensor) {
+			w := tensor.F32("coefficients", make([]float32, 4))
 			w.Shape = []int64{2, 2}
 			ts["coefficients"] = w
 		}, "expected one dimension"},
 	}
 	for _, c := range cases {
-		tm := map[string]Tensor{"coefficients": ts["coefficients"], "intercept": ts["intercept"]}
+		tm := map[string]tensor.Tensor{"coefficients": ts["coefficients"], "intercept": ts["intercept"]}
 		if c.edit != nil {
 			c.edit(tm)
 		}
-		if _, err := Decode(LogisticRegression, c.cfg, tm); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Decode(modeltype.LogisticRegression, c.cfg, tm); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 var datasets = filepath.Join("..", "..", "testdata", "datasets")
@@ -183,7 +185,7 @@ func TestRoundTripThroughDecode(t *testing.T) {
 	if err := lin.Fit(x, y); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Decode(LinearRegression, lin.Config(), tensorMap(lin.Tensors()))
+	got, err := Decode(modeltype.LinearRegression, lin.Config(), tensorMap(lin.Tensors()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +205,7 @@ func TestRoundTripThroughDecode(t *testing.T) {
 	if err := lg.Fit(bs, by); err != nil {
 		t.Fatal(err)
 	}
-	got, err = Decode(LogisticRegression, lg.Config(), tensorMap(lg.Tensors()))
+	got, err = Decode(modeltype.LogisticRegression, lg.Config(), tensorMap(lg.Tensors()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +222,8 @@ func TestRoundTripThroughDecode(t *testing.T) {
 	}
 }
 
-func tensorMap(ts []Tensor) map[string]Tensor {
-	out := map[string]Tensor{}
+func tensorMap(ts []tensor.Tensor) map[string]tensor.Tensor {
+	out := map[string]tensor.Tensor{}
 	for _, t := range ts {
 		out[t.Name] = t
 	}
@@ -229,12 +231,12 @@ func tensorMap(ts []Tensor) map[string]Tensor {
 }
 
 func TestDecodeRejects(t *testing.T) {
-	good := map[string]Tensor{
-		"coefficients": F32Tensor("coefficients", []float32{1, 2, 3}),
-		"intercept":    F32Tensor("intercept", []float32{4}),
+	good := map[string]tensor.Tensor{
+		"coefficients": tensor.F32("coefficients", []float32{1, 2, 3}),
+		"intercept":    tensor.F32("intercept", []float32{4}),
 	}
-	with := func(name string, tt Tensor) map[string]Tensor {
-		m := map[string]Tensor{}
+	with := func(name string, tt tensor.Tensor) map[string]tensor.Tensor {
+		m := map[string]tensor.Tensor{}
 		for k, v := range good {
 			m[k] = v
 		}
@@ -248,18 +250,18 @@ func TestDecodeRejects(t *testing.T) {
 	cases := []struct {
 		name    string
 		cfg     map[string]any
-		tensors map[string]Tensor
+		tensors map[string]tensor.Tensor
 		want    string
 	}{
-		{"missing coefficients", nil, with("coefficients", Tensor{}), `missing tensor "coefficients"`},
-		{"missing intercept", nil, with("intercept", Tensor{}), `missing tensor "intercept"`},
-		{"f16 coefficients", nil, with("coefficients", Tensor{Name: "coefficients", DType: dtype.F16, Shape: []int64{3}, Data: make([]byte, 6)}), "expected F32"},
-		{"2-d coefficients", nil, with("coefficients", Tensor{Name: "coefficients", DType: dtype.F32, Shape: []int64{1, 3}, Data: make([]byte, 12)}), "one dimension"},
-		{"short data", nil, with("coefficients", Tensor{Name: "coefficients", DType: dtype.F32, Shape: []int64{3}, Data: make([]byte, 11)}), "needs 3"},
-		{"huge shape", nil, with("coefficients", Tensor{Name: "coefficients", DType: dtype.F32, Shape: []int64{1 << 62}, Data: nil}), "coefficients"},
-		{"negative shape", nil, with("coefficients", Tensor{Name: "coefficients", DType: dtype.F32, Shape: []int64{-1}, Data: nil}), "negative"},
-		{"intercept [2]", nil, with("intercept", F32Tensor("intercept", []float32{1, 2})), "expected [1]"},
-		{"extra tensor", nil, with("bias", F32Tensor("bias", []float32{1})), `unexpected tensor "bias"`},
+		{"missing coefficients", nil, with("coefficients", tensor.Tensor{}), `missing tensor "coefficients"`},
+		{"missing intercept", nil, with("intercept", tensor.Tensor{}), `missing tensor "intercept"`},
+		{"f16 coefficients", nil, with("coefficients", tensor.Tensor{Name: "coefficients", DType: dtype.F16, Shape: []int64{3}, Data: make([]byte, 6)}), "expected F32"},
+		{"2-d coefficients", nil, with("coefficients", tensor.Tensor{Name: "coefficients", DType: dtype.F32, Shape: []int64{1, 3}, Data: make([]byte, 12)}), "one dimension"},
+		{"short data", nil, with("coefficients", tensor.Tensor{Name: "coefficients", DType: dtype.F32, Shape: []int64{3}, Data: make([]byte, 11)}), "needs 3"},
+		{"huge shape", nil, with("coefficients", tensor.Tensor{Name: "coefficients", DType: dtype.F32, Shape: []int64{1 << 62}, Data: nil}), "coefficients"},
+		{"negative shape", nil, with("coefficients", tensor.Tensor{Name: "coefficients", DType: dtype.F32, Shape: []int64{-1}, Data: nil}), "negative"},
+		{"intercept [2]", nil, with("intercept", tensor.F32("intercept", []float32{1, 2})), "expected [1]"},
+		{"extra tensor", nil, with("bias", tensor.F32("bias", []float32{1})), `unexpected tensor "bias"`},
 		{"n_features disagrees", map[string]any{"n_features": int64(4)}, good, "expected [4]"},
 		{"n_features string", map[string]any{"n_features": "3"}, good, "expected a whole number"},
 		{"learning_rate NaN", map[string]any{"learning_rate": math.NaN()}, good, "learning_rate"},
@@ -267,13 +269,13 @@ func TestDecodeRejects(t *testing.T) {
 		{"fit_intercept number", map[string]any{"fit_intercept": 1}, good, "expected a bool"},
 	}
 	for _, c := range cases {
-		for _, typ := range []Type{LinearRegression, LogisticRegression} {
+		for _, typ := range []modeltype.Type{modeltype.LinearRegression, modeltype.LogisticRegression} {
 			if c.name == "learning_rate NaN" || c.name == "max_iter negative" {
-				if typ == LinearRegression {
+				if typ == modeltype.LinearRegression {
 					continue
 				}
 			}
-			if c.name == "fit_intercept number" && typ == LogisticRegression {
+			if c.name == "fit_intercept number" && typ == modeltype.LogisticRegression {
 				continue
 			}
 			_, err := Decode(typ, c.cfg, c.tensors)
@@ -282,7 +284,7 @@ func TestDecodeRejects(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Decode(KMeans, nil, good); err == nil {
+	if _, err := Decode(modeltype.KMeans, nil, good); err == nil {
 		t.Error("KMeans decoded without an implementation")
 	}
 }

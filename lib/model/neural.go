@@ -6,6 +6,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Activation names the function a dense layer applies to its output.
@@ -483,7 +486,7 @@ func (m *NeuralSequentialModel) Clone() *NeuralSequentialModel {
 }
 
 // Type implements Model.
-func (m *NeuralSequentialModel) Type() Type { return NeuralSequential }
+func (m *NeuralSequentialModel) Type() modeltype.Type { return modeltype.NeuralSequential }
 
 // Config implements Model: {"widths": [...], "activations": [...]}.
 func (m *NeuralSequentialModel) Config() map[string]any {
@@ -500,17 +503,17 @@ func (m *NeuralSequentialModel) Config() map[string]any {
 
 // Tensors implements Model: "layers.{i}.weight" F32 [out, in], "layers.{i}.bias"
 // F32 [out], in layer order.
-func (m *NeuralSequentialModel) Tensors() []Tensor {
-	out := make([]Tensor, 0, 2*len(m.Layers))
+func (m *NeuralSequentialModel) Tensors() []tensor.Tensor {
+	out := make([]tensor.Tensor, 0, 2*len(m.Layers))
 	for i, l := range m.Layers {
-		w := F32Tensor(fmt.Sprintf("layers.%d.weight", i), l.Weight)
+		w := tensor.F32(fmt.Sprintf("layers.%d.weight", i), l.Weight)
 		w.Shape = []int64{int64(l.Out), int64(l.In)}
-		out = append(out, w, F32Tensor(fmt.Sprintf("layers.%d.bias", i), l.Bias))
+		out = append(out, w, tensor.F32(fmt.Sprintf("layers.%d.bias", i), l.Bias))
 	}
 	return out
 }
 
-func decodeNeural(cfg map[string]any, tensors map[string]Tensor) (Model, error) {
+func decodeNeural(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
 	m, err := decodeNeuralParams(cfg, tensors)
 	if err != nil {
 		return nil, fmt.Errorf("NeuralSequential: %w", err)
@@ -518,7 +521,7 @@ func decodeNeural(cfg map[string]any, tensors map[string]Tensor) (Model, error) 
 	return m, nil
 }
 
-func decodeNeuralParams(cfg map[string]any, tensors map[string]Tensor) (*NeuralSequentialModel, error) {
+func decodeNeuralParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*NeuralSequentialModel, error) {
 	rawW, ok := cfg["widths"].([]any)
 	if !ok {
 		return nil, fmt.Errorf("config \"widths\": %T, expected a list of layer widths", cfg["widths"])
@@ -590,5 +593,5 @@ func decodeNeuralParams(cfg map[string]any, tensors map[string]Tensor) (*NeuralS
 var errNoRows = errors.New("no samples")
 
 func init() {
-	Register(NeuralSequential, decodeNeural)
+	Register(modeltype.NeuralSequential, decodeNeural)
 }

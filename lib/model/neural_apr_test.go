@@ -13,6 +13,10 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
+	"github.com/apr-go/apr/lib/version"
 )
 
 func digits(t testing.TB) (model.Matrix, []float64) {
@@ -64,7 +68,7 @@ func TestNeuralDeterministic(t *testing.T) {
 	if bytes.Equal(a, encode(t, trainDigits(t, 8))) {
 		t.Fatal("seeds 7 and 8 saved the same bytes")
 	}
-	m, err := apr.LoadFromBytes[*model.NeuralSequentialModel](a, model.NeuralSequential)
+	m, err := apr.LoadFromBytes[*model.NeuralSequentialModel](a, modeltype.NeuralSequential)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +88,8 @@ func TestNeuralQuantized(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	h := container.Header{Type: model.NeuralSequential, Flags: container.FlagQuantized,
-		Metadata: container.Metadata{CreatedAt: created, Producer: apr.Producer, ModelConfig: m.Config()}}
+	h := container.Header{Type: modeltype.NeuralSequential, Flags: container.FlagQuantized,
+		Metadata: container.Metadata{CreatedAt: created, Producer: version.Producer, ModelConfig: m.Config()}}
 	w, err := container.NewWriter(&buf, h)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +104,7 @@ func TestNeuralQuantized(t *testing.T) {
 		if err := w.WriteTensorBytes(wt, q); err != nil {
 			t.Fatal(err)
 		}
-		b := model.F32Tensor(fmt.Sprintf("layers.%d.bias", i), l.Bias)
+		b := tensor.F32(fmt.Sprintf("layers.%d.bias", i), l.Bias)
 		if err := w.WriteTensorBytes(container.TensorInfo{Name: b.Name, DType: b.DType, Shape: b.Shape}, b.Data); err != nil {
 			t.Fatal(err)
 		}
@@ -112,14 +116,14 @@ func TestNeuralQuantized(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ins, err := apr.Inspect(path)
+	ins, err := stream.Inspect(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ins.Tensors[0].DType != dtype.Q8_0 || ins.Flags&container.FlagQuantized == 0 {
 		t.Fatalf("layers.0.weight stored as %v, flags %v", ins.Tensors[0].DType, ins.Flags)
 	}
-	q, err := apr.Load[*model.NeuralSequentialModel](path, model.NeuralSequential)
+	q, err := apr.Load[*model.NeuralSequentialModel](path, modeltype.NeuralSequential)
 	if err != nil {
 		t.Fatal(err)
 	}

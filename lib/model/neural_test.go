@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // ceLoss is the mean softmax cross-entropy of logits z (rows×k) against labels, in
@@ -151,7 +153,7 @@ func TestNeuralConfigRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Decode(NeuralSequential, m.Config(), tensorMap(m.Tensors()))
+	got, err := Decode(modeltype.NeuralSequential, m.Config(), tensorMap(m.Tensors()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +177,8 @@ func TestNeuralDecodeRejects(t *testing.T) {
 	m, _ := NewNeuralSequential([]int{4, 3, 2}, ActReLU, ActSoftmax, 1)
 	good := tensorMap(m.Tensors())
 	cfg := m.Config()
-	with := func(name string, tt *Tensor) map[string]Tensor {
-		out := map[string]Tensor{}
+	with := func(name string, tt *tensor.Tensor) map[string]tensor.Tensor {
+		out := map[string]tensor.Tensor{}
 		for k, v := range good {
 			out[k] = v
 		}
@@ -198,7 +200,7 @@ func TestNeuralDecodeRejects(t *testing.T) {
 	cases := []struct {
 		name    string
 		cfg     map[string]any
-		tensors map[string]Tensor
+		tensors map[string]tensor.Tensor
 		want    string
 	}{
 		{"no config", nil, good, `"widths"`},
@@ -213,14 +215,14 @@ func TestNeuralDecodeRejects(t *testing.T) {
 		{"activation number", cfgWith("activations", []any{1, "softmax"}), good, "expected a string"},
 		{"missing weight", cfg, with("layers.1.weight", nil), `missing tensor "layers.1.weight"`},
 		{"missing bias", cfg, with("layers.0.bias", nil), `missing tensor "layers.0.bias"`},
-		{"transposed weight", cfg, with("layers.0.weight", &Tensor{Name: "layers.0.weight", DType: dtype.F32, Shape: []int64{4, 3}, Data: make([]byte, 48)}), "expected [3 4]"},
-		{"short weight", cfg, with("layers.0.weight", &Tensor{Name: "layers.0.weight", DType: dtype.F32, Shape: []int64{3, 4}, Data: make([]byte, 47)}), "data has 47"},
-		{"f16 weight", cfg, with("layers.0.weight", &Tensor{Name: "layers.0.weight", DType: dtype.F16, Shape: []int64{3, 4}, Data: make([]byte, 24)}), "expected F32"},
-		{"bias shape", cfg, with("layers.1.bias", &Tensor{Name: "layers.1.bias", DType: dtype.F32, Shape: []int64{3}, Data: make([]byte, 12)}), "expected [2]"},
-		{"extra tensor", cfg, with("layers.2.weight", &Tensor{Name: "layers.2.weight", DType: dtype.F32, Shape: []int64{1}, Data: make([]byte, 4)}), `unexpected tensor "layers.2.weight"`},
+		{"transposed weight", cfg, with("layers.0.weight", &tensor.Tensor{Name: "layers.0.weight", DType: dtype.F32, Shape: []int64{4, 3}, Data: make([]byte, 48)}), "expected [3 4]"},
+		{"short weight", cfg, with("layers.0.weight", &tensor.Tensor{Name: "layers.0.weight", DType: dtype.F32, Shape: []int64{3, 4}, Data: make([]byte, 47)}), "data has 47"},
+		{"f16 weight", cfg, with("layers.0.weight", &tensor.Tensor{Name: "layers.0.weight", DType: dtype.F16, Shape: []int64{3, 4}, Data: make([]byte, 24)}), "expected F32"},
+		{"bias shape", cfg, with("layers.1.bias", &tensor.Tensor{Name: "layers.1.bias", DType: dtype.F32, Shape: []int64{3}, Data: make([]byte, 12)}), "expected [2]"},
+		{"extra tensor", cfg, with("layers.2.weight", &tensor.Tensor{Name: "layers.2.weight", DType: dtype.F32, Shape: []int64{1}, Data: make([]byte, 4)}), `unexpected tensor "layers.2.weight"`},
 	}
 	for _, c := range cases {
-		_, err := Decode(NeuralSequential, c.cfg, c.tensors)
+		_, err := Decode(modeltype.NeuralSequential, c.cfg, c.tensors)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}

@@ -1,45 +1,15 @@
 package model
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
-	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/tensor"
 )
-
-// F32Tensor builds a 1-D F32 tensor from float32 values (little-endian).
-func F32Tensor(name string, v []float32) Tensor {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return Tensor{Name: name, DType: dtype.F32, Shape: []int64{int64(len(v))}, Data: b}
-}
-
-// Float32s returns the values of an F32 tensor, checking that its data length agrees
-// with its shape. Any shape is accepted; the values come out row-major.
-func (t Tensor) Float32s() ([]float32, error) {
-	if t.DType != dtype.F32 {
-		return nil, fmt.Errorf("tensor %q: dtype %v, expected F32", t.Name, t.DType)
-	}
-	n, err := dtype.Elems(t.Shape)
-	if err != nil {
-		return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
-	}
-	if uint64(len(t.Data))%4 != 0 || int64(len(t.Data)/4) != n {
-		return nil, fmt.Errorf("tensor %q: shape %v needs %d bytes of F32, data has %d", t.Name, t.Shape, n, len(t.Data))
-	}
-	out := make([]float32, n)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
-	}
-	return out, nil
-}
 
 // vectorTensor fetches tensors[name], which must be F32 of shape [n] (n >= 0; when
 // want >= 0, n must equal want).
-func vectorTensor(tensors map[string]Tensor, name string, want int64) ([]float32, error) {
+func vectorTensor(tensors map[string]tensor.Tensor, name string, want int64) ([]float32, error) {
 	t, ok := tensors[name]
 	if !ok {
 		return nil, fmt.Errorf("missing tensor %q", name)
@@ -53,7 +23,7 @@ func vectorTensor(tensors map[string]Tensor, name string, want int64) ([]float32
 	return t.Float32s()
 }
 
-func checkOnlyTensors(tensors map[string]Tensor, names ...string) error {
+func checkOnlyTensors(tensors map[string]tensor.Tensor, names ...string) error {
 	for k := range tensors {
 		found := false
 		for _, n := range names {

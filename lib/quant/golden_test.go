@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // ggml's goldens for the newest types (testdata/quant/README.md, "The newest types"):
@@ -143,7 +143,7 @@ func TestGoldenNewTypes(t *testing.T) {
 		}
 
 		// And back: apr-quant f32 of the quantized model gives ggml's decoded values.
-		src, err := apr.OpenStream(bytes.NewReader(out))
+		src, err := stream.Open(bytes.NewReader(out))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,21 +8,22 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // mappedModel writes a model with converted and kept tensors (F32 and F16) to a file.
 func mappedModel(t *testing.T, opts ...container.Option) (string, []byte) {
 	t.Helper()
 	var b bytes.Buffer
-	w, err := container.NewWriter(&b, container.Header{Type: model.Custom, Metadata: container.Metadata{Name: "m", CreatedAt: "2026-01-01T00:00:00Z"}}, opts...)
+	w, err := container.NewWriter(&b, container.Header{Type: modeltype.Custom, Metadata: container.Metadata{Name: "m", CreatedAt: "2026-01-01T00:00:00Z"}}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range []model.Tensor{
+	for _, tt := range []tensor.Tensor{
 		tensorF32("blk.0.attn_q.weight", []int64{40, 256}, randF32(21, 40*256)),
 		tensorF32("blk.0.attn_norm.weight", []int64{256}, randF32(22, 256)),
 		tensorAs(t, "blk.0.ffn_up.weight", dtype.F16, []int64{24, 512}, randF32(23, 24*512)),
@@ -49,7 +50,7 @@ func TestMapFileMatchesStream(t *testing.T) {
 	for _, typ := range []dtype.DType{dtype.Q8_0, dtype.Q4_0, dtype.Q4_1, dtype.Q6_K, dtype.NVFP4, dtype.Q1_0, dtype.Q2_0, dtype.F16} {
 		for _, c := range []struct{ workers, chunk int }{{1, 0}, {2, 256}, {3, 768}, {2, 4096}} {
 			o := Options{Type: typ, Workers: c.workers, ChunkElems: c.chunk, Stats: true}
-			src, err := apr.OpenStream(bytes.NewReader(b))
+			src, err := stream.Open(bytes.NewReader(b))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,8 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // The classical models on the real data sets of testdata/datasets (scikit-learn's,
@@ -71,7 +73,7 @@ func quantizeModel(t *testing.T, m model.Model, o Options) ([]byte, *Report, err
 	if err := apr.Encode(&in, m, apr.SaveOptions{Name: "dataset model"}); err != nil {
 		t.Fatal(err)
 	}
-	src, err := apr.OpenStream(&in)
+	src, err := stream.Open(&in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func TestLinearRegressionDiabetesQuantized(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, err := apr.LoadFromBytes[*model.LinearRegressionModel](b, model.LinearRegression)
+			q, err := apr.LoadFromBytes[*model.LinearRegressionModel](b, modeltype.LinearRegression)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +196,7 @@ func TestLogisticRegressionBreastCancerQuantized(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := apr.LoadFromBytes[*model.LogisticRegressionModel](b, model.LogisticRegression)
+		q, err := apr.LoadFromBytes[*model.LogisticRegressionModel](b, modeltype.LogisticRegression)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,10 +13,11 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/kernels"
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // randF32 returns n normal values (scale 0.02, like trained weights) from a fixed seed.
@@ -37,12 +38,12 @@ func f32Bytes(v []float32) []byte {
 	return b
 }
 
-func tensorF32(name string, shape []int64, v []float32) model.Tensor {
-	return model.Tensor{Name: name, DType: dtype.F32, Shape: shape, Data: f32Bytes(v)}
+func tensorF32(name string, shape []int64, v []float32) tensor.Tensor {
+	return tensor.Tensor{Name: name, DType: dtype.F32, Shape: shape, Data: f32Bytes(v)}
 }
 
 // encode turns any-dtype values (given as float32) into a tensor of dtype t.
-func tensorAs(t *testing.T, name string, d dtype.DType, shape []int64, v []float32) model.Tensor {
+func tensorAs(t *testing.T, name string, d dtype.DType, shape []int64, v []float32) tensor.Tensor {
 	t.Helper()
 	var b []byte
 	if d == dtype.F64 {
@@ -56,13 +57,13 @@ func tensorAs(t *testing.T, name string, d dtype.DType, shape []int64, v []float
 			t.Fatal(err)
 		}
 	}
-	return model.Tensor{Name: name, DType: d, Shape: shape, Data: b}
+	return tensor.Tensor{Name: name, DType: d, Shape: shape, Data: b}
 }
 
 // run quantizes tensors held in memory and returns the output file bytes.
-func run(t *testing.T, o Options, tensors ...model.Tensor) ([]byte, *Report, error) {
+func run(t *testing.T, o Options, tensors ...tensor.Tensor) ([]byte, *Report, error) {
 	t.Helper()
-	src := apr.NewMemStream(model.Custom, container.Metadata{Name: "test", CreatedAt: "2026-01-01T00:00:00Z"}, tensors)
+	src := stream.FromTensors(modeltype.Custom, container.Metadata{Name: "test", CreatedAt: "2026-01-01T00:00:00Z"}, tensors)
 	var out bytes.Buffer
 	rep, err := Quantize(&out, src, o)
 	return out.Bytes(), rep, err
@@ -304,7 +305,7 @@ func TestNonFiniteRefused(t *testing.T) {
 		t.Fatalf("finite values: %d", got)
 	}
 	// F64 values beyond the F32 range become infinite and are refused too.
-	big := model.Tensor{Name: "wide.weight", DType: dtype.F64, Shape: []int64{1, 32}, Data: make([]byte, 8*32)}
+	big := tensor.Tensor{Name: "wide.weight", DType: dtype.F64, Shape: []int64{1, 32}, Data: make([]byte, 8*32)}
 	binary.LittleEndian.PutUint64(big.Data[8*5:], math.Float64bits(1e300))
 	if _, _, err := run(t, Options{Type: dtype.Q8_0}, big); err == nil || !strings.Contains(err.Error(), "F64") || !strings.Contains(err.Error(), "column 5") {
 		t.Fatalf("F64 1e300: %v", err)
@@ -415,10 +416,10 @@ func TestSourceDtypes(t *testing.T) {
 }
 
 func TestKeptTensorsAndMetadata(t *testing.T) {
-	ids := model.Tensor{Name: "ids", DType: dtype.I32, Shape: []int64{3}, Data: []byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}}
+	ids := tensor.Tensor{Name: "ids", DType: dtype.I32, Shape: []int64{3}, Data: []byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}}
 	norm := tensorF32("blk.0.attn_norm.weight", []int64{64}, randF32(8, 64))
 	w := tensorF32("blk.0.attn_k.weight", []int64{2, 64}, randF32(9, 128))
-	tensors := []model.Tensor{ids, norm, w}
+	tensors := []tensor.Tensor{ids, norm, w}
 	var plan []container.TensorInfo
 	for _, tt := range tensors {
 		plan = append(plan, container.TensorInfo{Name: tt.Name, DType: tt.DType, Shape: tt.Shape})
@@ -475,7 +476,7 @@ func toInt(v any) int64 {
 // With a plan, errors come before any output; the stream must then match the plan.
 func TestPlanFailsEarlyAndMustMatch(t *testing.T) {
 	bad := container.TensorInfo{Name: "w.weight", DType: dtype.F32, Shape: []int64{2, 50}}
-	src := apr.NewMemStream(model.Custom, container.Metadata{}, nil)
+	src := stream.FromTensors(modeltype.Custom, container.Metadata{}, nil)
 	if _, err := New(src, Options{Type: dtype.Q8_0, Plan: []container.TensorInfo{bad}}); err == nil || !strings.Contains(err.Error(), "w.weight") {
 		t.Fatalf("plan error: %v", err)
 	}
@@ -546,16 +547,16 @@ func TestStatsReport(t *testing.T) {
 
 func TestCompareAndDescribe(t *testing.T) {
 	w := randF32(11, 8*256)
-	src := []model.Tensor{tensorF32("a.weight", []int64{8, 256}, w), tensorF32("b", []int64{3}, []float32{1, 2, 3})}
+	src := []tensor.Tensor{tensorF32("a.weight", []int64{8, 256}, w), tensorF32("b", []int64{3}, []float32{1, 2, 3})}
 	out, rep, err := run(t, Options{Type: dtype.Q6_K, Stats: true}, src...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	quantized, err := apr.OpenStream(bytes.NewReader(out))
+	quantized, err := stream.Open(bytes.NewReader(out))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmp, err := Compare(apr.NewMemStream(model.Custom, container.Metadata{}, src), quantized, 512)
+	cmp, err := Compare(stream.FromTensors(modeltype.Custom, container.Metadata{}, src), quantized, 512)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,8 +574,8 @@ func TestCompareAndDescribe(t *testing.T) {
 		t.Fatalf("Describe %+v", d)
 	}
 	// Different tensor lists are an error.
-	q2, _ := apr.OpenStream(bytes.NewReader(out))
-	if _, err := Compare(apr.NewMemStream(model.Custom, container.Metadata{}, src[:1]), q2, 0); err == nil {
+	q2, _ := stream.Open(bytes.NewReader(out))
+	if _, err := Compare(stream.FromTensors(modeltype.Custom, container.Metadata{}, src[:1]), q2, 0); err == nil {
 		t.Fatal("Compare of different models: no error")
 	}
 }
@@ -598,7 +599,7 @@ func TestFallbackWarns(t *testing.T) {
 // the caller even though the converter read every value it needed.
 func TestCorruptInput(t *testing.T) {
 	var in bytes.Buffer
-	w, _ := container.NewWriter(&in, container.Header{Type: model.Custom})
+	w, _ := container.NewWriter(&in, container.Header{Type: modeltype.Custom})
 	v := randF32(13, 4*64)
 	if err := w.WriteTensorBytes(container.TensorInfo{Name: "w.weight", DType: dtype.F32, Shape: []int64{4, 64}}, f32Bytes(v)); err != nil {
 		t.Fatal(err)
@@ -609,7 +610,7 @@ func TestCorruptInput(t *testing.T) {
 	b := in.Bytes()
 	i := bytes.Index(b, f32Bytes(v[:4]))
 	b[i+100] ^= 0x01 // flips the lowest mantissa bit of one weight: still finite
-	src, err := apr.OpenStream(bytes.NewReader(b))
+	src, err := stream.Open(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +619,7 @@ func TestCorruptInput(t *testing.T) {
 		t.Fatalf("corrupt input: %v", err)
 	}
 	// A stream cut short is an error too.
-	src, _ = apr.OpenStream(bytes.NewReader(in.Bytes()[:i+300]))
+	src, _ = stream.Open(bytes.NewReader(in.Bytes()[:i+300]))
 	if _, err := Quantize(&out, src, Options{Type: dtype.Q8_0, Workers: 2}); err == nil {
 		t.Fatal("truncated input: no error")
 	}
@@ -627,7 +628,7 @@ func TestCorruptInput(t *testing.T) {
 // Close in the middle of a tensor stops the workers and returns.
 func TestCloseMidTensor(t *testing.T) {
 	v := randF32(14, 64*256)
-	src := apr.NewMemStream(model.Custom, container.Metadata{}, []model.Tensor{tensorF32("w.weight", []int64{64, 256}, v)})
+	src := stream.FromTensors(modeltype.Custom, container.Metadata{}, []tensor.Tensor{tensorF32("w.weight", []int64{64, 256}, v)})
 	s, err := New(src, Options{Type: dtype.Q8_0, Workers: 3, ChunkElems: 256})
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/apr-go/apr/kernels"
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // TensorStats is one tensor of a Report.
@@ -227,7 +227,7 @@ func Describe(info *container.Info) *Report {
 // Compare measures a converted model against its source, tensor by tensor, reading
 // both streams in step in bounded memory (chunk of chunkElems values, 0 for the
 // default). Both must hold the same tensor names and shapes in the same order.
-func Compare(src, out apr.Stream, chunkElems int) (*Report, error) {
+func Compare(src, out stream.Stream, chunkElems int) (*Report, error) {
 	if chunkElems <= 0 {
 		chunkElems = DefaultChunkElems
 	}

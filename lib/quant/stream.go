@@ -10,9 +10,10 @@ import (
 	"unsafe"
 
 	"github.com/apr-go/apr/kernels"
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/version"
 )
 
 // DefaultChunkElems is the default number of values per work item: 1 MiB of F32.
@@ -123,13 +124,13 @@ func (p *plan) overflowErr(x []float32, i int, start int64) error {
 }
 
 // Stream converts the tensors of another stream as it reads them; it is itself an
-// apr.Stream, so it can feed a container writer, another transform or an exporter.
+// stream.Stream, so it can feed a container writer, another transform or an exporter.
 // Converted tensors are processed in chunks by a pool of workers, in bounded memory
 // (chunk size x 2 x workers); the bytes do not depend on the number of workers.
 //
 // Signatures and licenses of the input are dropped (they covered the old values).
 type Stream struct {
-	src     apr.Stream
+	src     stream.Stream
 	opts    Options
 	hdr     container.Header
 	workers int
@@ -147,7 +148,7 @@ type Stream struct {
 // New returns a Stream that converts src as o says. With o.Plan set it decides every
 // tensor first and returns the first error (a row length the type cannot hold, a
 // quantized source) before anything is read.
-func New(src apr.Stream, o Options) (*Stream, error) {
+func New(src stream.Stream, o Options) (*Stream, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -197,7 +198,7 @@ func New(src apr.Stream, o Options) (*Stream, error) {
 	maps.Copy(prov, h.Metadata.Provenance)
 	producer := o.Producer
 	if producer == "" {
-		producer = apr.Producer
+		producer = version.Producer
 	}
 	selection := "llama.cpp" // 2-D+ tensors named *weight, except norms and the tensors llama.cpp keeps
 	switch {
@@ -367,7 +368,7 @@ func (s *Stream) Close() error {
 // Quantize converts src to an APR v2 stream on dst (writer options such as
 // compression go to the container writer) and returns the report. On error the
 // output is incomplete; callers write to a temporary file.
-func Quantize(dst io.Writer, src apr.Stream, o Options, wopts ...container.Option) (*Report, error) {
+func Quantize(dst io.Writer, src stream.Stream, o Options, wopts ...container.Option) (*Report, error) {
 	s, err := New(src, o)
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/apr-go/apr/lib/internal/peertest"
 	"math"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/apr-go/apr/lib/internal/peertest"
 
 	"github.com/apr-go/apr/lib/dtype"
 )

@@ -2,13 +2,14 @@ package seal
 
 import (
 	"bytes"
-	"github.com/apr-go/apr/lib/internal/peertest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/apr-go/apr/lib/internal/peertest"
 )
 
 // needTool skips the test when a peer tool is missing (CI installs Debian's

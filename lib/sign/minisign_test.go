@@ -5,13 +5,14 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
-	"github.com/apr-go/apr/lib/internal/peertest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/apr-go/apr/lib/internal/peertest"
 )
 
 // TestMinisignCommittedSignatures verifies signatures made by `minisign -S`

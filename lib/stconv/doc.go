@@ -1,5 +1,5 @@
 // Package stconv converts between Hugging Face SafeTensors and apr's tensor stream
-// (apr.Stream), in both directions, and saves and loads the classical models as
+// (stream.Stream), in both directions, and saves and loads the classical models as
 // SafeTensors files.
 //
 // # Import

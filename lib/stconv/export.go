@@ -14,11 +14,11 @@ import (
 	"regexp"
 
 	"github.com/apr-go/apr/kernels"
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // ExportOptions control an export.
@@ -42,7 +42,7 @@ type Source struct {
 	f       io.ReaderAt // APR v2 file; nil for a stream
 	size    int64
 	entries []container.Entry
-	s       apr.Stream
+	s       stream.Stream
 	closer  io.Closer
 }
 
@@ -85,7 +85,7 @@ func FileSource(f *os.File) (*Source, error) {
 			return &Source{hdr: h, f: f, size: st.Size(), entries: cf.Entries(), closer: f}, nil
 		}
 	}
-	s, err := apr.OpenStream(f)
+	s, err := stream.Open(f)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -94,7 +94,7 @@ func FileSource(f *os.File) (*Source, error) {
 }
 
 // StreamSource exports a tensor stream (it is spooled).
-func StreamSource(s apr.Stream) *Source { return &Source{hdr: s.Header(), s: s, closer: s} }
+func StreamSource(s stream.Stream) *Source { return &Source{hdr: s.Header(), s: s, closer: s} }
 
 // Header returns the source's model type, flags and metadata.
 func (s *Source) Header() container.Header { return s.hdr }
@@ -355,14 +355,14 @@ func ExportMetadata(h container.Header) (safetensors.Metadata, error) {
 		}
 		return meta, nil
 	}
-	if h.Type == model.Custom || h.Type == 0 {
+	if h.Type == modeltype.Custom || h.Type == 0 {
 		return nil, nil
 	}
 	return typeMetadata(h.Type, h.Metadata.ModelConfig)
 }
 
 // typeMetadata is {"apr.model_type": TYPE, "apr.model_config": JSON (sorted keys)}.
-func typeMetadata(t model.Type, cfg map[string]any) (safetensors.Metadata, error) {
+func typeMetadata(t modeltype.Type, cfg map[string]any) (safetensors.Metadata, error) {
 	if cfg == nil {
 		cfg = map[string]any{}
 	}
@@ -456,7 +456,7 @@ func (s *Source) provider(order []string, list []outTensor, spooled provider, op
 	return newSpool(&readerStream{r}, conv, opts.TempDir)
 }
 
-// readerStream adapts a container.Reader to apr.Stream for the spool.
+// readerStream adapts a container.Reader to stream.Stream for the spool.
 type readerStream struct{ r *container.Reader }
 
 func (s *readerStream) Header() container.Header { return container.Header{} }
@@ -547,7 +547,7 @@ type spool struct {
 	off  map[string][2]int64 // offset, size
 }
 
-func newSpool(s apr.Stream, conv converter, dir string) (*spool, error) {
+func newSpool(s stream.Stream, conv converter, dir string) (*spool, error) {
 	f, err := os.CreateTemp(dir, "apr-st-spool-*")
 	if err != nil {
 		return nil, fmt.Errorf("spool file: %w", err)
@@ -560,7 +560,7 @@ func newSpool(s apr.Stream, conv converter, dir string) (*spool, error) {
 	return sp, nil
 }
 
-func (sp *spool) fill(s apr.Stream, conv converter) error {
+func (sp *spool) fill(s stream.Stream, conv converter) error {
 	f := sp.f
 	bw := bufio.NewWriterSize(f, copyBuf)
 	var pos int64

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/safetensors"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // FuzzImportExport: whatever the input, import and export return errors, never panic;
@@ -35,7 +35,7 @@ func FuzzImportExport(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := apr.CopyTensors(w, s); err != nil {
+		if err := stream.Copy(w, s); err != nil {
 			return
 		}
 		if err := w.Close(); err != nil {
@@ -45,7 +45,7 @@ func FuzzImportExport(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the stream reader accepted what Decode refuses: %v", err)
 		}
-		as, err := apr.OpenStream(bytes.NewReader(a.Bytes()))
+		as, err := stream.Open(bytes.NewReader(a.Bytes()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,17 +15,18 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/version"
 )
 
 // ImportOptions control how a SafeTensors source becomes an APR tensor stream.
 type ImportOptions struct {
 	// Type is the model type of the stream. Zero means: the type named by the
 	// "apr.model_type" key of __metadata__ when there is one, else Custom.
-	Type model.Type
+	Type modeltype.Type
 	// Name is the model name written into the metadata ("" leaves it empty).
 	Name string
 	// SkipFiles leaves a checkpoint directory's config and tokenizer files out of the
@@ -57,7 +58,7 @@ var ErrTooLarge = errors.New("checkpoint files too large for the metadata")
 // has passed. With opts.Digest, each source file's SHA-256 is recorded in the provenance. From a
 // directory or index, the checkpoint's config and tokenizer files are kept in the
 // metadata (see KeepFile) unless opts.SkipFiles.
-func Open(path string, opts ImportOptions) (apr.Stream, error) {
+func Open(path string, opts ImportOptions) (stream.Stream, error) {
 	shards, files, closer, err := openSource(path, opts)
 	if err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func openSource(path string, opts ImportOptions) (shards []*safetensors.File, fi
 // OpenFile imports the SafeTensors file already open as f (a redirected stdin, for
 // example), as Open does for a single file; it takes ownership of f. name is used in
 // messages and the provenance.
-func OpenFile(f *os.File, name string, opts ImportOptions) (apr.Stream, error) {
+func OpenFile(f *os.File, name string, opts ImportOptions) (stream.Stream, error) {
 	sf, err := safetensors.NewFile(f, name)
 	if err != nil {
 		f.Close()
@@ -116,7 +117,7 @@ func OpenFile(f *os.File, name string, opts ImportOptions) (apr.Stream, error) {
 // stream is checked (the data must end exactly where the header says) before Next
 // reports io.EOF. No digest of the source is recorded: it would only be known at the
 // end, after the APR metadata has gone out.
-func NewStream(r io.Reader, opts ImportOptions) (apr.Stream, error) {
+func NewStream(r io.Reader, opts ImportOptions) (stream.Stream, error) {
 	sr, err := safetensors.NewReader(r)
 	if err != nil {
 		return nil, err
@@ -334,10 +335,10 @@ func importHeader(meta safetensors.Metadata, shards [][]safetensors.TensorInfo, 
 	if err != nil {
 		return container.Header{}, err
 	}
-	md := container.Metadata{Name: opts.Name, CreatedAt: created, Producer: apr.Producer}
-	typ := model.Custom
+	md := container.Metadata{Name: opts.Name, CreatedAt: created, Producer: version.Producer}
+	typ := modeltype.Custom
 	if v, ok := meta.Get(MetaModelType); ok {
-		if typ, err = model.ParseType(v); err != nil {
+		if typ, err = modeltype.ParseType(v); err != nil {
 			return container.Header{}, fmt.Errorf("__metadata__ %q: %w", MetaModelType, err)
 		}
 	}

@@ -8,14 +8,14 @@ import (
 	"os"
 	"strings"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/safetensors"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // ImportFile imports the SafeTensors source at path (a file, a checkpoint directory or
 // an index, as Open takes) into an APR file on w, written with opts, and gives the
-// bytes of apr.Reencode(w, Open(path, o), nil, false, opts...).
+// bytes of stream.Reencode(w, Open(path, o), nil, false, opts...).
 //
 // With o.Digest, the SHA-256 of each source file is part of the metadata, which comes first in an APR
 // file, so Open reads every source byte once for the digests before the conversion
@@ -34,7 +34,7 @@ func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Opt
 			return err
 		}
 		defer s.Close()
-		return apr.Reencode(w, s, nil, false, opts...)
+		return stream.Reencode(w, s, nil, false, opts...)
 	}
 	shards, files, closer, err := openSource(path, o)
 	if err != nil {
@@ -54,7 +54,7 @@ func ImportOpenFile(w io.Writer, f *os.File, name string, o ImportOptions, opts 
 			return err
 		}
 		defer s.Close()
-		return apr.Reencode(w, s, nil, false, opts...)
+		return stream.Reencode(w, s, nil, false, opts...)
 	}
 	sf, err := safetensors.NewFile(f, name)
 	if err != nil {
@@ -103,7 +103,7 @@ func importPatched(out container.PatchFile, shards []*safetensors.File, files ma
 	if err != nil {
 		return err
 	}
-	if err := apr.Reencode(p, s, nil, false, opts...); err != nil {
+	if err := stream.Reencode(p, s, nil, false, opts...); err != nil {
 		return err
 	}
 	r := <-digest

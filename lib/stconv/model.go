@@ -6,10 +6,13 @@ import (
 	"io"
 	"os"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/atomicfile"
+	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // SaveModel writes m to path as a SafeTensors file, atomically (a failed save leaves
@@ -66,11 +69,11 @@ func fitted(m model.Model) error {
 
 // LoadModel reads the SafeTensors model at path as type want; M is the concrete type,
 // e.g. LoadModel[*model.LinearRegressionModel](path, model.LinearRegression). A file
-// whose __metadata__ names another type fails with *apr.ModelTypeMismatch; a file
+// whose __metadata__ names another type fails with *container.TypeMismatchError; a file
 // without that key (as the case study's writer makes them) is taken to be of type
 // want, and its tensors and config are checked by the model's decoder. Float
 // tensors of other dtypes (F16, BF16, F64) are converted to F32.
-func LoadModel[M model.Model](path string, want model.Type) (M, error) {
+func LoadModel[M model.Model](path string, want modeltype.Type) (M, error) {
 	var zero M
 	f, err := os.Open(path)
 	if err != nil {
@@ -97,19 +100,19 @@ func LoadModel[M model.Model](path string, want model.Type) (M, error) {
 }
 
 // DecodeModel is LoadModel for a file held in memory.
-func DecodeModel[M model.Model](b []byte, want model.Type) (M, error) {
+func DecodeModel[M model.Model](b []byte, want modeltype.Type) (M, error) {
 	var zero M
 	h, err := safetensors.Decode(b)
 	if err != nil {
 		return zero, err
 	}
 	if v, ok := h.Metadata.Get(MetaModelType); ok {
-		found, err := model.ParseType(v)
+		found, err := modeltype.ParseType(v)
 		if err != nil {
 			return zero, fmt.Errorf("__metadata__ %q: %w", MetaModelType, err)
 		}
 		if found != want {
-			return zero, &apr.ModelTypeMismatch{Expected: want, Found: found}
+			return zero, &container.TypeMismatchError{Expected: want, Found: found}
 		}
 	}
 	var cfg map[string]any
@@ -118,10 +121,10 @@ func DecodeModel[M model.Model](b []byte, want model.Type) (M, error) {
 			return zero, fmt.Errorf("__metadata__ %q: %w", MetaModelConfig, err)
 		}
 	}
-	tensors := make(map[string]model.Tensor, len(h.Tensors))
+	tensors := make(map[string]tensor.Tensor, len(h.Tensors))
 	for _, t := range h.Tensors {
 		data := b[h.DataStart()+t.Begin : h.DataStart()+t.End]
-		mt, err := apr.ToF32(model.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: bytes.Clone(data)})
+		mt, err := stream.ToF32(tensor.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: bytes.Clone(data)})
 		if err != nil {
 			return zero, err
 		}

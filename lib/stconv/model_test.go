@@ -10,8 +10,10 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
 )
 
@@ -69,7 +71,7 @@ func TestLinearRegressionSafeTensors(t *testing.T) {
 	if v, _ := h.Metadata.Get(MetaModelType); v != "LinearRegression" {
 		t.Errorf("__metadata__ %v", h.Metadata)
 	}
-	got, err := LoadModel[*model.LinearRegressionModel](path, model.LinearRegression)
+	got, err := LoadModel[*model.LinearRegressionModel](path, modeltype.LinearRegression)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func TestLogisticRegressionSafeTensors(t *testing.T) {
 	if err := SaveModel(path, m); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadModel[*model.LogisticRegressionModel](path, model.LogisticRegression)
+	got, err := LoadModel[*model.LogisticRegressionModel](path, modeltype.LogisticRegression)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +162,12 @@ func first[A, B any](a A, _ B) A { return a }
 
 func TestLoadModelErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := LoadModel[*model.LinearRegressionModel](filepath.Join(dir, "nonexistent.safetensors"), model.LinearRegression); !errors.Is(err, os.ErrNotExist) || !strings.Contains(strings.ToLower(err.Error()), "no such file") {
+	if _, err := LoadModel[*model.LinearRegressionModel](filepath.Join(dir, "nonexistent.safetensors"), modeltype.LinearRegression); !errors.Is(err, os.ErrNotExist) || !strings.Contains(strings.ToLower(err.Error()), "no such file") {
 		t.Errorf("missing file: %v", err)
 	}
 	bad := filepath.Join(dir, "corrupted.safetensors")
 	os.WriteFile(bad, []byte{1, 2, 3}, 0o644)
-	if _, err := LoadModel[*model.LinearRegressionModel](bad, model.LinearRegression); !errors.Is(err, safetensors.HeaderTooSmall) {
+	if _, err := LoadModel[*model.LinearRegressionModel](bad, modeltype.LinearRegression); !errors.Is(err, safetensors.HeaderTooSmall) {
 		t.Errorf("3-byte file: %v", err)
 	}
 	m, _ := fitLogistic(t)
@@ -173,14 +175,14 @@ func TestLoadModelErrors(t *testing.T) {
 	if err := SaveModel(p, m); err != nil {
 		t.Fatal(err)
 	}
-	var mm *apr.ModelTypeMismatch
-	if _, err := LoadModel[*model.LinearRegressionModel](p, model.LinearRegression); !errors.As(err, &mm) || mm.Found != model.LogisticRegression {
+	var mm *container.TypeMismatchError
+	if _, err := LoadModel[*model.LinearRegressionModel](p, modeltype.LinearRegression); !errors.As(err, &mm) || mm.Found != modeltype.LogisticRegression {
 		t.Errorf("wrong type: %v", err)
 	}
 	// A file without the type key (the case study's writer) loads; a missing tensor fails.
 	var buf bytes.Buffer
 	safetensors.Encode(&buf, nil, []safetensors.Tensor{{TensorSpec: safetensors.TensorSpec{Name: "coefficients", DType: dtype.F32, Shape: []int64{1}}, Data: make([]byte, 4)}})
-	if _, err := DecodeModel[*model.LinearRegressionModel](buf.Bytes(), model.LinearRegression); err == nil || !strings.Contains(err.Error(), "intercept") {
+	if _, err := DecodeModel[*model.LinearRegressionModel](buf.Bytes(), modeltype.LinearRegression); err == nil || !strings.Contains(err.Error(), "intercept") {
 		t.Errorf("missing intercept: %v", err)
 	}
 	if err := SaveModel(filepath.Join(dir, "unfitted.safetensors"), model.NewLinearRegression()); !errors.Is(err, model.ErrNotFitted) {

@@ -13,11 +13,12 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/kernels"
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 const validDir = "../../testdata/safetensors/valid"
@@ -32,7 +33,7 @@ func validFiles(t *testing.T) []string {
 }
 
 // toAPR writes a stream as an APR v2 file.
-func toAPR(t *testing.T, s apr.Stream, opts ...container.Option) []byte {
+func toAPR(t *testing.T, s stream.Stream, opts ...container.Option) []byte {
 	t.Helper()
 	defer s.Close()
 	var buf bytes.Buffer
@@ -40,7 +41,7 @@ func toAPR(t *testing.T, s apr.Stream, opts ...container.Option) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := apr.CopyTensors(w, s); err != nil {
+	if err := stream.Copy(w, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -76,7 +77,7 @@ func exportFile(t *testing.T, path string, opts ExportOptions) []byte {
 // exportStream exports APR bytes read as a pipe (spooled).
 func exportStream(t *testing.T, b []byte, opts ExportOptions) []byte {
 	t.Helper()
-	s, err := apr.OpenStream(bytes.NewReader(b))
+	s, err := stream.Open(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestRoundTripValid(t *testing.T) {
 	}
 }
 
-func mustOpen(t *testing.T, path string) apr.Stream {
+func mustOpen(t *testing.T, path string) stream.Stream {
 	t.Helper()
 	s, err := Open(path, ImportOptions{})
 	if err != nil {
@@ -188,7 +189,7 @@ func reverseAPR(t *testing.T, opts ...container.Option) ([]byte, []byte) {
 	}
 	s := mustOpen(t, path)
 	defer s.Close()
-	var tensors []model.Tensor
+	var tensors []tensor.Tensor
 	for {
 		info, r, err := s.Next()
 		if err == io.EOF {
@@ -198,11 +199,11 @@ func reverseAPR(t *testing.T, opts ...container.Option) ([]byte, []byte) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(r)
-		tensors = append(tensors, model.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: b})
+		tensors = append(tensors, tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: b})
 	}
 	slices.Reverse(tensors)
 	hdr := s.Header()
-	return toAPR(t, apr.NewMemStream(hdr.Type, hdr.Metadata, tensors), opts...), want
+	return toAPR(t, stream.FromTensors(hdr.Type, hdr.Metadata, tensors), opts...), want
 }
 
 // TestExportPaths: a file whose order is not the writer's is read by random access
@@ -250,7 +251,7 @@ func TestExportCorruptFile(t *testing.T) {
 		if !errors.Is(err, container.ErrChecksum) || !strings.Contains(err.Error(), e.Name) {
 			t.Errorf("%s: got %v, want a checksum error naming %q", variant, err, e.Name)
 		}
-		s, err := apr.OpenStream(bytes.NewReader(b))
+		s, err := stream.Open(bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +284,7 @@ func TestExportQuantized(t *testing.T) {
 	if err := kernels.Dequantize(dtype.Q8_0, deq, q); err != nil {
 		t.Fatal(err)
 	}
-	tensors := []model.Tensor{{Name: "w", DType: dtype.Q8_0, Shape: []int64{2, 64}, Data: q}, model.F32Tensor("b", []float32{1, 2})}
+	tensors := []tensor.Tensor{{Name: "w", DType: dtype.Q8_0, Shape: []int64{2, 64}, Data: q}, tensor.F32("b", []float32{1, 2})}
 	for _, tc := range []struct {
 		prov map[string]any
 		opt  dtype.DType
@@ -294,7 +295,7 @@ func TestExportQuantized(t *testing.T) {
 		{map[string]any{ProvDTypes: map[string]any{"w": "BF16"}}, dtype.F16, dtype.F16},
 		{nil, dtype.F64, dtype.F64},
 	} {
-		b := toAPR(t, apr.NewMemStream(model.Custom, container.Metadata{Provenance: tc.prov}, tensors))
+		b := toAPR(t, stream.FromTensors(modeltype.Custom, container.Metadata{Provenance: tc.prov}, tensors))
 		for _, out := range [][]byte{exportFile(t, writeTemp(t, "q.apr", b), ExportOptions{DType: tc.opt}), exportStream(t, b, ExportOptions{DType: tc.opt})} {
 			h, err := safetensors.Decode(out)
 			if err != nil {
@@ -304,7 +305,7 @@ func TestExportQuantized(t *testing.T) {
 			if ti.DType != tc.want || !slices.Equal(ti.Shape, []int64{2, 64}) {
 				t.Fatalf("w is %v %v, want %v [2 64]", ti.DType, ti.Shape, tc.want)
 			}
-			got, err := apr.ToF32(model.Tensor{Name: "w", DType: ti.DType, Shape: ti.Shape, Data: out[h.DataStart()+ti.Begin : h.DataStart()+ti.End]})
+			got, err := stream.ToF32(tensor.Tensor{Name: "w", DType: ti.DType, Shape: ti.Shape, Data: out[h.DataStart()+ti.Begin : h.DataStart()+ti.End]})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -322,7 +323,7 @@ func TestExportQuantized(t *testing.T) {
 			}
 		}
 	}
-	b := toAPR(t, apr.NewMemStream(model.Custom, container.Metadata{}, tensors))
+	b := toAPR(t, stream.FromTensors(modeltype.Custom, container.Metadata{}, tensors))
 	src, err := OpenSource(writeTemp(t, "q.apr", b))
 	if err != nil {
 		t.Fatal(err)
@@ -420,7 +421,7 @@ func dirNames(t *testing.T, dir string) []string {
 
 // stripProv returns the tensors of an APR file as name:dtype:shape:bytes.
 func stripProv(t *testing.T, b []byte) []byte {
-	s, err := apr.OpenStream(bytes.NewReader(b))
+	s, err := stream.Open(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +481,7 @@ func TestImportErrors(t *testing.T) {
 	}
 }
 
-func drain(s apr.Stream) error {
+func drain(s stream.Stream) error {
 	for {
 		_, r, err := s.Next()
 		if err == io.EOF {
@@ -498,7 +499,7 @@ func drain(s apr.Stream) error {
 // TestHostileFilesMetadata: an APR whose hf_files name escapes the directory is refused.
 func TestHostileFilesMetadata(t *testing.T) {
 	md := container.Metadata{Extra: map[string]any{KeyFiles: map[string]any{"../evil.json": []byte("x")}}}
-	b := toAPR(t, apr.NewMemStream(model.Custom, md, []model.Tensor{model.F32Tensor("w", []float32{1})}))
+	b := toAPR(t, stream.FromTensors(modeltype.Custom, md, []tensor.Tensor{tensor.F32("w", []float32{1})}))
 	src, err := OpenSource(writeTemp(t, "h.apr", b))
 	if err != nil {
 		t.Fatal(err)
@@ -512,8 +513,8 @@ func TestHostileFilesMetadata(t *testing.T) {
 		t.Error("a failed export left its directory")
 	}
 	md = container.Metadata{Extra: map[string]any{KeyMetadata: []any{"not a pair"}}}
-	b = toAPR(t, apr.NewMemStream(model.Custom, md, nil))
-	if s, err := apr.OpenStream(bytes.NewReader(b)); err != nil {
+	b = toAPR(t, stream.FromTensors(modeltype.Custom, md, nil))
+	if s, err := stream.Open(bytes.NewReader(b)); err != nil {
 		t.Fatal(err)
 	} else if err := Export(io.Discard, StreamSource(s), ExportOptions{}); err == nil || !strings.Contains(err.Error(), KeyMetadata) {
 		t.Errorf("bad %s: %v", KeyMetadata, err)

@@ -18,7 +18,7 @@ import (
 	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 )
 
 func main() {
@@ -45,7 +45,7 @@ func main() {
 	}
 	tensorBytes := int64(*rows) * 4096 * 4
 	n := (int64(*sizeMiB)<<20 + tensorBytes - 1) / tensorBytes
-	cw, err := container.NewWriter(w, container.Header{Type: model.Custom, Metadata: container.Metadata{
+	cw, err := container.NewWriter(w, container.Header{Type: modeltype.Custom, Metadata: container.Metadata{
 		Name: fmt.Sprintf("synthetic-%dMiB", *sizeMiB), Description: "random normal F32 weights for benchmarks",
 		CreatedAt: "2026-01-01T00:00:00Z", Producer: "apr gen",
 	}})

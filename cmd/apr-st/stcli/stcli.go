@@ -15,8 +15,9 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/stconv"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // Descriptions of the programs.
@@ -74,7 +75,7 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 	}
 	opts := stconv.ImportOptions{Name: c.Name, SkipFiles: c.NoFiles, Digest: c.Digest}
 	if c.Type != "" {
-		if opts.Type, err = model.ParseType(c.Type); err != nil {
+		if opts.Type, err = modeltype.ParseType(c.Type); err != nil {
 			return cli.Usagef("%v", err)
 		}
 	}
@@ -103,7 +104,7 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 				return err
 			}
 			defer out.Abort()
-			if err := apr.Reencode(out, s, nil, false, wopts...); err != nil {
+			if err := stream.Reencode(out, s, nil, false, wopts...); err != nil {
 				return prefix(name, err)
 			}
 			return out.Commit()

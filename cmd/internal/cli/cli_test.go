@@ -12,7 +12,9 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 type testCmd struct {
@@ -88,7 +90,7 @@ func TestCreateCommitsOrLeavesNothing(t *testing.T) {
 
 func TestProgressOnlyWhenAsked(t *testing.T) {
 	stream := func() apr.Stream {
-		return apr.NewMemStream(model.Custom, container.Metadata{}, []model.Tensor{{Name: "w", DType: dtype.U8, Shape: []int64{3}, Data: []byte{1, 2, 3}}})
+		return stream.FromTensors(modeltype.Custom, container.Metadata{}, []tensor.Tensor{{Name: "w", DType: dtype.U8, Shape: []int64{3}, Data: []byte{1, 2, 3}}})
 	}
 	var errb bytes.Buffer
 	env := &Env{Name: "apr-test", Stderr: &errb}

@@ -1,4 +1,4 @@
-// gengguf writes a llama-shaped GGUF file of about -size MiB for the benchmarks
+// Command gengguf writes a llama-shaped GGUF file of about -size MiB for the benchmarks
 // (.ci/bench-gguf): a 32,000-token vocabulary, F32 norms and Q8_0 weight matrices of
 // 4096 x 4096 filled with pseudo-random bytes (valid Q8_0 blocks: the f16 scale of
 // every block is a small normal number). It streams: memory stays at one row.

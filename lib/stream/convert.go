@@ -1,4 +1,4 @@
-package apr
+package stream
 
 import (
 	"encoding/binary"
@@ -7,12 +7,12 @@ import (
 
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/dtype"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // ToF32 returns a float tensor as F32, converting F64, F16, BF16 and F8 values and
 // dequantizing GGML block types; other tensors (integers, bools) come back unchanged.
-func ToF32(t model.Tensor) (model.Tensor, error) {
+func ToF32(t tensor.Tensor) (tensor.Tensor, error) {
 	info := t.DType.Info()
 	if !info.Float || t.DType == dtype.F32 {
 		return t, nil
@@ -55,5 +55,5 @@ func ToF32(t model.Tensor) (model.Tensor, error) {
 	for i, v := range out {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
 	}
-	return model.Tensor{Name: t.Name, DType: dtype.F32, Shape: t.Shape, Data: b}, nil
+	return tensor.Tensor{Name: t.Name, DType: dtype.F32, Shape: t.Shape, Data: b}, nil
 }

@@ -1,4 +1,4 @@
-package apr
+package stream
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ type Info struct {
 // file it reads only header, metadata, footer and index; aprender files are read whole
 // (their layouts have no index at the end).
 func Inspect(path string) (*Info, error) {
-	if !isAprenderFile(path) {
+	if !IsAprenderFile(path) {
 		ci, err := container.Inspect(path)
 		if err != nil {
 			return nil, err
@@ -41,7 +41,7 @@ func Inspect(path string) (*Info, error) {
 func InspectAprender(b []byte) (*Info, error) {
 	af, err := aprender.Read(b)
 	if err != nil {
-		return nil, aprenderErr(err)
+		return nil, AprenderError(err)
 	}
 	md, err := container.MetadataFromMap(af.Metadata)
 	if err != nil { // aprender's JSON may type a well-known key differently: keep it verbatim
@@ -76,4 +76,29 @@ func InspectReader(r io.Reader) (*Info, error) {
 		return nil, err
 	}
 	return &Info{Format: "APR v2", Info: ci}, nil
+}
+
+// IsAprenderFile reports whether the file at path starts like one of aprender's layouts; every
+// other file goes to the APR v2 reader, whose errors say what an APR file needs.
+func IsAprenderFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [5]byte
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		return false
+	}
+	_, ok := aprender.Detect(b[:])
+	return ok
+}
+
+// AprenderError maps aprender's checksum error onto container's, so that a damaged
+// file of any layout fails with one error type.
+func AprenderError(err error) error {
+	if ce, ok := err.(*aprender.ChecksumError); ok {
+		return &container.ChecksumError{What: ce.What, Offset: ce.Offset, Expected: ce.Expected, Actual: ce.Actual}
+	}
+	return err
 }

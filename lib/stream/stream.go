@@ -1,4 +1,4 @@
-package apr
+package stream
 
 import (
 	"bufio"
@@ -8,7 +8,8 @@ import (
 
 	"github.com/apr-go/apr/lib/aprender"
 	"github.com/apr-go/apr/lib/container"
-	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Stream is the one tensor stream of apr: every importer produces it and every
@@ -24,10 +25,10 @@ type Stream interface {
 	Close() error
 }
 
-// OpenStream reads an APR v2 stream or an aprender file from r, chosen by its magic.
+// Open reads an APR v2 stream or an aprender file from r, chosen by its magic.
 // An APR v2 input streams in bounded memory; an aprender file is read whole (its
 // layouts put the checksum at the end of a single payload).
-func OpenStream(r io.Reader) (Stream, error) {
+func Open(r io.Reader) (Stream, error) {
 	br, whole, err := sniff(r)
 	if err != nil {
 		return nil, err
@@ -39,8 +40,11 @@ func OpenStream(r io.Reader) (Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &v2Stream{r: cr}, nil
+	return FromReader(cr), nil
 }
+
+// FromReader returns the tensor stream of an APR v2 reader (a sealed one included).
+func FromReader(r *container.Reader) Stream { return &v2Stream{r: r} }
 
 type v2Stream struct{ r *container.Reader }
 
@@ -63,14 +67,14 @@ func (s *v2Stream) Close() error              { return s.r.Close() }
 // memStream serves tensors held in memory.
 type memStream struct {
 	h       container.Header
-	tensors []model.Tensor
+	tensors []tensor.Tensor
 	i       int
 }
 
 func aprenderStream(b []byte) (Stream, error) {
 	af, err := aprender.Read(b)
 	if err != nil {
-		return nil, aprenderErr(err)
+		return nil, AprenderError(err)
 	}
 	info, err := InspectAprender(b)
 	if err != nil {
@@ -81,11 +85,12 @@ func aprenderStream(b []byte) (Stream, error) {
 		md.ModelConfig = af.Config
 	}
 	md.Provenance = map[string]any{"source_format": af.Layout, "source_version": af.Version}
-	return NewMemStream(af.ModelType, md, af.Tensors), nil
+	return FromTensors(af.ModelType, md, af.Tensors), nil
 }
 
-// NewMemStream returns a Stream over tensors held in memory.
-func NewMemStream(t model.Type, md container.Metadata, tensors []model.Tensor) Stream {
+// FromTensors returns a Stream over tensors held in memory (a model being saved, an
+// aprender file read whole).
+func FromTensors(t modeltype.Type, md container.Metadata, tensors []tensor.Tensor) Stream {
 	h := container.Header{Type: t, Metadata: md}
 	for _, tt := range tensors {
 		if tt.DType.Info().Quantized() {
@@ -107,8 +112,8 @@ func (s *memStream) Next() (container.TensorInfo, io.Reader, error) {
 func (s *memStream) Blocks() []container.Block { return nil }
 func (s *memStream) Close() error              { return nil }
 
-// CopyTensors writes every remaining tensor of s to w, in order.
-func CopyTensors(w *container.Writer, s Stream) error {
+// Copy writes every remaining tensor of s to w, in order.
+func Copy(w *container.Writer, s Stream) error {
 	for {
 		info, r, err := s.Next()
 		if err == io.EOF {

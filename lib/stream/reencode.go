@@ -1,4 +1,4 @@
-package apr
+package stream
 
 import (
 	"io"
@@ -23,7 +23,7 @@ func Reencode(dst io.Writer, src Stream, edit func(*container.Header), keepBlock
 	if err != nil {
 		return err
 	}
-	if err := CopyTensors(w, src); err != nil {
+	if err := Copy(w, src); err != nil {
 		return err
 	}
 	if keepBlocks {

@@ -1,4 +1,4 @@
-package apr
+package stream
 
 import (
 	"io"
@@ -12,7 +12,7 @@ import (
 // tensors and of bytes read.
 func Check(r io.Reader) (tensors int, size int64, err error) {
 	cr := &countingReader{r: r}
-	s, err := OpenStream(cr)
+	s, err := Open(cr)
 	if err != nil {
 		return 0, cr.n, err
 	}
