@@ -78,11 +78,13 @@
 // back the model type, config and tensors, so apr.Load loads the same model.
 package ggufconv
 
+import "github.com/apr-go/apr/lib/gguf"
+
 // Keys and values of this package.
 const (
 	// KeyGGUF is the APR metadata key (in Metadata.Extra) holding the GGUF version
 	// and KVs.
-	KeyGGUF = "gguf"
+	KeyGGUF = gguf.MetadataKey
 	// SourceFormat is the provenance source_format of an import.
 	SourceFormat = "gguf"
 	// ProvSHA256 and ProvSize are the provenance keys of a file source's digest and size.

@@ -37,7 +37,7 @@ func Plan(h container.Header, tensors []container.TensorInfo) (*gguf.Header, err
 	md := h.Metadata
 	var cfg []gguf.KV
 	if x, ok := md.Extra[KeyGGUF]; ok {
-		ver, kvs, err := DecodeKVs(x)
+		ver, kvs, err := gguf.DecodeKVs(x)
 		if err != nil {
 			return nil, err
 		}

@@ -201,7 +201,7 @@ func TestKVsThroughMessagePack(t *testing.T) {
 		{Key: "arr.u64", Value: gguf.Array([]uint64{0, math.MaxUint64})},
 		{Key: "arr.nested", Value: nested},
 	}
-	md := container.Metadata{Extra: map[string]any{KeyGGUF: EncodeKVs(2, kvs)}}
+	md := container.Metadata{Extra: map[string]any{KeyGGUF: gguf.EncodeKVs(2, kvs)}}
 	b, err := md.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestKVsThroughMessagePack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ver, got, err := DecodeKVs(back.Extra[KeyGGUF])
+	ver, got, err := gguf.DecodeKVs(back.Extra[KeyGGUF])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestDecodeKVsRefuses(t *testing.T) {
 		{"string as int", kv(map[string]any{"k": []any{int64(0), "string", int64(3)}}), "not a string"},
 	}
 	for _, c := range cases {
-		_, _, err := DecodeKVs(c.x)
+		_, _, err := gguf.DecodeKVs(c.x)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
@@ -440,8 +440,8 @@ func sameValue(a, b any) bool {
 		}
 		return true
 	}
-	if i, err := toInt64(a); err == nil {
-		j, err := toInt64(b)
+	if i, err := gguf.PlainInt64(a); err == nil {
+		j, err := gguf.PlainInt64(b)
 		return err == nil && i == j
 	}
 	return a == b

@@ -177,7 +177,7 @@ func importHeader(gh *gguf.Header, prov map[string]any) (container.Header, error
 		return container.Header{}, err
 	}
 	md := container.Metadata{CreatedAt: created, Producer: version.Producer,
-		Extra: map[string]any{KeyGGUF: EncodeKVs(gh.Version, gh.KVs)}}
+		Extra: map[string]any{KeyGGUF: gguf.EncodeKVs(gh.Version, gh.KVs)}}
 	p := map[string]any{"source_format": SourceFormat, "source_version": int64(gh.Version)}
 	for k, v := range prov {
 		p[k] = v
