@@ -16,6 +16,7 @@ import (
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/llm"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
 	"github.com/apr-go/apr/lib/stream"
@@ -82,7 +83,11 @@ func FileSource(f *os.File) (*Source, error) {
 				return nil, errors.New("the tensor data is sealed (encrypted): unseal it first (apr-seal unseal)")
 			}
 			h := container.Header{Type: fh.Type, Flags: fh.Flags, Metadata: *fh.Metadata}
-			return &Source{hdr: h, f: f, size: st.Size(), entries: cf.Entries(), closer: f}, nil
+			src, err := hfLayout(&Source{hdr: h, f: f, size: st.Size(), entries: cf.Entries(), closer: f})
+			if err != nil {
+				f.Close()
+			}
+			return src, err
 		}
 	}
 	s, err := stream.Open(f)
@@ -90,11 +95,48 @@ func FileSource(f *os.File) (*Source, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Source{hdr: s.Header(), s: s, closer: closers{s, f}}, nil
+	src, err := hfLayout(&Source{hdr: s.Header(), s: s, closer: closers{s, f}})
+	if err != nil {
+		s.Close()
+		f.Close()
+	}
+	return src, err
 }
 
-// StreamSource exports a tensor stream (it is spooled).
-func StreamSource(s stream.Stream) *Source { return &Source{hdr: s.Header(), s: s, closer: s} }
+// StreamSource exports a tensor stream (it is spooled). A language model imported from
+// a checkpoint comes back in the checkpoint's layout, as with FileSource.
+func StreamSource(s stream.Stream) *Source {
+	src := &Source{hdr: s.Header(), s: s, closer: s}
+	if hf, err := hfLayout(src); err == nil {
+		return hf
+	}
+	return src // the metadata's GGUF keys are unreadable: export fails there, naming them
+}
+
+// hfLayout returns src in Hugging Face's layout when it is a language model imported
+// from a checkpoint (its config files travel in the metadata) in llama.cpp's form
+// (lib/llm): tensor names, Q/K rows and the dtype of 1-D tensors as the checkpoint had
+// them. Any other source comes back as it is. A file source becomes a stream source.
+func hfLayout(src *Source) (*Source, error) {
+	if !HasFiles(src.hdr) {
+		return src, nil
+	}
+	cp, ok, err := llm.FromMetadata(src.hdr.Metadata)
+	if err != nil || !ok {
+		return src, err
+	}
+	s, closer := src.s, src.closer
+	if s == nil {
+		cr, err := container.NewReader(io.NewSectionReader(src.f, 0, src.size))
+		if err != nil {
+			return nil, err
+		}
+		s = stream.FromReader(cr)
+		closer = closers{s, src.closer}
+	}
+	hs := cp.HFStream(s)
+	return &Source{hdr: hs.Header(), s: hs, closer: closer}, nil
+}
 
 // Header returns the source's model type, flags and metadata.
 func (s *Source) Header() container.Header { return s.hdr }

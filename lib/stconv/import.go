@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/llm"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
 	"github.com/apr-go/apr/lib/stream"
@@ -32,6 +33,11 @@ type ImportOptions struct {
 	// SkipFiles leaves a checkpoint directory's config and tokenizer files out of the
 	// metadata.
 	SkipFiles bool
+	// HFLayout keeps a language model's tensors as the checkpoint names and lays them
+	// out. Without it, a checkpoint whose config.json names an architecture apr
+	// converts (lib/llm) is imported in llama.cpp's form: GGUF tensor names, Q and K
+	// rows permuted, 1-D tensors in F32, and its description as GGUF key-values.
+	HFLayout bool
 	// Digest records the SHA-256 of each source file in "source_files" (the digest
 	// sha256sum and the Hugging Face Hub show). It costs one extra read of every byte,
 	// and SHA-256 runs at about 1.3 GB/s on one core: slower than the conversion itself,
@@ -158,6 +164,7 @@ type fileStream struct {
 	next   int // next tensor of the current shard
 	seen   map[string]string
 	closer func() error
+	llm    *llm.Checkpoint // a language model imported in llama.cpp's form, or nil
 }
 
 func newFileStream(shards []*safetensors.File, files map[string]any, opts ImportOptions) (*fileStream, error) {
@@ -182,12 +189,58 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 	if err != nil {
 		return nil, err
 	}
-	return &fileStream{h: h, shards: shards, seen: map[string]string{}}, nil
+	s := &fileStream{h: h, shards: shards, seen: map[string]string{}}
+	if files != nil && !opts.HFLayout {
+		if s.llm, err = describeLLM(files, shards); err != nil {
+			return nil, err
+		}
+		if s.llm != nil {
+			s.llm.SetMetadata(&s.h.Metadata)
+		}
+	}
+	return s, nil
+}
+
+// describeLLM returns the description of a checkpoint whose config.json names an
+// architecture lib/llm converts, nil for any other checkpoint.
+func describeLLM(files map[string]any, shards []*safetensors.File) (*llm.Checkpoint, error) {
+	raw := make(map[string][]byte, len(files))
+	for name, b := range files {
+		raw[name], _ = b.([]byte)
+	}
+	var shapes []llm.TensorShape
+	for _, f := range shards {
+		for _, t := range f.Header().Tensors {
+			shapes = append(shapes, llm.TensorShape{Name: t.Name, DType: t.DType, Shape: t.Shape})
+		}
+	}
+	var dir string
+	if len(shards) > 0 {
+		dir = filepath.Base(filepath.Dir(shards[0].Path()))
+	}
+	cp, ok, err := llm.FromCheckpoint(raw, dir, shapes)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return cp, nil
 }
 
 func (s *fileStream) Header() container.Header { return s.h }
 
 func (s *fileStream) Next() (container.TensorInfo, io.Reader, error) {
+	for {
+		info, r, err := s.next1()
+		if err != nil || s.llm == nil {
+			return info, r, err
+		}
+		info, r, skip, err := s.llm.Convert(info, r)
+		if !skip {
+			return info, r, err
+		}
+	}
+}
+
+func (s *fileStream) next1() (container.TensorInfo, io.Reader, error) {
 	for s.shard < len(s.shards) && s.next == len(s.shards[s.shard].Header().Tensors) {
 		s.shard++
 		s.next = 0

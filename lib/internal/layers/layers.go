@@ -19,7 +19,7 @@ var Layer = map[string]int{
 	// 3: the one tensor stream (open, inspect, check, re-encode, dequantize).
 	"lib/stream": 3, "lib/ggufconv/internal/gengguf": 3,
 	// 4: transforms of a stream, and models to and from files.
-	"lib/quant": 4, "lib/manifest": 4, "lib/modelfile": 4,
+	"lib/quant": 4, "lib/manifest": 4, "lib/modelfile": 4, "lib/llm": 4,
 	// 5: converters and trainers.
 	"lib/stconv": 5, "lib/ggufconv": 5, "lib/distill": 5,
 	// 6: the façade for library users.

@@ -1,0 +1,158 @@
+package llm
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Arch is what apr knows of one family of Hugging Face causal language models: the
+// names its config.json gives in "architectures", llama.cpp's architecture name, how
+// its tensors are named in GGUF, and the rows of which tensors llama.cpp permutes. A
+// new family is one more entry in archs.
+type Arch struct {
+	HF   []string // config.json "architectures" values
+	GGUF string   // general.architecture
+	// Top maps whole Hugging Face tensor names to GGUF names; Layer maps the part after
+	// "model.layers.N." to the part after "blk.N.".
+	Top, Layer map[string]string
+	// Skip lists tensor names the converter drops (buffers, not weights).
+	Skip []string
+	// PermuteQK: the rows of the Q and K projections are reordered from Hugging Face's
+	// rotary layout (two halves per head) to ggml's (interleaved pairs).
+	PermuteQK bool
+}
+
+var llamaLayer = map[string]string{
+	"input_layernorm.weight":          "attn_norm.weight",
+	"self_attn.q_proj.weight":         "attn_q.weight",
+	"self_attn.k_proj.weight":         "attn_k.weight",
+	"self_attn.v_proj.weight":         "attn_v.weight",
+	"self_attn.o_proj.weight":         "attn_output.weight",
+	"self_attn.q_proj.bias":           "attn_q.bias",
+	"self_attn.k_proj.bias":           "attn_k.bias",
+	"self_attn.v_proj.bias":           "attn_v.bias",
+	"post_attention_layernorm.weight": "ffn_norm.weight",
+	"mlp.gate_proj.weight":            "ffn_gate.weight",
+	"mlp.up_proj.weight":              "ffn_up.weight",
+	"mlp.down_proj.weight":            "ffn_down.weight",
+}
+
+var llamaTop = map[string]string{
+	"model.embed_tokens.weight": "token_embd.weight",
+	"model.norm.weight":         "output_norm.weight",
+	"lm_head.weight":            "output.weight",
+}
+
+var archs = []*Arch{
+	{
+		HF:   []string{"LlamaForCausalLM", "MistralForCausalLM"},
+		GGUF: "llama", Top: llamaTop, Layer: llamaLayer, PermuteQK: true,
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+	},
+}
+
+// LookupArch returns the family of a config.json "architectures" name.
+func LookupArch(hf string) (*Arch, bool) {
+	for _, a := range archs {
+		for _, n := range a.HF {
+			if n == hf {
+				return a, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Supported lists the Hugging Face architecture names apr converts, sorted.
+func Supported() []string {
+	var names []string
+	for _, a := range archs {
+		names = append(names, a.HF...)
+	}
+	sort.Strings(names)
+	return names
+}
+
+var layerName = regexp.MustCompile(`^model\.layers\.(\d+)\.(.+)$`)
+
+// GGUFName maps a Hugging Face tensor name to llama.cpp's; skip reports a tensor the
+// converter drops. A name the family does not know is an error naming it.
+func (a *Arch) GGUFName(hf string) (name string, layer int, skip bool, err error) {
+	if g, ok := a.Top[hf]; ok {
+		return g, -1, false, nil
+	}
+	if m := layerName.FindStringSubmatch(hf); m != nil {
+		var n int
+		fmt.Sscan(m[1], &n)
+		for _, s := range a.Skip {
+			if m[2] == s {
+				return "", n, true, nil
+			}
+		}
+		if g, ok := a.Layer[m[2]]; ok {
+			return fmt.Sprintf("blk.%d.%s", n, g), n, false, nil
+		}
+	}
+	return "", -1, false, fmt.Errorf("tensor %q is not part of a %s model as apr knows it", hf, strings.Join(a.HF, "/"))
+}
+
+// HFName is the inverse of GGUFName.
+func (a *Arch) HFName(g string) (string, error) {
+	for hf, n := range a.Top {
+		if n == g {
+			return hf, nil
+		}
+	}
+	var n int
+	var rest string
+	if i := strings.IndexByte(strings.TrimPrefix(g, "blk."), '.'); strings.HasPrefix(g, "blk.") && i > 0 {
+		if _, err := fmt.Sscan(g[4:4+i], &n); err == nil {
+			rest = g[4+i+1:]
+		}
+	}
+	for hf, s := range a.Layer {
+		if s == rest {
+			return fmt.Sprintf("model.layers.%d.%s", n, hf), nil
+		}
+	}
+	return "", fmt.Errorf("tensor %q has no Hugging Face name in a %s model", g, a.GGUF)
+}
+
+// permutedRows reports whether a GGUF tensor's rows are permuted, and over how many
+// heads: Q over the attention heads, K over the key-value heads.
+func (a *Arch) permutedRows(g string, h Hparams) (heads int, ok bool) {
+	if !a.PermuteQK {
+		return 0, false
+	}
+	switch {
+	case strings.HasSuffix(g, ".attn_q.weight"), strings.HasSuffix(g, ".attn_q.bias"):
+		return h.Heads, true
+	case strings.HasSuffix(g, ".attn_k.weight"), strings.HasSuffix(g, ".attn_k.bias"):
+		return h.KVHeads, true
+	}
+	return 0, false
+}
+
+// permute reorders the rows of a tensor of heads heads (rows of rowBytes bytes each)
+// from Hugging Face's rotary layout to ggml's: within a head of d rows, row 2j comes
+// from row j and row 2j+1 from row j+d/2. inverse undoes it.
+func permute(dst, src []byte, heads int, rowBytes int, inverse bool) {
+	rows := len(src) / rowBytes
+	d := rows / heads
+	half := d / 2
+	for h := 0; h < heads; h++ {
+		for j := 0; j < half; j++ {
+			for s := 0; s < 2; s++ {
+				ggml := h*d + 2*j + s
+				hf := h*d + s*half + j
+				to, from := ggml, hf
+				if inverse {
+					to, from = hf, ggml
+				}
+				copy(dst[to*rowBytes:(to+1)*rowBytes], src[from*rowBytes:(from+1)*rowBytes])
+			}
+		}
+	}
+}

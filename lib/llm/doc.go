@@ -1,0 +1,20 @@
+// Package llm turns Hugging Face checkpoints of the language-model families apr knows
+// into llama.cpp's form and back, so that `apr-st import DIR | apr-quant TYPE |
+// apr-gguf export` writes the file llama.cpp's convert_hf_to_gguf.py writes.
+//
+// llama.cpp's form is the one both roads into apr meet in: tensors under GGUF names
+// (token_embd.weight, blk.N.attn_q.weight, ..., output.weight), the Q and K rows of
+// Llama-style attention permuted from Hugging Face's rotary layout to ggml's, 1-D
+// tensors (norms, biases) in F32, and the model's description (hyperparameters,
+// tokenizer, special tokens, chat template) as the GGUF key-values the converter
+// writes, kept in the APR metadata under gguf.MetadataKey exactly as an imported GGUF
+// keeps its own (docs/FORMAT.md, "The LLM description").
+//
+// A family is an entry of the architecture table (arch.go): its config.json names,
+// its GGUF name, its tensor names and whether Q/K are permuted. Supported today:
+// LlamaForCausalLM and MistralForCausalLM (grouped-query attention, tied or untied
+// embeddings, sharded checkpoints), with a SentencePiece tokenizer.model.
+//
+// Layer: a transform (layer 4). It imports the formats (container, gguf), the stream
+// and the kernels; lib/stconv calls it on import and export.
+package llm

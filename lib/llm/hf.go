@@ -1,0 +1,532 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/gguf"
+)
+
+// Hparams are the hyperparameters of a transformer checkpoint, from its config.json.
+type Hparams struct {
+	Vocab, Hidden, FFN, Layers, Heads, KVHeads, Context, HeadDim int
+	RopeTheta, RMSEps                                            float64
+	HasRopeTheta, HasRMSEps, HasHeadDim, HasContext, HasFFN      bool
+	TieEmbeddings                                                bool
+}
+
+// config is a parsed config.json with typed lookups that name the field in errors.
+type config map[string]any
+
+func parseJSON(name string, b []byte) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return m, nil
+}
+
+func (c config) int(key string, required bool) (int, bool, error) {
+	v, ok := c[key]
+	if !ok || v == nil {
+		if required {
+			return 0, false, fmt.Errorf("config.json: %q is missing", key)
+		}
+		return 0, false, nil
+	}
+	n, ok := v.(json.Number)
+	i, err := n.Int64()
+	if !ok || err != nil || i < 0 || i > math.MaxInt32 {
+		return 0, false, fmt.Errorf("config.json: %q is %v, expected a non-negative integer", key, v)
+	}
+	return int(i), true, nil
+}
+
+func (c config) float(key string) (float64, bool, error) {
+	v, ok := c[key]
+	if !ok || v == nil {
+		return 0, false, nil
+	}
+	n, ok := v.(json.Number)
+	f, err := n.Float64()
+	if !ok || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false, fmt.Errorf("config.json: %q is %v, expected a number", key, v)
+	}
+	return f, true, nil
+}
+
+func parseHparams(c config) (Hparams, error) {
+	var h Hparams
+	var err error
+	get := func(dst *int, has *bool, key string, required bool) {
+		if err != nil {
+			return
+		}
+		var ok bool
+		*dst, ok, err = c.int(key, required)
+		if has != nil {
+			*has = ok
+		}
+	}
+	get(&h.Vocab, nil, "vocab_size", true)
+	get(&h.Hidden, nil, "hidden_size", true)
+	get(&h.FFN, &h.HasFFN, "intermediate_size", false)
+	get(&h.Layers, nil, "num_hidden_layers", true)
+	get(&h.Heads, nil, "num_attention_heads", true)
+	get(&h.Context, &h.HasContext, "max_position_embeddings", false)
+	get(&h.HeadDim, &h.HasHeadDim, "head_dim", false)
+	var hasKV bool
+	get(&h.KVHeads, &hasKV, "num_key_value_heads", false)
+	if err != nil {
+		return h, err
+	}
+	if h.Heads == 0 || h.Hidden%h.Heads != 0 && !h.HasHeadDim {
+		return h, fmt.Errorf("config.json: hidden_size %d is not a multiple of num_attention_heads %d", h.Hidden, h.Heads)
+	}
+	if !hasKV {
+		h.KVHeads = h.Heads
+	}
+	if h.KVHeads == 0 || h.Heads%h.KVHeads != 0 {
+		return h, fmt.Errorf("config.json: num_attention_heads %d is not a multiple of num_key_value_heads %d", h.Heads, h.KVHeads)
+	}
+	if !h.HasHeadDim {
+		h.HeadDim = h.Hidden / h.Heads
+	}
+	if h.HeadDim%2 != 0 {
+		return h, fmt.Errorf("config.json: the head dimension %d is odd (rotary embeddings need pairs)", h.HeadDim)
+	}
+	if h.RopeTheta, h.HasRopeTheta, err = c.float("rope_theta"); err != nil {
+		return h, err
+	}
+	if h.RMSEps, h.HasRMSEps, err = c.float("rms_norm_eps"); err != nil {
+		return h, err
+	}
+	if t, ok := c["tie_word_embeddings"].(bool); ok {
+		h.TieEmbeddings = t
+	}
+	if rs, ok := c["rope_scaling"].(map[string]any); ok && rs != nil {
+		return h, fmt.Errorf("config.json: rope_scaling %v is not supported yet", rs)
+	}
+	return h, nil
+}
+
+// Checkpoint is a Hugging Face checkpoint of a known architecture, described the way
+// llama.cpp's converter (convert_hf_to_gguf.py) describes it in GGUF.
+type Checkpoint struct {
+	Arch    *Arch
+	Hparams Hparams
+	// KVs are the GGUF key-values the converter writes, in its order, with
+	// general.file_type for the tensors as imported.
+	KVs []gguf.KV
+}
+
+// TensorShape is a tensor's name, dtype and shape (outermost dimension first), as the
+// checkpoint holds it.
+type TensorShape struct {
+	Name  string
+	DType dtype.DType
+	Shape []int64
+}
+
+// FromCheckpoint describes the checkpoint whose config and tokenizer files are files
+// (name to bytes, as apr-st import keeps them) and whose tensors are tensors. dir is the
+// checkpoint directory's name, from which the converter derives general.name. It
+// returns ok false for a checkpoint without config.json "architectures", and an error
+// for an architecture apr does not know, a config that contradicts the tensors, or a
+// tokenizer it cannot read.
+func FromCheckpoint(files map[string][]byte, dir string, tensors []TensorShape) (*Checkpoint, bool, error) {
+	raw, ok := files["config.json"]
+	if !ok {
+		return nil, false, nil
+	}
+	m, err := parseJSON("config.json", raw)
+	if err != nil {
+		return nil, false, err
+	}
+	c := config(m)
+	list, _ := c["architectures"].([]any)
+	if len(list) == 0 {
+		return nil, false, nil
+	}
+	name, _ := list[0].(string)
+	arch, ok := LookupArch(name)
+	if !ok {
+		return nil, false, fmt.Errorf("config.json: architecture %q is not supported (supported: %s)", name, strings.Join(Supported(), ", "))
+	}
+	h, err := parseHparams(c)
+	if err != nil {
+		return nil, false, err
+	}
+	cp := &Checkpoint{Arch: arch, Hparams: h}
+	params, fileType, err := cp.check(tensors)
+	if err != nil {
+		return nil, false, err
+	}
+	tok, err := sentencePieceVocab(files, h.Vocab)
+	if err != nil {
+		return nil, false, err
+	}
+	cp.KVs = append(cp.generalKVs(dir, params), cp.hparamKVs(fileType)...)
+	cp.KVs = append(cp.KVs, tok...)
+	cp.KVs = append(cp.KVs, gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32(2)})
+	return cp, true, nil
+}
+
+// check compares the tensors with the hyperparameters and returns the parameter count
+// and llama.cpp's file type of the tensors as they are (0 F32, 1 F16, 32 BF16).
+func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint32, err error) {
+	h := cp.Hparams
+	want := map[string][]int64{
+		"token_embd.weight": {int64(h.Vocab), int64(h.Hidden)},
+		"output.weight":     {int64(h.Vocab), int64(h.Hidden)},
+	}
+	field := map[string]string{
+		"token_embd.weight": "vocab_size/hidden_size", "output.weight": "vocab_size/hidden_size",
+		"attn_q.weight": "num_attention_heads/head_dim", "attn_k.weight": "num_key_value_heads/head_dim",
+		"attn_v.weight": "num_key_value_heads/head_dim", "ffn_gate.weight": "intermediate_size",
+		"ffn_up.weight": "intermediate_size", "ffn_down.weight": "intermediate_size",
+	}
+	maxLayer := -1
+	types := map[dtype.DType]int{}
+	for _, t := range tensors {
+		g, layer, skip, err := cp.Arch.GGUFName(t.Name)
+		if err != nil {
+			return 0, 0, err
+		}
+		if skip {
+			continue
+		}
+		maxLayer = max(maxLayer, layer)
+		n := int64(1)
+		for _, d := range t.Shape {
+			n *= d
+		}
+		params += n
+		if len(t.Shape) >= 2 {
+			types[t.DType]++
+		}
+		suffix := g
+		if layer >= 0 {
+			suffix = g[strings.IndexByte(g[4:], '.')+5:]
+			if layer >= h.Layers {
+				return 0, 0, fmt.Errorf("config.json: num_hidden_layers is %d, but the checkpoint has tensor %q", h.Layers, t.Name)
+			}
+		}
+		var w []int64
+		switch suffix {
+		case "token_embd.weight", "output.weight":
+			w = want[suffix]
+		case "attn_q.weight":
+			w = []int64{int64(h.Heads * h.HeadDim), int64(h.Hidden)}
+		case "attn_k.weight", "attn_v.weight":
+			w = []int64{int64(h.KVHeads * h.HeadDim), int64(h.Hidden)}
+		case "ffn_gate.weight", "ffn_up.weight":
+			if h.HasFFN {
+				w = []int64{int64(h.FFN), int64(h.Hidden)}
+			}
+		case "ffn_down.weight":
+			if h.HasFFN {
+				w = []int64{int64(h.Hidden), int64(h.FFN)}
+			}
+		}
+		if w != nil && !equalShape(w, t.Shape) {
+			return 0, 0, fmt.Errorf("config.json: %s give tensor %q the shape %v, but it has %v", field[suffix], t.Name, w, t.Shape)
+		}
+	}
+	if maxLayer+1 != h.Layers {
+		return 0, 0, fmt.Errorf("config.json: num_hidden_layers is %d, but the checkpoint has %d layers", h.Layers, maxLayer+1)
+	}
+	switch {
+	case len(types) == 1 && types[dtype.F16] > 0:
+		fileType = 1
+	case len(types) == 1 && types[dtype.BF16] > 0:
+		fileType = 32
+	}
+	return params, fileType, nil
+}
+
+func equalShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// generalKVs are the converter's general.* keys for a checkpoint directory without a
+// model card: the architecture, "model", a name from the directory's name (as gguf-py's
+// Metadata.id_to_title makes it) and a size label from the parameter count.
+func (cp *Checkpoint) generalKVs(dir string, params int64) []gguf.KV {
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.String(cp.Arch.GGUF)},
+		{Key: "general.type", Value: gguf.String("model")},
+	}
+	if n := titleOf(filepath.Base(dir)); n != "" && dir != "" {
+		kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.String(n)})
+	}
+	if params > 0 {
+		kvs = append(kvs, gguf.KV{Key: "general.size_label", Value: gguf.String(SizeLabel(params))})
+	}
+	return kvs
+}
+
+var versionLike = regexp.MustCompile(`^(v\d+(?:\.\d+)*|\d.*)$`)
+
+// titleOf capitalizes the lower-case words of a directory name, '-' read as a space,
+// leaving version-like words ("v2", "7b") as they are.
+func titleOf(s string) string {
+	words := strings.Fields(strings.ReplaceAll(s, "-", " "))
+	for i, w := range words {
+		if strings.ToLower(w) == w && !versionLike.MatchString(w) {
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// SizeLabel writes a parameter count as llama.cpp's converter does: "1.4M", "7.2B",
+// "110M" (at least two significant digits).
+func SizeLabel(n int64) string {
+	f, suffix := float64(n), "K"
+	switch {
+	case f > 1e12:
+		f, suffix = f*1e-12, "T"
+	case f > 1e9:
+		f, suffix = f*1e-9, "B"
+	case f > 1e6:
+		f, suffix = f*1e-6, "M"
+	default:
+		f *= 1e-3
+	}
+	digits := len(strings.TrimLeft(fmt.Sprint(int64(math.RoundToEven(f))), "0"))
+	return fmt.Sprintf("%.*f%s", max(2-digits, 0), f, suffix)
+}
+
+func (cp *Checkpoint) hparamKVs(fileType uint32) []gguf.KV {
+	h, a := cp.Hparams, cp.Arch.GGUF
+	var kvs []gguf.KV
+	u32 := func(k string, v int) { kvs = append(kvs, gguf.KV{Key: a + "." + k, Value: gguf.Uint32(uint32(v))}) }
+	f32 := func(k string, v float64) {
+		kvs = append(kvs, gguf.KV{Key: a + "." + k, Value: gguf.Float32(float32(v))})
+	}
+	u32("block_count", h.Layers)
+	if h.HasContext {
+		u32("context_length", h.Context)
+	}
+	u32("embedding_length", h.Hidden)
+	if h.HasFFN {
+		u32("feed_forward_length", h.FFN)
+	}
+	u32("attention.head_count", h.Heads)
+	u32("attention.head_count_kv", h.KVHeads)
+	if h.HasRopeTheta {
+		f32("rope.freq_base", h.RopeTheta)
+	}
+	if h.HasRMSEps {
+		f32("attention.layer_norm_rms_epsilon", h.RMSEps)
+	}
+	if h.HasHeadDim {
+		u32("attention.key_length", h.HeadDim)
+		u32("attention.value_length", h.HeadDim)
+	}
+	kvs = append(kvs, gguf.KV{Key: "general.file_type", Value: gguf.Uint32(fileType)})
+	u32("vocab_size", h.Vocab)
+	u32("rope.dimension_count", h.HeadDim)
+	return kvs
+}
+
+// specialTypes are the special tokens the converter looks for, in its order.
+var specialTypes = []string{"bos", "eos", "unk", "sep", "pad", "cls", "mask"}
+
+// sentencePieceVocab builds the tokenizer.* keys from tokenizer.model, as the
+// converter's SentencePiece path does: the pieces padded to vocab_size with
+// "[PADn]" (UNUSED), added tokens from added_tokens.json and tokenizer_config.json's
+// added_tokens_decoder, special token ids from config.json, add_bos/add_eos and the
+// chat template from tokenizer_config.json.
+func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
+	spm, ok := files["tokenizer.model"]
+	if !ok {
+		if _, ok := files["tokenizer.json"]; ok {
+			return nil, fmt.Errorf("tokenizer.json (BPE) vocabularies are not supported yet; only tokenizer.model (SentencePiece)")
+		}
+		return nil, fmt.Errorf("the checkpoint has no tokenizer.model")
+	}
+	pieces, err := ParseSentencePiece(spm)
+	if err != nil {
+		return nil, err
+	}
+	if len(pieces) > vocab {
+		return nil, fmt.Errorf("config.json: vocab_size %d is smaller than tokenizer.model's %d pieces", vocab, len(pieces))
+	}
+	tokens := make([]string, vocab)
+	scores := make([]float32, vocab)
+	types := make([]int32, vocab)
+	for i := range tokens {
+		tokens[i], scores[i], types[i] = fmt.Sprintf("[PAD%d]", i), -10000, TokenUnused
+	}
+	for i, p := range pieces {
+		tokens[i], scores[i] = p.Text, p.Score
+		switch p.Type {
+		case TokenUnknown, TokenControl, TokenUnused, TokenByte:
+			types[i] = p.Type
+		default:
+			types[i] = TokenNormal
+		}
+	}
+	if b, ok := files["added_tokens.json"]; ok {
+		added, err := parseJSON("added_tokens.json", b)
+		if err != nil {
+			return nil, err
+		}
+		for _, tok := range sortedKeys(added) {
+			n, _ := added[tok].(json.Number)
+			id, err := n.Int64()
+			if err != nil || id < 0 {
+				return nil, fmt.Errorf("added_tokens.json: %q has id %v", tok, added[tok])
+			}
+			if id < int64(vocab) {
+				tokens[id], scores[id], types[id] = tok, -1000, TokenUserDefined
+			}
+		}
+	}
+	var tc map[string]any
+	if b, ok := files["tokenizer_config.json"]; ok {
+		if tc, err = parseJSON("tokenizer_config.json", b); err != nil {
+			return nil, err
+		}
+		dec, _ := tc["added_tokens_decoder"].(map[string]any)
+		for _, k := range sortedKeys(dec) {
+			var id int
+			if _, err := fmt.Sscan(k, &id); err != nil || id < 0 || id >= vocab {
+				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder id %q is not in 0..%d", k, vocab-1)
+			}
+			e, _ := dec[k].(map[string]any)
+			content, _ := e["content"].(string)
+			if special, _ := e["special"].(bool); special || looksSpecial(content) {
+				types[id] = TokenControl
+			} else {
+				content = strings.ReplaceAll(content, "\u2581", " ")
+				types[id] = TokenUserDefined
+			}
+			tokens[id], scores[id] = content, -1000
+		}
+	}
+	kvs := []gguf.KV{
+		{Key: "tokenizer.ggml.model", Value: gguf.String("llama")},
+		{Key: "tokenizer.ggml.pre", Value: gguf.String("default")},
+		{Key: "tokenizer.ggml.tokens", Value: gguf.Array(tokens)},
+		{Key: "tokenizer.ggml.scores", Value: gguf.Array(scores)},
+		{Key: "tokenizer.ggml.token_type", Value: gguf.Array(types)},
+	}
+	ids, err := specialIDs(files, tc, vocab)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range ids {
+		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml." + st.typ + "_token_id", Value: gguf.Uint32(uint32(st.id))})
+	}
+	for _, typ := range specialTypes {
+		if add, ok := tc["add_"+typ+"_token"].(bool); ok {
+			kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_" + typ + "_token", Value: gguf.Bool(add)})
+		}
+	}
+	switch t := tc["chat_template"].(type) {
+	case nil:
+	case string:
+		kvs = append(kvs, gguf.KV{Key: "tokenizer.chat_template", Value: gguf.String(t)})
+	default:
+		return nil, fmt.Errorf("tokenizer_config.json: chat_template is a %T; only a single template string is supported yet", t)
+	}
+	return kvs, nil
+}
+
+type specialID struct {
+	typ string
+	id  int64
+}
+
+// specialIDs finds the special tokens as gguf-py's SpecialVocab does: first the
+// tokenizer_config.json entries ("bos_token": "<s>") found among tokenizer.json's
+// added tokens, then config.json's "bos_token_id" and the like for the types still
+// missing; ids outside the vocabulary are ignored.
+func specialIDs(files map[string][]byte, tc map[string]any, vocab int) ([]specialID, error) {
+	var out []specialID
+	seen := map[string]bool{}
+	set := func(typ string, v any) {
+		n, ok := v.(json.Number)
+		id, err := n.Int64()
+		if ok && err == nil && id >= 0 && id < int64(vocab) && !seen[typ] {
+			seen[typ] = true
+			out = append(out, specialID{typ, id})
+		}
+	}
+	if b, ok := files["tokenizer.json"]; ok && tc != nil {
+		var tj struct {
+			AddedTokens []struct {
+				ID      json.Number `json:"id"`
+				Content string      `json:"content"`
+			} `json:"added_tokens"`
+		}
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		if err := d.Decode(&tj); err != nil {
+			return nil, fmt.Errorf("tokenizer.json: %w", err)
+		}
+		for _, typ := range specialTypes {
+			content, ok := tc[typ+"_token"].(string)
+			if m, isMap := tc[typ+"_token"].(map[string]any); isMap {
+				content, ok = m["content"].(string)
+			}
+			if !ok {
+				continue
+			}
+			for _, at := range tj.AddedTokens {
+				if at.Content == content {
+					set(typ, at.ID)
+					break
+				}
+			}
+		}
+	}
+	cfg, err := parseJSON("config.json", files["config.json"])
+	if err != nil {
+		return nil, err
+	}
+	for _, typ := range specialTypes {
+		set(typ, cfg[typ+"_token_id"])
+	}
+	return out, nil
+}
+
+// looksSpecial is the converter's guess for added tokens not marked special.
+func looksSpecial(s string) bool {
+	switch s {
+	case "<pad>", "<mask>", "<2mass>", "[@BOS@]":
+		return true
+	}
+	return strings.HasPrefix(s, "<|") && strings.HasSuffix(s, "|>") ||
+		strings.HasPrefix(s, "<｜") && strings.HasSuffix(s, "｜>") ||
+		strings.HasPrefix(s, "<unused") && strings.HasSuffix(s, ">")
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

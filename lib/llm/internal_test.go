@@ -1,0 +1,78 @@
+package llm
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+func TestPermuteInverts(t *testing.T) {
+	const heads, d, row = 2, 8, 3
+	src := make([]byte, heads*d*row)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	ggml := make([]byte, len(src))
+	permute(ggml, src, heads, row, false)
+	// Head 0: ggml row 1 is Hugging Face row d/2 = 4, ggml row 2 is row 1.
+	if ggml[1*row] != src[4*row] || ggml[2*row] != src[1*row] || ggml[(d+1)*row] != src[(d+4)*row] {
+		t.Fatalf("permutation %v", ggml)
+	}
+	back := make([]byte, len(src))
+	permute(back, ggml, heads, row, true)
+	if !bytes.Equal(back, src) {
+		t.Fatal("inverse permutation does not give the rows back")
+	}
+}
+
+func TestSizeLabel(t *testing.T) {
+	for n, want := range map[int64]string{1443072: "1.4M", 1100048384: "1.1B", 6738415616: "6.7B", 109482240: "109M", 70553706496: "71B", 999: "1.0K"} {
+		if got := SizeLabel(n); got != want {
+			t.Errorf("SizeLabel(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for in, want := range map[string]string{"tiny-llama": "Tiny Llama", "Llama-2-7b-hf": "Llama 2 7b Hf", "Mistral-7B-v0.1": "Mistral 7B v0.1"} {
+		if got := titleOf(in); got != want {
+			t.Errorf("titleOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseSentencePiece(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/hf/tiny-llama/tokenizer.model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces, err := ParseSentencePiece(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pieces) != 512 || pieces[0] != (Piece{"<unk>", 0, TokenUnknown}) || pieces[1].Type != TokenControl ||
+		pieces[3] != (Piece{"<0x00>", 0, TokenByte}) || pieces[259].Type != TokenNormal {
+		t.Fatalf("%d pieces: %v %v %v %v", len(pieces), pieces[0], pieces[1], pieces[3], pieces[259])
+	}
+	// The first piece is 16 bytes: every shorter prefix ends inside it.
+	for cut := 1; cut < 16; cut++ {
+		if _, err := ParseSentencePiece(b[:cut]); err == nil {
+			t.Errorf("a cut at byte %d is accepted", cut)
+		}
+	}
+	if p, err := ParseSentencePiece(b[:16]); err != nil || len(p) != 1 {
+		t.Errorf("first piece alone: %v %v", p, err)
+	}
+}
+
+func FuzzParseSentencePiece(f *testing.F) {
+	b, err := os.ReadFile("../../testdata/hf/tiny-llama/tokenizer.model")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b[:200])
+	f.Add([]byte{0x0a, 0x02, 0x18, 0x07})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pieces, err := ParseSentencePiece(data)
+		if err == nil && len(pieces) == 0 {
+			t.Fatal("no pieces and no error")
+		}
+	})
+}

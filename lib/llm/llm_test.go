@@ -1,0 +1,198 @@
+package llm_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apr-go/apr/lib/ggufconv"
+	"github.com/apr-go/apr/lib/quant"
+	"github.com/apr-go/apr/lib/stconv"
+	"github.com/apr-go/apr/lib/stream"
+)
+
+const checkpoint = "../../testdata/hf/tiny-llama"
+
+// refSums reads the fixture's checksum list: path -> SHA-256.
+func refSums(t *testing.T) map[string]string {
+	f, err := os.Open("../../testdata/hf/tiny-llama.sha256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sums := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if sum, path, ok := strings.Cut(sc.Text(), "  "); ok {
+			sums[path] = sum
+		}
+	}
+	return sums
+}
+
+// apr runs s through an APR v2 encoding and back, as a pipe between programs does.
+func apr(t *testing.T, s stream.Stream) stream.Stream {
+	var buf bytes.Buffer
+	if err := stream.Reencode(&buf, s, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	out, err := stream.Open(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestConverterBytes: apr-st import DIR | apr-quant TYPE | apr-gguf export gives the
+// very file llama.cpp's convert_hf_to_gguf.py --outtype TYPE writes.
+func TestConverterBytes(t *testing.T) {
+	sums := refSums(t)
+	for _, typ := range []string{"f32", "f16", "bf16", "q8_0"} {
+		t.Run(typ, func(t *testing.T) {
+			s, err := stconv.Open(checkpoint, stconv.ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			target, err := quant.ParseType(typ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := quant.New(apr(t, s), quant.Options{Type: target})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()}); err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(out.Bytes())
+			want := sums["ref/tiny-llama."+typ+".gguf"]
+			if got := hex.EncodeToString(sum[:]); got != want {
+				t.Errorf("SHA-256 of the export %s, llama.cpp's converter wrote %s (%d bytes)", got, want, out.Len())
+			}
+		})
+	}
+}
+
+// TestHFRoundTrip: the checkpoint imported in llama.cpp's form exports back to the
+// same files, byte for byte.
+func TestHFRoundTrip(t *testing.T) {
+	s, err := stconv.Open(checkpoint, stconv.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := apr(t, s)
+	if _, ok := in.Header().Metadata.Extra["gguf"]; !ok {
+		t.Fatal("no GGUF description in the import's metadata")
+	}
+	first, _, err := in.Next()
+	if err != nil || first.Name != "output.weight" {
+		t.Fatalf("first tensor %q, %v; want llama.cpp's output.weight", first.Name, err)
+	}
+	s2, _ := stconv.Open(checkpoint, stconv.ImportOptions{})
+	defer s2.Close()
+	out := filepath.Join(t.TempDir(), "out")
+	if err := stconv.ExportDir(out, stconv.StreamSource(apr(t, s2)), stconv.ExportOptions{TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(checkpoint)
+	for _, e := range entries {
+		want, _ := os.ReadFile(filepath.Join(checkpoint, e.Name()))
+		got, err := os.ReadFile(filepath.Join(out, e.Name()))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s differs after the round trip (%d bytes, want %d; %v)", e.Name(), len(got), len(want), err)
+		}
+	}
+}
+
+// TestHFLayout: with HFLayout the checkpoint keeps its own names.
+func TestHFLayout(t *testing.T) {
+	s, err := stconv.Open(checkpoint, stconv.ImportOptions{HFLayout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	info, _, err := s.Next()
+	if err != nil || info.Name != "lm_head.weight" {
+		t.Fatalf("first tensor %q, %v", info.Name, err)
+	}
+	if _, ok := s.Header().Metadata.Extra["gguf"]; ok {
+		t.Error("HFLayout import carries a GGUF description")
+	}
+}
+
+// copyCheckpoint copies the checkpoint to a temporary directory with config.json
+// edited by edit.
+func copyCheckpoint(t *testing.T, edit func(string) string) string {
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(checkpoint)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(checkpoint, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "config.json" {
+			b = []byte(edit(string(b)))
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestCheckpointErrors(t *testing.T) {
+	cases := []struct {
+		name, old, new, want string
+	}{
+		{"unknown architecture", `"LlamaForCausalLM"`, `"GPT2LMHeadModel"`, `architecture "GPT2LMHeadModel" is not supported (supported: LlamaForCausalLM, MistralForCausalLM)`},
+		{"kv heads contradict k_proj", `"num_key_value_heads": 2`, `"num_key_value_heads": 4`, "num_key_value_heads/head_dim give tensor \"model.layers.0.self_attn.k_proj.weight\" the shape [256 256], but it has [128 256]"},
+		{"layers contradict", `"num_hidden_layers": 2`, `"num_hidden_layers": 3`, "num_hidden_layers is 3, but the checkpoint has 2 layers"},
+		{"vocab contradicts", `"vocab_size": 512`, `"vocab_size": 500`, "vocab_size"},
+		{"heads not a divisor", `"num_attention_heads": 4`, `"num_attention_heads": 3`, "num_attention_heads 3"},
+		{"missing field", `"hidden_size": 256,`, ``, `"hidden_size" is missing`},
+		{"rope scaling", `"rope_theta": 10000.0,`, `"rope_theta": 10000.0, "rope_scaling": {"type": "yarn", "factor": 4},`, "rope_scaling"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyCheckpoint(t, func(s string) string {
+				if !strings.Contains(s, c.old) {
+					t.Fatalf("config.json has no %s", c.old)
+				}
+				return strings.Replace(s, c.old, c.new, 1)
+			})
+			s, err := stconv.Open(dir, stconv.ImportOptions{})
+			if err == nil {
+				s.Close()
+				t.Fatal("imported")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not say %q", err, c.want)
+			}
+		})
+	}
+	// Without "architectures" a checkpoint imports as it is, with no description.
+	dir := copyCheckpoint(t, func(s string) string {
+		return strings.Replace(s, `"architectures": [
+    "LlamaForCausalLM"
+  ],`, "", 1)
+	})
+	s, err := stconv.Open(dir, stconv.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok := s.Header().Metadata.Extra["gguf"]; ok {
+		t.Error("a checkpoint without architectures got a GGUF description")
+	}
+}
