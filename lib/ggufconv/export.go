@@ -20,6 +20,9 @@ import (
 type ExportOptions struct {
 	// TempDir is where Export spools tensor data ("" for os.TempDir()).
 	TempDir string
+	// Generic writes a Hugging Face language model that is not in llama.cpp's form
+	// (see lib/llm) as a generic GGUF instead of refusing it.
+	Generic bool
 }
 
 // Plan returns the GGUF header for a model with header h and tensors in the given
@@ -160,6 +163,9 @@ func sortedKeys(m map[string]any) []string {
 // bounded (one copy buffer); disk use is the model's raw size.
 func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 	h := s.Header()
+	if err := checkArchitecture(h.Metadata, o); err != nil {
+		return err
+	}
 	spool, err := os.CreateTemp(o.TempDir, "apr-gguf-*.spool")
 	if err != nil {
 		return fmt.Errorf("spooling tensors: %w", err)
@@ -340,6 +346,9 @@ func plainData(entries []container.Entry) bool {
 func ExportFile(w io.Writer, path string, o ExportOptions) error {
 	info, err := stream.Inspect(path)
 	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkArchitecture(*info.Metadata, o); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if info.Format == "APR v2" {

@@ -119,6 +119,21 @@ func parseHparams(c config) (Hparams, error) {
 	return h, nil
 }
 
+// Architecture returns config.json's first "architectures" name ("LlamaForCausalLM"),
+// or "" when files hold no config.json or it names none.
+func Architecture(files map[string][]byte) string {
+	m, err := parseJSON("config.json", files["config.json"])
+	if err != nil {
+		return ""
+	}
+	list, _ := m["architectures"].([]any)
+	if len(list) == 0 {
+		return ""
+	}
+	name, _ := list[0].(string)
+	return name
+}
+
 // Checkpoint is a Hugging Face checkpoint of a known architecture, described the way
 // llama.cpp's converter (convert_hf_to_gguf.py) describes it in GGUF.
 type Checkpoint struct {
@@ -140,9 +155,9 @@ type TensorShape struct {
 // FromCheckpoint describes the checkpoint whose config and tokenizer files are files
 // (name to bytes, as apr-st import keeps them) and whose tensors are tensors. dir is the
 // checkpoint directory's name, from which the converter derives general.name. It
-// returns ok false for a checkpoint without config.json "architectures", and an error
-// for an architecture apr does not know, a config that contradicts the tensors, or a
-// tokenizer it cannot read.
+// returns ok false for a checkpoint without config.json "architectures" or of an
+// architecture apr does not know, and an error for a config that contradicts the
+// tensors or a tokenizer it cannot read.
 func FromCheckpoint(files map[string][]byte, dir string, tensors []TensorShape) (*Checkpoint, bool, error) {
 	raw, ok := files["config.json"]
 	if !ok {
@@ -160,7 +175,7 @@ func FromCheckpoint(files map[string][]byte, dir string, tensors []TensorShape) 
 	name, _ := list[0].(string)
 	arch, ok := LookupArch(name)
 	if !ok {
-		return nil, false, fmt.Errorf("config.json: architecture %q is not supported (supported: %s)", name, strings.Join(Supported(), ", "))
+		return nil, false, nil // imported as it is; apr-gguf export refuses it (Architecture)
 	}
 	h, err := parseHparams(c)
 	if err != nil {

@@ -112,6 +112,40 @@ func TestHFRoundTrip(t *testing.T) {
 	}
 }
 
+// TestExportRefusesHFLayout: a language model apr cannot put into llama.cpp's form
+// (an unknown architecture, or imported with HFLayout) imports as it is, and GGUF
+// export refuses it, naming the architecture, unless asked for a generic GGUF.
+func TestExportRefusesHFLayout(t *testing.T) {
+	unknown := copyCheckpoint(t, func(s string) string {
+		return strings.Replace(s, `"LlamaForCausalLM"`, `"GPT2LMHeadModel"`, 1)
+	})
+	cases := []struct {
+		dir  string
+		opts stconv.ImportOptions
+		want string
+	}{
+		{unknown, stconv.ImportOptions{}, `architecture "GPT2LMHeadModel" (config.json) is not one apr converts for llama.cpp (supported: LlamaForCausalLM, MistralForCausalLM)`},
+		{checkpoint, stconv.ImportOptions{HFLayout: true}, "this LlamaForCausalLM checkpoint was imported in its Hugging Face layout"},
+	}
+	for _, c := range cases {
+		for _, generic := range []bool{false, true} {
+			s, err := stconv.Open(c.dir, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			err = ggufconv.Export(&out, apr(t, s), ggufconv.ExportOptions{TempDir: t.TempDir(), Generic: generic})
+			s.Close()
+			if generic && err != nil {
+				t.Errorf("%s, generic: %v", c.dir, err)
+			}
+			if !generic && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("%s: error %v, want %q", c.dir, err, c.want)
+			}
+		}
+	}
+}
+
 // TestHFLayout: with HFLayout the checkpoint keeps its own names.
 func TestHFLayout(t *testing.T) {
 	s, err := stconv.Open(checkpoint, stconv.ImportOptions{HFLayout: true})
@@ -155,7 +189,6 @@ func TestCheckpointErrors(t *testing.T) {
 	cases := []struct {
 		name, old, new, want string
 	}{
-		{"unknown architecture", `"LlamaForCausalLM"`, `"GPT2LMHeadModel"`, `architecture "GPT2LMHeadModel" is not supported (supported: LlamaForCausalLM, MistralForCausalLM)`},
 		{"kv heads contradict k_proj", `"num_key_value_heads": 2`, `"num_key_value_heads": 4`, "num_key_value_heads/head_dim give tensor \"model.layers.0.self_attn.k_proj.weight\" the shape [256 256], but it has [128 256]"},
 		{"layers contradict", `"num_hidden_layers": 2`, `"num_hidden_layers": 3`, "num_hidden_layers is 3, but the checkpoint has 2 layers"},
 		{"vocab contradicts", `"vocab_size": 512`, `"vocab_size": 500`, "vocab_size"},

@@ -110,11 +110,12 @@ type ExportCmd struct {
 	Input   string `arg:"" optional:"" default:"-" help:"APR (or aprender) file ('-': stdin, spooled to a temporary file)."`
 	Output  string `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
 	TempDir string `placeholder:"DIR" help:"Where to spool tensors read from stdin (default: $TMPDIR or /tmp)."`
+	Generic bool   `help:"Write a Hugging Face language model that is not in llama.cpp's form (an architecture apr does not convert, or imported with --hf-layout) as a generic GGUF of its tensors, which llama.cpp cannot run, instead of refusing it."`
 }
 
 // Run implements the command.
 func (c *ExportCmd) Run(env *cli.Env) error {
-	o := ggufconv.ExportOptions{TempDir: c.TempDir}
+	o := ggufconv.ExportOptions{TempDir: c.TempDir, Generic: c.Generic}
 	out, err := env.Create(c.Output, true)
 	if err != nil {
 		return err
