@@ -18,9 +18,18 @@ import (
 
 const checkpoint = "../../testdata/hf/tiny-llama"
 
-// refSums reads the fixture's checksum list: path -> SHA-256.
-func refSums(t *testing.T) map[string]string {
-	f, err := os.Open("../../testdata/hf/tiny-llama.sha256")
+// checkpoints are the two test checkpoints: the fixtures' tiny-llama (LlamaForCausalLM,
+// BF16, grouped-query attention, untied, one file) and apr's small-mistral
+// (MistralForCausalLM, F16, multi-head attention, head_dim, tied, three shards, vocab
+// padded), with the sizes of the shards to export it back in.
+var checkpoints = []struct {
+	name  string
+	shard int64
+}{{"tiny-llama", 0}, {"small-mistral", 1096512}}
+
+// refSums reads a checkpoint's checksum list: path -> SHA-256.
+func refSums(t *testing.T, name string) map[string]string {
+	f, err := os.Open("../../testdata/hf/" + name + ".sha256")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,64 +60,77 @@ func apr(t *testing.T, s stream.Stream) stream.Stream {
 // TestConverterBytes: apr-st import DIR | apr-quant TYPE | apr-gguf export gives the
 // very file llama.cpp's convert_hf_to_gguf.py --outtype TYPE writes.
 func TestConverterBytes(t *testing.T) {
-	sums := refSums(t)
-	for _, typ := range []string{"f32", "f16", "bf16", "q8_0"} {
-		t.Run(typ, func(t *testing.T) {
-			s, err := stconv.Open(checkpoint, stconv.ImportOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			target, err := quant.ParseType(typ)
-			if err != nil {
-				t.Fatal(err)
-			}
-			q, err := quant.New(apr(t, s), quant.Options{Type: target})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			if err := ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()}); err != nil {
-				t.Fatal(err)
-			}
-			sum := sha256.Sum256(out.Bytes())
-			want := sums["ref/tiny-llama."+typ+".gguf"]
-			if got := hex.EncodeToString(sum[:]); got != want {
-				t.Errorf("SHA-256 of the export %s, llama.cpp's converter wrote %s (%d bytes)", got, want, out.Len())
-			}
-		})
+	for _, c := range checkpoints {
+		for _, typ := range []string{"f32", "f16", "bf16", "q8_0"} {
+			t.Run(c.name+"/"+typ, func(t *testing.T) { converterBytes(t, c.name, typ) })
+		}
 	}
 }
 
-// TestHFRoundTrip: the checkpoint imported in llama.cpp's form exports back to the
-// same files, byte for byte.
+func converterBytes(t *testing.T, name, typ string) {
+	sums := refSums(t, name)
+	s, err := stconv.Open("../../testdata/hf/"+name, stconv.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	target, err := quant.ParseType(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := quant.New(apr(t, s), quant.Options{Type: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(out.Bytes())
+	want := sums["ref/"+name+"."+typ+".gguf"]
+	if want == "" {
+		t.Fatalf("no reference sum for %s %s", name, typ)
+	}
+	if got := hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("SHA-256 of the export %s, llama.cpp's converter wrote %s (%d bytes)", got, want, out.Len())
+	}
+}
+
+// TestHFRoundTrip: a checkpoint imported in llama.cpp's form exports back to the same
+// files, byte for byte (shards and index included).
 func TestHFRoundTrip(t *testing.T) {
+	for _, c := range checkpoints {
+		dir := "../../testdata/hf/" + c.name
+		s, err := stconv.Open(dir, stconv.ImportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := apr(t, s)
+		s.Close()
+		if _, ok := in.Header().Metadata.Extra["gguf"]; !ok {
+			t.Fatalf("%s: no GGUF description in the import's metadata", c.name)
+		}
+		out := filepath.Join(t.TempDir(), "out")
+		if err := stconv.ExportDir(out, stconv.StreamSource(in), stconv.ExportOptions{TempDir: t.TempDir(), ShardSize: c.shard}); err != nil {
+			t.Fatal(err)
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			want, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			got, err := os.ReadFile(filepath.Join(out, e.Name()))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s/%s differs after the round trip (%d bytes, want %d; %v)", c.name, e.Name(), len(got), len(want), err)
+			}
+		}
+	}
 	s, err := stconv.Open(checkpoint, stconv.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	in := apr(t, s)
-	if _, ok := in.Header().Metadata.Extra["gguf"]; !ok {
-		t.Fatal("no GGUF description in the import's metadata")
-	}
-	first, _, err := in.Next()
-	if err != nil || first.Name != "output.weight" {
-		t.Fatalf("first tensor %q, %v; want llama.cpp's output.weight", first.Name, err)
-	}
-	s2, _ := stconv.Open(checkpoint, stconv.ImportOptions{})
-	defer s2.Close()
-	out := filepath.Join(t.TempDir(), "out")
-	if err := stconv.ExportDir(out, stconv.StreamSource(apr(t, s2)), stconv.ExportOptions{TempDir: t.TempDir()}); err != nil {
-		t.Fatal(err)
-	}
-	entries, _ := os.ReadDir(checkpoint)
-	for _, e := range entries {
-		want, _ := os.ReadFile(filepath.Join(checkpoint, e.Name()))
-		got, err := os.ReadFile(filepath.Join(out, e.Name()))
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s differs after the round trip (%d bytes, want %d; %v)", e.Name(), len(got), len(want), err)
-		}
+	first, _, err := s.Next()
+	if err != nil || first.Name != "output.weight" || first.DType.String() != "BF16" {
+		t.Fatalf("first tensor %q %v, %v; want llama.cpp's output.weight, BF16 as in the checkpoint", first.Name, first.DType, err)
 	}
 }
 
