@@ -366,8 +366,14 @@ func TestLicense(t *testing.T) {
 	// LoadLicensed on a file.
 	path := filepath.Join(t.TempDir(), "l.apr")
 	os.WriteFile(path, licensed, 0o644)
-	if _, err := LoadLicensed[*model.LinearRegressionModel](path, modeltype.LinearRegression, issuer.Public()); err != nil && !errors.Is(err, sign.ErrLicenseExpired) {
-		t.Fatal(err) // (expired only when this test runs after 2027)
+	// LoadLicensed checks the license at the machine's clock: valid in 2026, expired
+	// from 2027, not yet valid on a clock set before 2026. The clock is read on both
+	// sides of the call, so the instant the license expires cannot fail the test.
+	before := time.Now()
+	_, err = LoadLicensed[*model.LinearRegressionModel](path, modeltype.LinearRegression, issuer.Public())
+	after := time.Now()
+	if want, want2 := licenseErrAt(lic, before), licenseErrAt(lic, after); !errors.Is(err, want) && !errors.Is(err, want2) {
+		t.Fatalf("LoadLicensed at %s: %v, want %v", before.UTC().Format(time.RFC3339), err, want)
 	}
 	if _, err := LoadLicensed[*model.LinearRegressionModel](path, modeltype.LinearRegression, stranger.Public()); !errors.Is(err, ErrLicenseInvalid) {
 		t.Fatalf("LoadLicensed, stranger: %v", err)
@@ -377,6 +383,18 @@ func TestLicense(t *testing.T) {
 	if _, _, err := LicenseStream(&buf, bytes.NewReader(base), sign.License{}, issuer); err == nil || buf.Len() != 0 {
 		t.Fatalf("empty license: %v, %d bytes written", err, buf.Len())
 	}
+}
+
+// licenseErrAt is what verifying lic at now reports about its validity period
+// (nil within it), as sign.VerifyLicense decides.
+func licenseErrAt(lic sign.License, now time.Time) error {
+	switch {
+	case lic.IssuedAt.After(now.Add(sign.LicenseClockSkew)):
+		return sign.ErrLicenseNotYetValid
+	case !lic.ExpiresAt.IsZero() && !now.Before(lic.ExpiresAt):
+		return sign.ErrLicenseExpired
+	}
+	return nil
 }
 
 func mustInspect(t *testing.T, b []byte) *container.Info {

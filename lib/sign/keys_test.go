@@ -8,14 +8,41 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
+	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/scrypt"
 )
+
+// kdfNotRunAlloc bounds what parsing a key file allocates when its KDF
+// parameters are refused before the KDF starts (under 1 KiB today). One round
+// of OpenSSH's bcrypt_pbkdf allocates about 10 KiB and scrypt at least
+// 128*r*N bytes (16 MiB at libsodium's interactive limits), so a parse that
+// stays under this bound did not run the KDF. Unlike a wall-clock bound, this
+// does not depend on how loaded the machine is.
+const kdfNotRunAlloc = 8 << 10
+
+// allocatedBy calls f three times and returns the fewest heap bytes one call
+// allocated. TotalAlloc counts the whole process: the tests of this package do
+// not run in parallel, the collector is off meanwhile, and the minimum drops a
+// call that overlapped what the runtime runs after a collection (finalizers,
+// cleanups), which otherwise adds a few KiB now and then.
+func allocatedBy(f func()) uint64 {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	return least
+}
 
 func readKeyFile(t testing.TB, name string) []byte {
 	t.Helper()
@@ -178,12 +205,11 @@ func TestOpenSSHKeys(t *testing.T) {
 	optLen := binary.BigEndian.Uint32(der[idx:])
 	binary.BigEndian.PutUint32(der[idx+4+int(optLen)-4:], 0xffffffff)
 	hostile := pem.EncodeToMemory(&pem.Block{Type: block.Type, Bytes: der})
-	start := time.Now()
-	if _, err := ParsePrivateKey(hostile, []byte("testpass")); !errors.Is(err, ErrParamsOutOfRange) {
-		t.Fatalf("hostile rounds: %v", err)
+	if n := allocatedBy(func() { _, err = ParsePrivateKey(hostile, []byte("testpass")) }); n > kdfNotRunAlloc {
+		t.Fatalf("hostile rounds were not refused up front: parsing allocated %d bytes", n)
 	}
-	if time.Since(start) > time.Second {
-		t.Fatal("hostile rounds were not refused up front")
+	if !errors.Is(err, ErrParamsOutOfRange) {
+		t.Fatalf("hostile rounds: %v", err)
 	}
 }
 
@@ -285,12 +311,12 @@ func TestScryptParams(t *testing.T) {
 		binary.LittleEndian.PutUint64(h[38:], lim[0])
 		binary.LittleEndian.PutUint64(h[46:], lim[1])
 		file := "untrusted comment: x\n" + base64.StdEncoding.EncodeToString(h) + "\n"
-		start := time.Now()
-		if _, err := ParsePrivateKey([]byte(file), []byte("testpass")); !errors.Is(err, ErrParamsOutOfRange) {
-			t.Errorf("limits %v: %v", lim, err)
+		var err error
+		if n := allocatedBy(func() { _, err = ParsePrivateKey([]byte(file), []byte("testpass")) }); n > kdfNotRunAlloc {
+			t.Errorf("limits %v: not refused up front: parsing allocated %d bytes", lim, n)
 		}
-		if time.Since(start) > time.Second {
-			t.Errorf("limits %v: not refused up front", lim)
+		if !errors.Is(err, ErrParamsOutOfRange) {
+			t.Errorf("limits %v: %v", lim, err)
 		}
 	}
 }
