@@ -118,6 +118,9 @@ func Run(env *Env, description string, grammar any, args []string, opts ...kong.
 		env.Errorf("internal error: %v", err)
 		return ExitFail
 	}
+	if ok, code := genDoc(env, description, parser.Model, args); ok {
+		return code
+	}
 	ctx, err := parser.Parse(args)
 	if err == nil {
 		err = applyGlobals(env, ctx)
