@@ -23,8 +23,21 @@ SIMD := GOEXPERIMENT=simd
 build:
 	$(SIMD) $(GO) build -o $(BIN)/ ./cmd/...
 
-install:
-	$(SIMD) $(GO) install ./cmd/...
+# make install [PREFIX=/usr/local] [DESTDIR=]: the programs into PREFIX/bin, their man
+# pages and bash, zsh and fish completions (generated from the kong models by each
+# program's --man and --completion=SHELL) under PREFIX/share.
+PREFIX  ?= /usr/local
+SHARE   := $(DESTDIR)$(PREFIX)/share
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE)/man/man1 $(SHARE)/bash-completion/completions \
+		$(SHARE)/zsh/site-functions $(SHARE)/fish/vendor_completions.d
+	for p in $(BIN)/apr-*; do n=$$(basename $$p); \
+		install -m 755 $$p $(DESTDIR)$(PREFIX)/bin/$$n && \
+		$$p --man > $(SHARE)/man/man1/$$n.1 && \
+		$$p --completion=bash > $(SHARE)/bash-completion/completions/$$n && \
+		$$p --completion=zsh > $(SHARE)/zsh/site-functions/_$$n && \
+		$$p --completion=fish > $(SHARE)/fish/vendor_completions.d/$$n.fish || exit 1; \
+	done
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -10,6 +10,7 @@ require (
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 )
 
 require github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect

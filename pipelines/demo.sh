@@ -31,13 +31,13 @@ apr-decode verify "$work/mnist.zst.apr"
 apr-decode verify <"$work/mnist.zst.apr"
 cat "$work/mnist.zst.apr" | apr-decode plain | apr-encode -c lz4 | apr-decode verify
 
-step "extract the coefficients to NumPy: apr-decode extract diabetes.apr -t coefficients"
-apr-decode extract "$work/diabetes.apr" -t coefficients -o "$work/coefficients.npy"
+step "extract the coefficients to NumPy: apr-decode extract diabetes.apr --tensor coefficients"
+apr-decode extract "$work/diabetes.apr" --tensor coefficients -o "$work/coefficients.npy"
 apr-decode extract "$work/breast_cancer.apr" -o "$work/breast_cancer.npz"
 printf 'coefficients.npy  %s bytes\nbreast_cancer.npz %s bytes\n' "$(size "$work/coefficients.npy")" "$(size "$work/breast_cancer.npz")"
 
 step "rebuild a model from the extracted arrays: apr-encode -t LinearRegression coefficients.npy intercept.npy"
-apr-decode extract "$work/diabetes.apr" -t intercept -o "$work/intercept.npy"
+apr-decode extract "$work/diabetes.apr" --tensor intercept -o "$work/intercept.npy"
 apr-encode -t LinearRegression --name rebuilt "$work/coefficients.npy" "$work/intercept.npy" -o "$work/rebuilt.apr"
 apr-decode inspect "$work/rebuilt.apr" | tail -3
 

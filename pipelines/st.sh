@@ -34,8 +34,8 @@ apr-st import "$work/diabetes.safetensors" -o "$work/diabetes.st.apr"
 apr-decode verify "$work/diabetes.st.apr"
 apr-decode inspect "$work/diabetes.st.apr" | tail -3
 for t in coefficients intercept; do
-	apr-decode extract "$work/diabetes.apr" -t "$t" -o "$work/a.npy"
-	apr-decode extract "$work/diabetes.st.apr" -t "$t" -o "$work/b.npy"
+	apr-decode extract "$work/diabetes.apr" --tensor "$t" -o "$work/a.npy"
+	apr-decode extract "$work/diabetes.st.apr" --tensor "$t" -o "$work/b.npy"
 	cmp "$work/a.npy" "$work/b.npy"
 done
 echo "(the tensors of the re-imported model are the trained model's, bit for bit)"

@@ -15,11 +15,13 @@ import (
 )
 
 type extractCmd struct {
-	Input  string   `arg:"" optional:"" default:"-" help:"APR or aprender file ('-': stdin)."`
-	Tensor []string `short:"t" sep:"none" placeholder:"NAME" help:"Tensor to extract (repeatable; default: all)."`
-	Output string   `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
-	Format string   `enum:"auto,npy,npz" default:"auto" help:"npy (exactly one tensor), npz, or auto: npy for one tensor, else npz."`
-	F32    bool     `help:"Convert float tensors NumPy cannot hold (BF16, F8, GGML quantized) to F32."`
+	cli.InputFlag
+	Tensor []string `sep:"none" placeholder:"NAME" help:"Tensor to extract (repeatable; default: all)."`
+	cli.OutputFlag
+	Format string `enum:"auto,npy,npz" default:"auto" help:"npy (exactly one tensor), npz, or auto: npy for one tensor, else npz."`
+	F32    bool   `help:"Convert float tensors NumPy cannot hold (BF16, F8, GGML quantized) to F32."`
+
+	OldT []string `name:"deprecated-t" short:"t" sep:"none" hidden:"" deprecated:"-t for a tensor name" use:"tensor"`
 }
 
 func (c *extractCmd) Run(env *cli.Env) error {
@@ -31,7 +33,7 @@ func (c *extractCmd) Run(env *cli.Env) error {
 		}
 	}
 	if format == "npy" && len(c.Tensor) != 1 {
-		return cli.Usagef("--format npy writes exactly one tensor: name it with -t")
+		return cli.Usagef("--format npy writes exactly one tensor: name it with --tensor")
 	}
 	want := map[string]bool{}
 	for _, t := range c.Tensor {

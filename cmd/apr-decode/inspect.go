@@ -17,9 +17,9 @@ import (
 )
 
 type inspectCmd struct {
-	Input string `arg:"" optional:"" default:"-" help:"APR or aprender file ('-': stdin, read through to the end)."`
-	JSON  bool   `help:"Print JSON instead of text."`
-	Quant bool   `name:"quantization" help:"Also show, per tensor, the type, bits per weight and sizes as F32 and as stored."`
+	cli.InputFlag `set:"input_help=APR or aprender file ('-': stdin, read through to the end)."`
+	JSON          bool `help:"Print JSON instead of text."`
+	Quant         bool `name:"quantization" help:"Also show, per tensor, the type, bits per weight and sizes as F32 and as stored."`
 }
 
 func (c *inspectCmd) Run(env *cli.Env) error {

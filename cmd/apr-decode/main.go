@@ -3,13 +3,12 @@
 //
 //	apr-decode inspect model.apr
 //	apr-decode verify < model.apr
-//	apr-decode extract model.apr -t coefficients -o coefficients.npy
+//	apr-decode extract model.apr --tensor coefficients -o coefficients.npy
 //	apr-decode plain < small.apr > plain.apr
 package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
@@ -20,13 +19,11 @@ import (
 
 func main() { cli.Main(run) }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := &cli.Env{Name: "apr-decode", Stdin: stdin, Stdout: stdout, Stderr: stderr}
-	return cli.Run(env, "Inspect, verify, extract and decompress APR model files (and aprender's).", &decodeCLI{}, args)
-}
+var run = cli.Program{Name: "apr-decode", Help: "Inspect, verify, extract and decompress APR model files (and aprender's).",
+	Grammar: func() any { return &decodeCLI{} }}.Run
 
 type decodeCLI struct {
-	cli.VersionFlag
+	cli.Globals
 	Inspect inspectCmd `cmd:"" help:"Show type, version, flags, metadata and tensors without reading tensor data."`
 	Verify  verifyCmd  `cmd:"" help:"Check every checksum, record and chunk; the exit status says it all."`
 	Extract extractCmd `cmd:"" help:"Write tensors as NumPy: one to .npy, several to .npz."`
@@ -34,8 +31,7 @@ type decodeCLI struct {
 }
 
 type verifyCmd struct {
-	Input string `arg:"" optional:"" default:"-" help:"APR or aprender file ('-': stdin)."`
-	Quiet bool   `short:"q" help:"Print nothing; use the exit status."`
+	cli.InputFlag
 }
 
 func (c *verifyCmd) Run(env *cli.Env) error {
@@ -54,7 +50,7 @@ func (c *verifyCmd) Run(env *cli.Env) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if !c.Quiet {
+	if !env.Quiet {
 		fmt.Fprintf(env.Stdout, "%s: OK, %d tensors, %d bytes verified\n", name, n, size)
 	}
 	return nil
@@ -72,8 +68,8 @@ func verifyFile(path string) (int, int64, error) {
 }
 
 type plainCmd struct {
-	Input  string `arg:"" optional:"" default:"-" help:"APR or aprender file ('-': stdin)."`
-	Output string `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
+	cli.InputFlag
+	cli.OutputFlag
 }
 
 func (c *plainCmd) Run(env *cli.Env) error {

@@ -92,8 +92,17 @@ func TestExtractAndPlain(t *testing.T) {
 	path := fixture(t)
 	dir := t.TempDir()
 	npyPath := filepath.Join(dir, "c.npy")
-	if _, stderr, code := runIt(t, nil, "extract", path, "-t", "coefficients", "-o", npyPath); code != 0 {
+	if _, stderr, code := runIt(t, nil, "extract", path, "--tensor", "coefficients", "-o", npyPath); code != 0 || stderr != "" {
 		t.Fatalf("extract: %s", stderr)
+	}
+	// -t, the old spelling of --tensor, works for one release with a notice.
+	old := filepath.Join(dir, "old.npy")
+	if _, stderr, code := runIt(t, nil, "extract", path, "-t", "coefficients", "-o", old); code != 0 ||
+		stderr != "apr-decode: -t for a tensor name is deprecated; use --tensor\n" {
+		t.Fatalf("extract -t: %q", stderr)
+	}
+	if a, b := readFile(t, npyPath), readFile(t, old); !bytes.Equal(a, b) {
+		t.Fatal("extract -t and --tensor differ")
 	}
 	b, _ := os.ReadFile(npyPath)
 	if !bytes.HasPrefix(b, []byte("\x93NUMPY")) || !bytes.Contains(b, []byte("'shape': (2,)")) {
@@ -111,7 +120,7 @@ func TestExtractAndPlain(t *testing.T) {
 	if err != nil || len(m.Coefficients) != 2 {
 		t.Fatalf("plain output does not load: %v", err)
 	}
-	if _, stderr, code := runIt(t, nil, "extract", path, "--format", "npy"); code != 2 || !strings.Contains(stderr, "-t") {
+	if _, stderr, code := runIt(t, nil, "extract", path, "--format", "npy"); code != 2 || !strings.Contains(stderr, "--tensor") {
 		t.Errorf("npy without a tensor: exit %d %q", code, stderr)
 	}
 }
@@ -151,4 +160,13 @@ func TestInspectQuantizationAndErrors(t *testing.T) {
 	if _, stderr, code := runIt(t, nil, "inspect", empty); code != 1 || !strings.Contains(stderr, "too short for an APR v2 file") {
 		t.Errorf("empty file: exit %d %q", code, stderr)
 	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -58,7 +58,10 @@ func (c *logitCmd) Run(env *cli.Env) error {
 	}
 	defer out.Abort()
 	start := time.Now()
-	if err := m.Fit(in.train.X, floats(in.train.Y)); err != nil {
+	meter := env.Meter("fit-logistic", false, 0)
+	err = m.Fit(in.train.X, floats(in.train.Y))
+	meter.Done()
+	if err != nil {
 		return fmt.Errorf("%s: %w", in.data.Name, err)
 	}
 	elapsed := time.Since(start)

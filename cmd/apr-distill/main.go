@@ -8,34 +8,18 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"io"
-	"math"
-	"os"
-	"runtime"
-	"strings"
-	"time"
-
 	"github.com/apr-go/apr/cmd/internal/cli"
-	"github.com/apr-go/apr/lib/apr"
-	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/distill"
-	"github.com/apr-go/apr/lib/model"
 )
 
 func main() { cli.Main(run) }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := &cli.Env{Name: "apr-distill", Stdin: stdin, Stdout: stdout, Stderr: stderr}
-	return cli.Run(env, "Train a NeuralSequential student from teacher models (knowledge distillation), or a model from labelled data (fit).",
-		&distillCLI{}, args)
-}
+var run = cli.Program{Name: "apr-distill",
+	Help:    "Train a NeuralSequential student from teacher models (knowledge distillation), or a model from labelled data (fit).",
+	Grammar: func() any { return &distillCLI{} }}.Run
 
 type distillCLI struct {
-	cli.VersionFlag
+	cli.Globals
 	Distill distillCmd `cmd:"" default:"withargs" help:"Distil a student from one or more teacher models (the default command)."`
 	Fit     fitCmd     `cmd:"" help:"Train a model from labelled data with no teacher (the same loop, alpha = 0)."`
 	Logit   logitCmd   `cmd:"" name:"fit-logistic" help:"Fit a LogisticRegression (binary for 2 classes, multinomial softmax regression for more) from labelled data, e.g. as a teacher."`
@@ -43,17 +27,17 @@ type distillCLI struct {
 
 // dataFlags are the data and output options of every command.
 type dataFlags struct {
-	Data        string   `required:"" placeholder:"FILE" help:"Training data: CSV (optionally gzip, header optional), .npy (features; --labels for labels) or .npz (X and optional y)."`
-	LabelColumn string   `default:"-1" placeholder:"COL" help:"CSV label column: index from 0 (negative from the end), header name, or 'none' (default: the last column)."`
-	Labels      string   `placeholder:"FILE" help:"Labels (.npy) for a .npy feature file."`
-	Scale       float64  `default:"1" help:"Multiply every feature by this factor first (e.g. 0.0625 for pixels 0..16); use the same value for teacher and student."`
-	Output      string   `short:"o" placeholder:"FILE" help:"Write the model to FILE (atomically) instead of stdout."`
-	ValSplit    float64  `default:"0.2" placeholder:"FRACTION" help:"Fraction of the rows held out for validation (stratified by label)."`
-	SplitSeed   uint64   `default:"0" help:"Seed of the validation split (keep it equal for teacher and student, so the student is validated on rows the teacher never saw)."`
-	Name        string   `help:"Model name in the metadata."`
-	Compress    string   `short:"c" default:"zstd" enum:"none,zstd,zstd-max,lz4" help:"Compression of tensor data."`
-	Meta        []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a custom metadata value (repeatable)."`
-	JSON        bool     `name:"json" help:"Also print the final report as JSON on stdout (needs -o FILE, since stdout then carries the report)."`
+	Data        string  `required:"" placeholder:"FILE" help:"Training data: CSV (optionally gzip, header optional), .npy (features; --labels for labels) or .npz (X and optional y)."`
+	LabelColumn string  `default:"-1" placeholder:"COL" help:"CSV label column: index from 0 (negative from the end), header name, or 'none' (default: the last column)."`
+	Labels      string  `placeholder:"FILE" help:"Labels (.npy) for a .npy feature file."`
+	Scale       float64 `default:"1" help:"Multiply every feature by this factor first (e.g. 0.0625 for pixels 0..16); use the same value for teacher and student."`
+	cli.OutputFlag
+	ValSplit         float64 `default:"0.2" placeholder:"FRACTION" help:"Fraction of the rows held out for validation (stratified by label)."`
+	SplitSeed        uint64  `default:"0" help:"Seed of the validation split (keep it equal for teacher and student, so the student is validated on rows the teacher never saw)."`
+	Name             string  `help:"Model name in the metadata."`
+	cli.CompressFlag `set:"compress=zstd"`
+	Meta             []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a custom metadata value (repeatable)."`
+	JSON             bool     `name:"json" help:"Also print the final report as JSON on stdout (needs -o FILE, since stdout then carries the report)."`
 }
 
 // trainFlags are the options shared by distillation and fit.
@@ -113,277 +97,4 @@ func (c *distillCmd) Run(env *cli.Env) error {
 		o.Alpha, o.Temperature, o.LayerMap, o.HintEpochs, o.Weights = c.Alpha, c.Temperature, layerMap, c.HintEpochs, c.Weights
 		return nil
 	})
-}
-
-func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Method, set func(*distill.Options) error) error {
-	opt := distill.DefaultOptions()
-	opt.Method, opt.Epochs, opt.BatchSize, opt.Seed = method, f.Epochs, f.BatchSize, f.Seed
-	opt.Optimizer = model.Optimizer{Name: f.Optimizer, LR: f.LR, Momentum: f.Momentum}
-	if err := set(&opt); err != nil {
-		return err
-	}
-	if f.Epochs < 1 || f.BatchSize < 1 {
-		return cli.Usagef("--epochs %d and --batch-size %d must be at least 1", f.Epochs, f.BatchSize)
-	}
-	if err := f.check(); err != nil {
-		return err
-	}
-	var teachers []*distill.Teacher
-	for _, p := range teacherPaths {
-		t, err := distill.LoadTeacher(p)
-		if err != nil {
-			return err
-		}
-		teachers = append(teachers, t)
-	}
-	in, err := loadInput(&f.dataFlags)
-	if err != nil {
-		return err
-	}
-	data, digest, trainSet, valSet, comp := in.data, in.digest, in.train, in.val, in.comp
-	student, err := newStudent(f, data, teachers)
-	if err != nil {
-		return err
-	}
-	if cli.IsTerminal(env.Stderr) {
-		opt.Progress = func(s distill.EpochStats) { env.Infof("%s", progressLine(s)) }
-	}
-	out, err := env.Create(f.Output, true)
-	if err != nil {
-		return err
-	}
-	defer out.Abort()
-	start := time.Now()
-	res, err := distill.Run(student, teachers, trainSet, valSet, opt)
-	if err != nil {
-		return err
-	}
-	elapsed := time.Since(start)
-	report(env, method, opt, res, elapsed)
-
-	prov := distill.Provenance(teachers, opt, data, digest, f.ValSplit, res)
-	for _, v := range prov {
-		v.(map[string]any)["data"].(map[string]any)["scale"] = f.Scale
-	}
-	hyper := map[string]any{"method": string(method), "epochs": int64(opt.Epochs), "batch_size": int64(opt.BatchSize),
-		"optimizer": f.Optimizer, "lr": f.LR, "seed": f.Seed, "val_split": f.ValSplit, "split_seed": f.SplitSeed}
-	if method != distill.Fit {
-		hyper["temperature"], hyper["alpha"] = opt.Temperature, opt.Alpha
-	}
-	so := apr.SaveOptions{Name: f.Name, Hyperparameters: hyper, Metrics: distill.Metrics(res), Compression: comp, Custom: in.custom}
-	if err := distill.Encode(out, student, so, prov); err != nil {
-		return fmt.Errorf("%s: %w", out.Name, err)
-	}
-	if err := out.Commit(); err != nil {
-		return err
-	}
-	if f.JSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(jsonReport(method, opt, res, elapsed, teachers, student, f.Output))
-	}
-	return nil
-}
-
-// check validates the data flags that need no file.
-func (f *dataFlags) check() error {
-	if f.JSON && (f.Output == "" || f.Output == "-") {
-		return cli.Usagef("--json prints the report on stdout: write the model with -o FILE")
-	}
-	if !(f.Scale > 0) || math.IsInf(f.Scale, 0) {
-		return cli.Usagef("--scale %v: expected a finite value > 0", f.Scale)
-	}
-	for _, kv := range f.Meta {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return cli.Usagef("--meta %q: expected KEY=VALUE", kv)
-		}
-	}
-	return nil
-}
-
-// input is the data of a run, loaded, scaled, checked and split.
-type input struct {
-	data       distill.Data
-	digest     string
-	train, val distill.Data
-	comp       container.Compression
-	custom     map[string]any
-}
-
-// loadInput reads and splits the data of f (after f.check).
-func loadInput(f *dataFlags) (*input, error) {
-	comp, err := container.ParseCompression(f.Compress)
-	if err != nil {
-		return nil, cli.Usagef("%v", err)
-	}
-	in := &input{comp: comp}
-	for _, kv := range f.Meta {
-		k, v, _ := strings.Cut(kv, "=")
-		if in.custom == nil {
-			in.custom = map[string]any{}
-		}
-		in.custom[k] = v
-	}
-	if in.data, err = distill.LoadData(f.Data, distill.LoadOptions{LabelColumn: f.LabelColumn, Labels: f.Labels}); err != nil {
-		return nil, err
-	}
-	if in.digest, err = fileSHA256(f.Data); err != nil {
-		return nil, err
-	}
-	data := in.data
-	if f.Scale != 1 {
-		for i := range data.X.Data {
-			data.X.Data[i] *= f.Scale
-		}
-	}
-	// Check every value before the split, so errors name the row of the file.
-	for i, v := range data.X.Data {
-		if math.IsNaN(v) || math.IsInf(v, 0) || math.IsInf(float64(float32(v)), 0) {
-			return nil, fmt.Errorf("%s: row %d, column %d: value %v, expected a finite number", data.Name, i/data.X.Cols+1, i%data.X.Cols+1, v)
-		}
-	}
-	if in.train, in.val, err = distill.Split(data, f.ValSplit, f.SplitSeed); err != nil {
-		return nil, cli.Usagef("--val-split: %v", err)
-	}
-	return in, nil
-}
-
-// num is a float for JSON: NaN (a figure that does not apply) becomes null.
-func num(v float64) any {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return v
-}
-
-// jsonReport is the final report of --json.
-func jsonReport(method distill.Method, opt distill.Options, res *distill.Result, elapsed time.Duration,
-	teachers []*distill.Teacher, student *model.NeuralSequentialModel, output string) map[string]any {
-	ts := []any{}
-	for _, t := range teachers {
-		ts = append(ts, map[string]any{"file": t.Name, "sha256": t.SHA256, "model_type": t.Model.Type().String(),
-			"parameters": t.Params(), "classes": t.Classes()})
-	}
-	set := func(rows int, acc, agree, tacc float64) map[string]any {
-		m := map[string]any{"rows": rows, "accuracy": num(acc)}
-		if method != distill.Fit {
-			m["agreement"], m["teacher_accuracy"] = num(agree), num(tacc)
-		}
-		return m
-	}
-	r := map[string]any{
-		"output":   output,
-		"method":   string(method),
-		"student":  map[string]any{"widths": student.Widths(), "parameters": student.ParamCount()},
-		"teachers": ts,
-		"epochs":   opt.Epochs, "batch_size": opt.BatchSize, "seed": opt.Seed,
-		"loss":  num(res.Loss),
-		"train": set(res.TrainRows, res.TrainAccuracy, res.TrainAgreement, res.TeacherTrainAccuracy),
-		"timing": map[string]any{"seconds": elapsed.Seconds(), "ms_per_epoch": elapsed.Seconds() * 1e3 / float64(opt.Epochs),
-			"samples_per_second": float64(res.TrainRows*opt.Epochs) / elapsed.Seconds(), "cores": runtime.GOMAXPROCS(0)},
-	}
-	if method != distill.Fit {
-		r["temperature"], r["alpha"] = opt.Temperature, opt.Alpha
-	}
-	if method == distill.Progressive {
-		r["hint_loss"], r["layer_map"] = num(res.HintLoss), distill.FormatLayerMap(opt.LayerMap)
-	}
-	if res.ValRows > 0 {
-		r["validation"] = set(res.ValRows, res.ValAccuracy, res.ValAgreement, res.TeacherValAccuracy)
-	}
-	return r
-}
-
-// newStudent builds the student from an architecture or loads it from a file.
-func newStudent(f *trainFlags, data distill.Data, teachers []*distill.Teacher) (*model.NeuralSequentialModel, error) {
-	var student *model.NeuralSequentialModel
-	if st, err := os.Stat(f.Student); err == nil && st.Mode().IsRegular() {
-		m, _, err := distill.LoadModel(f.Student)
-		if err != nil {
-			return nil, err
-		}
-		nn, ok := m.(*model.NeuralSequentialModel)
-		if !ok {
-			return nil, fmt.Errorf("%s: the student must be a NeuralSequential model, this is %v", f.Student, m.Type())
-		}
-		student = nn
-	} else {
-		widths, err := model.ParseWidths(f.Student)
-		if err != nil {
-			if strings.HasSuffix(strings.ToLower(f.Student), ".apr") {
-				return nil, fmt.Errorf("--student %s: no such file", f.Student)
-			}
-			return nil, cli.Usagef("--student: %v", err)
-		}
-		act, err := model.ParseActivation(f.Activation)
-		if err != nil {
-			return nil, cli.Usagef("--activation: %v", err)
-		}
-		if student, err = model.NewNeuralSequential(widths, act, model.ActSoftmax, f.Seed); err != nil {
-			return nil, cli.Usagef("--student: %v", err)
-		}
-	}
-	if student.Inputs() != data.X.Cols {
-		hint := ""
-		if data.Y == nil && f.LabelColumn == "none" {
-			hint = ""
-		} else if data.X.Cols+1 == student.Inputs() {
-			hint = " (is the last column features, not labels? use --label-column none)"
-		}
-		return nil, fmt.Errorf("%s: %d features per row, the student takes %d%s", data.Name, data.X.Cols, student.Inputs(), hint)
-	}
-	for _, t := range teachers {
-		if t.Inputs() != data.X.Cols {
-			return nil, fmt.Errorf("%s: %d features per row, teacher %s takes %d", data.Name, data.X.Cols, t.Name, t.Inputs())
-		}
-	}
-	return student, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func pct(v float64) string {
-	if math.IsNaN(v) {
-		return "-"
-	}
-	return fmt.Sprintf("%.4f", v)
-}
-
-func progressLine(s distill.EpochStats) string {
-	if s.Stage == "hint" {
-		return fmt.Sprintf("hint  epoch %3d  loss %.5f", s.Epoch, s.Loss)
-	}
-	return fmt.Sprintf("epoch %3d  loss %.5f  accuracy %s  agreement %s  val accuracy %s  val agreement %s",
-		s.Epoch, s.Loss, pct(s.TrainAccuracy), pct(s.Agreement), pct(s.ValAccuracy), pct(s.ValAgreement))
-}
-
-// report prints the final figures on stderr, always.
-func report(env *cli.Env, method distill.Method, opt distill.Options, res *distill.Result, elapsed time.Duration) {
-	env.Infof("%s: %s, %d epochs in %v (%.0f samples/s): loss %.5f", env.Name, method, opt.Epochs, elapsed.Round(time.Millisecond),
-		float64(res.TrainRows*opt.Epochs)/elapsed.Seconds(), res.Loss)
-	if method == distill.Progressive {
-		env.Infof("  hint stage: loss %.5f", res.HintLoss)
-	}
-	line := func(what string, rows int, acc, agree, tacc float64) {
-		if method == distill.Fit {
-			env.Infof("  %-10s %5d rows: accuracy %s", what, rows, pct(acc))
-			return
-		}
-		env.Infof("  %-10s %5d rows: accuracy %s, agreement with teacher %s (teacher accuracy %s)", what, rows, pct(acc), pct(agree), pct(tacc))
-	}
-	line("train", res.TrainRows, res.TrainAccuracy, res.TrainAgreement, res.TeacherTrainAccuracy)
-	if res.ValRows > 0 {
-		line("validation", res.ValRows, res.ValAccuracy, res.ValAgreement, res.TeacherValAccuracy)
-	}
 }

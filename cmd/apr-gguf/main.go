@@ -6,14 +6,10 @@
 package main
 
 import (
-	"io"
-
-	"github.com/apr-go/apr/cmd/apr-gguf/ggufcmd"
 	"github.com/apr-go/apr/cmd/internal/cli"
+	"github.com/apr-go/apr/cmd/internal/ggufcmd"
 )
 
 func main() { cli.Main(run) }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return ggufcmd.Run(ggufcmd.Both, args, stdin, stdout, stderr)
-}
+var run = ggufcmd.Program.Run

@@ -293,5 +293,9 @@ func TestFallbackWarning(t *testing.T) {
 		if got["w.weight"] != c.want {
 			t.Fatalf("%s: w.weight is %v", c.typ, got["w.weight"])
 		}
+		// -q silences the warnings (they flood a pipeline's stderr), not the result.
+		if q := runCLI(in, c.typ, "-q"); q.code != 0 || q.stderr != "" || q.stdout != r.stdout {
+			t.Fatalf("%s -q: exit %d, stderr %q", c.typ, q.code, q.stderr)
+		}
 	}
 }

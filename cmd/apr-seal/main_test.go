@@ -124,9 +124,14 @@ func TestPassword(t *testing.T) {
 	pwFile := filepath.Join(dir, "pw")
 	os.WriteFile(pwFile, []byte("correct horse\n"), 0o600)
 	t.Setenv("APR_TEST_PW", "correct horse")
-	sealed, stderr, code := runIt(t, plain, append([]string{"-p", "--passphrase-file", pwFile}, cheap...)...)
-	if code != 0 {
+	sealed, stderr, code := runIt(t, plain, append([]string{"--passphrase", "--passphrase-file", pwFile}, cheap...)...)
+	if code != 0 || stderr != "" {
 		t.Fatalf("seal: exit %d: %s", code, stderr)
+	}
+	// -p, the old spelling of --passphrase, works for one release with a notice.
+	if _, stderr, code := runIt(t, plain, append([]string{"-p", "--passphrase-file", pwFile}, cheap...)...); code != 0 ||
+		stderr != "apr-seal: -p for a passphrase is deprecated; use --passphrase\n" {
+		t.Fatalf("seal -p: exit %d: %q", code, stderr)
 	}
 	info, err := container.InspectStream(strings.NewReader(sealed))
 	if err != nil {
@@ -196,7 +201,7 @@ func TestFailuresExitOneWithoutOutput(t *testing.T) {
 	}{
 		{"wrong identity", []byte(sealed), []string{"-d", "-i", eve}, "decryption failed"},
 		{"wrong password", []byte(pwSealed), []string{"-d", "--passphrase-env", "WRONG_PW"}, "decryption failed"},
-		{"password for an X25519 file", []byte(sealed), []string{"-d", "--passphrase-env", "WRONG_PW"}, "not sealed for a password"},
+		{"password for an X25519 file", []byte(sealed), []string{"-d", "--passphrase-env", "WRONG_PW"}, "not sealed for a passphrase"},
 		{"metadata forged, CRCs fixed", forged, []string{"-d", "-i", id}, "decryption failed"},
 		{"bit flipped", flipped, []string{"-d", "-i", id}, "coefficients"},
 		{"truncated", []byte(sealed[:len(sealed)-100]), []string{"-d", "-i", id}, "truncated"},

@@ -306,16 +306,31 @@ func TestEncryptedKeyAndUsage(t *testing.T) {
 	enc := "../../testdata/keys/test-openssh-ed25519-encrypted"
 	encPub := enc + ".pub"
 	in := modelBytes(t, "m")
-	if _, errs, code := runIt(t, in, "-k", enc); code != 1 || !strings.Contains(errs, "--passphrase-file") {
+	if _, errs, code := runIt(t, in, "-k", enc); code != 1 || !strings.Contains(errs, "--key-passphrase-file") {
 		t.Errorf("no passphrase: exit %d, %s", code, errs)
 	}
 	pass := filepath.Join(dir, "pass")
 	os.WriteFile(pass, []byte("testpass\n"), 0o600)
-	signed, _ := mustRun(t, in, "-k", enc, "--passphrase-file", pass)
+	signed, errs := mustRun(t, in, "-k", enc, "--key-passphrase-file", pass)
+	if strings.Contains(errs, "deprecated") {
+		t.Errorf("--key-passphrase-file: %s", errs)
+	}
 	mustRun(t, []byte(signed), "verify", "-p", encPub)
 	t.Setenv("APR_TEST_PASS", "wrong")
-	if _, errs, code := runIt(t, in, "-k", enc, "--passphrase-env", "APR_TEST_PASS"); code != 1 || !strings.Contains(errs, "wrong passphrase") {
+	if _, errs, code := runIt(t, in, "-k", enc, "--key-passphrase-env", "APR_TEST_PASS"); code != 1 || !strings.Contains(errs, "wrong passphrase") {
 		t.Errorf("wrong passphrase: exit %d, %s", code, errs)
+	}
+	// The old spellings, --passphrase-file and --passphrase-env for the key's
+	// passphrase, work for one release with a notice: they now mean a sealed input's
+	// passphrase, and are tried for an encrypted key given no --key-passphrase-*.
+	signed2, errs := mustRun(t, in, "-k", enc, "--passphrase-file", pass)
+	if !strings.HasPrefix(errs, "apr-sign: --passphrase-file for the key's passphrase is deprecated; use --key-passphrase-file\n") {
+		t.Errorf("old --passphrase-file: %q", errs)
+	}
+	mustRun(t, []byte(signed2), "verify", "-p", encPub)
+	if _, errs, code := runIt(t, in, "-k", enc, "--passphrase-env", "APR_TEST_PASS"); code != 1 || !strings.Contains(errs, "wrong passphrase") ||
+		!strings.Contains(errs, "--passphrase-env for the key's passphrase is deprecated; use --key-passphrase-env") {
+		t.Errorf("old --passphrase-env: exit %d, %s", code, errs)
 	}
 	// OpenSSL and minisign keys sign too.
 	for _, k := range []string{"test-openssl-ed25519.key.pem", "test-minisign-unencrypted.key"} {
@@ -344,10 +359,14 @@ func TestPubkey(t *testing.T) {
 	}
 	for _, from := range []string{key, pub} {
 		for _, f := range []string{"pem", "minisign", "ssh"} {
-			out, _ := mustRun(t, nil, "pubkey", "-f", f, from)
+			out, _ := mustRun(t, nil, "pubkey", "--format", f, from)
 			got, err := sign.ParsePublicKey([]byte(out))
 			if err != nil || !got.Equal(want) {
-				t.Errorf("pubkey -f %s %s: %v\n%s", f, from, err, out)
+				t.Errorf("pubkey --format %s %s: %v\n%s", f, from, err, out)
+			}
+			// -f, the old spelling of pubkey --format, works for one release.
+			if old, errs := mustRun(t, nil, "pubkey", "-f", f, from); old != out || errs != "apr-sign: pubkey -f for the format is deprecated; use --format\n" {
+				t.Errorf("pubkey -f %s: %q", f, errs)
 			}
 		}
 	}
@@ -491,7 +510,17 @@ func TestPasswordSealedInput(t *testing.T) {
 	if !bytes.Equal([]byte(signed)[:container.HeaderSize-4], setSignedFlag(sealed.Bytes()[:container.HeaderSize-4])) {
 		t.Error("the signed file does not start with the sealed file's header (SIGNED added)")
 	}
-	out, _ := mustRun(t, []byte(signed), "verify", "-p", pub, "--password-env", "APR_TEST_PW")
+	// --passphrase-*, the spelling of every program; --password-* is the old one.
+	if _, errs, code := runIt(t, sealed.Bytes(), "-k", key, "--passphrase-file", pwFile); code != 0 || strings.Contains(errs, "deprecated") {
+		t.Fatalf("--passphrase-file: exit %d, %s", code, errs)
+	}
+	if _, errs, code := runIt(t, sealed.Bytes(), "-k", key, "--passphrase-file", pwFile, "--passphrase-env", "APR_TEST_PW"); code != 2 {
+		t.Fatalf("two passphrase sources: exit %d, %s", code, errs)
+	}
+	out, errs := mustRun(t, []byte(signed), "verify", "-p", pub, "--password-env", "APR_TEST_PW")
+	if !strings.HasPrefix(errs, "apr-sign: --password-env is deprecated; use --passphrase-env\n") {
+		t.Errorf("old --password-env: %q", errs)
+	}
 	if !strings.Contains(out, "good signature") {
 		t.Errorf("verify printed %q", out)
 	}
@@ -529,7 +558,7 @@ func TestPasswordSealedInput(t *testing.T) {
 	if err := apr.SealStream(&keySealed, src, []seal.Recipient{r}); err != nil {
 		t.Fatal(err)
 	}
-	if _, errs, code := runIt(t, keySealed.Bytes(), "-k", key, "--password-file", pwFile); code != 1 || !strings.Contains(errs, "not sealed for a password") {
+	if _, errs, code := runIt(t, keySealed.Bytes(), "-k", key, "--password-file", pwFile); code != 1 || !strings.Contains(errs, "not sealed for a passphrase") {
 		t.Errorf("password for a key-sealed file: exit %d, %s", code, errs)
 	}
 }

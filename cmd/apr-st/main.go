@@ -9,14 +9,10 @@
 package main
 
 import (
-	"io"
-
-	"github.com/apr-go/apr/cmd/apr-st/stcli"
 	"github.com/apr-go/apr/cmd/internal/cli"
+	"github.com/apr-go/apr/cmd/internal/stcmd"
 )
 
 func main() { cli.Main(run) }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return stcli.Run("apr-st", "Import and export SafeTensors (Hugging Face) models as APR streams.", &stcli.Main{}, args, stdin, stdout, stderr)
-}
+var run = stcmd.Program.Run

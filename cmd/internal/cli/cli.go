@@ -1,8 +1,10 @@
-// Package cli is the shared voice and plumbing of apr's programs: how they parse
-// flags, report errors ("apr-NAME: message", lower case, no trailing period, an
-// optional hint line), open inputs, and create outputs that never leave a partial
-// file behind. Every program's main is a thin call to Main with its own run
-// function, which tests call in-process.
+// Package cli is the shared voice and plumbing of apr's programs (docs/CLI.md): the
+// flags every program spells the same way (flags.go), deprecated spellings
+// (deprecate.go), how errors are reported ("apr-NAME: message", lower case, no
+// trailing period, an optional hint line) with exit codes 0, 1 and 2, -q, the
+// progress meter (progress.go), the terminal (term.go), passphrases, inputs, and
+// outputs that never leave a partial file behind. Every program is a Program whose
+// Run tests call in-process; alias programs (apr-st-import, ...) are made by Alias.
 package cli
 
 import (
@@ -12,6 +14,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 
 	"github.com/alecthomas/kong"
 
@@ -32,21 +35,52 @@ type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Quiet (-q) silences warnings, notes, reports and progress on stderr; errors
+	// still print. ForceProgress (--progress) shows progress on a non-terminal.
+	Quiet, ForceProgress bool
+
+	meter atomic.Pointer[Meter] // the meter on stderr, if any
+}
+
+// write prints on stderr, clearing a meter's line first.
+func (e *Env) write(format string, args ...any) {
+	if m := e.meter.Load(); m != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.clear()
+	}
+	fmt.Fprintf(e.Stderr, format, args...)
+}
+
+// Warnf prints "NAME: warning: message" on stderr, unless -q.
+func (e *Env) Warnf(format string, args ...any) {
+	if !e.Quiet {
+		e.Errorf("warning: "+format, args...)
+	}
+}
+
+// Notef prints "NAME: note: message" on stderr, unless -q.
+func (e *Env) Notef(format string, args ...any) {
+	if !e.Quiet {
+		e.Errorf("note: "+format, args...)
+	}
 }
 
 // Errorf prints "NAME: message" on stderr.
 func (e *Env) Errorf(format string, args ...any) {
-	fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, strings.TrimRight(fmt.Sprintf(format, args...), "\n"))
+	e.write("%s: %s\n", e.Name, strings.TrimRight(fmt.Sprintf(format, args...), "\n"))
 }
 
 // Hintf prints an indented hint line after an error.
 func (e *Env) Hintf(format string, args ...any) {
-	fmt.Fprintf(e.Stderr, "%s: hint: %s\n", e.Name, fmt.Sprintf(format, args...))
+	e.write("%s: hint: %s\n", e.Name, fmt.Sprintf(format, args...))
 }
 
-// Infof prints a report line on stderr.
+// Infof prints a report line on stderr, unless -q.
 func (e *Env) Infof(format string, args ...any) {
-	fmt.Fprintf(e.Stderr, format+"\n", args...)
+	if !e.Quiet {
+		e.write(format+"\n", args...)
+	}
 }
 
 // UsageError marks an error as a usage mistake (exit 2).
@@ -84,7 +118,13 @@ func Run(env *Env, description string, grammar any, args []string, opts ...kong.
 		env.Errorf("internal error: %v", err)
 		return ExitFail
 	}
+	if ok, code := genDoc(env, description, parser.Model, args); ok {
+		return code
+	}
 	ctx, err := parser.Parse(args)
+	if err == nil {
+		err = applyGlobals(env, ctx)
+	}
 	if err != nil {
 		env.Errorf("%v", err)
 		env.Hintf("run '%s --help' for usage", env.Name)
@@ -111,10 +151,58 @@ type SilentError struct{}
 
 func (*SilentError) Error() string { return "failed" }
 
-// VersionFlag is embedded in every program's grammar.
-type VersionFlag struct {
-	Version kong.VersionFlag `help:"Print the version and exit."`
+// Globals are the flags of every program, embedded in each grammar's root.
+type Globals struct {
+	Version  kong.VersionFlag `help:"Print the version and exit."`
+	Quiet    bool             `short:"q" help:"Print no warnings, notes, reports or progress on stderr (errors only); for verify, nothing at all: use the exit status."`
+	Progress bool             `help:"Show progress on stderr even when it is not a terminal."`
 }
+
+// applyGlobals reads -q and --progress into env and applies deprecated spellings.
+func applyGlobals(env *Env, ctx *kong.Context) error {
+	for _, f := range ctx.Flags() {
+		switch f.Name {
+		case "quiet":
+			env.Quiet = f.Target.Bool()
+		case "progress":
+			env.ForceProgress = f.Target.Bool()
+		}
+	}
+	return applyDeprecated(env, ctx)
+}
+
+// Program is one program: its name, its description and its kong grammar (a fresh
+// struct per run, with Globals embedded and Run(*Env) error methods on its commands).
+type Program struct {
+	Name, Help string
+	Grammar    func() any
+}
+
+// Run runs the program in-process and returns its exit code.
+func (p Program) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := &Env{Name: p.Name, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	return Run(env, p.Help, p.Grammar(), args)
+}
+
+// Alias is the program NAME that is one command of another program (apr-st-import
+// is apr-st's import): its grammar is the command's flags and arguments at the top.
+// T is the command's struct type; *T has the Run method.
+func Alias[T any, PT interface {
+	*T
+	Run(*Env) error
+}](name, help string) Program {
+	return Program{Name: name, Help: help, Grammar: func() any { return &alias[T, PT]{} }}
+}
+
+type alias[T any, PT interface {
+	*T
+	Run(*Env) error
+}] struct {
+	Globals
+	Cmd T `embed:""`
+}
+
+func (a *alias[T, PT]) Run(env *Env) error { return PT(&a.Cmd).Run(env) }
 
 // Main runs a program's run function with the process's streams and exits.
 func Main(run func(args []string, stdin io.Reader, stdout, stderr io.Writer) int) {
@@ -180,14 +268,4 @@ func (o *Output) Abort() {
 	if o.file != nil {
 		o.file.Abort()
 	}
-}
-
-// IsTerminal reports whether w is a terminal. A character device is not enough:
-// /dev/null is one too, and writing model bytes there is fine.
-func IsTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	return isTerminal(f)
 }

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
@@ -18,7 +20,7 @@ import (
 )
 
 type testCmd struct {
-	VersionFlag
+	Globals
 	Fail  string `help:"fail with this message"`
 	Usage bool   `help:"fail as a usage error"`
 }
@@ -127,4 +129,103 @@ func TestDevNullIsNotATerminal(t *testing.T) {
 	if _, err := env.Create("-", true); err != nil {
 		t.Fatalf("binary output to /dev/null refused: %v", err)
 	}
+}
+
+type depCmd struct {
+	Globals
+	PassphraseFlags
+	TempDirFlag
+	Tensor []string `sep:"none"`
+	OldP   bool     `name:"deprecated-p" short:"p" hidden:"" deprecated:"-p for a passphrase" use:"passphrase"`
+	OldT   []string `name:"deprecated-t" short:"t" sep:"none" hidden:"" deprecated:"-t for a tensor name" use:"tensor"`
+	got    *depCmd
+}
+
+func (c *depCmd) Run(env *Env) error {
+	*c.got = *c
+	if !env.Quiet {
+		env.Warnf("a warning")
+		env.Infof("a report")
+	}
+	return nil
+}
+
+func TestDeprecatedSpellings(t *testing.T) {
+	run := func(args ...string) (*depCmd, int, string) {
+		var got depCmd
+		var errb bytes.Buffer
+		env := &Env{Name: "apr-test", Stdout: io.Discard, Stderr: &errb}
+		code := Run(env, "test", &depCmd{got: &got}, args)
+		return &got, code, errb.String()
+	}
+	for _, c := range []struct {
+		args   []string
+		check  func(*depCmd) bool
+		notice string
+	}{
+		{[]string{"-p"}, func(c *depCmd) bool { return c.Passphrase }, "-p for a passphrase is deprecated; use --passphrase"},
+		{[]string{"--password"}, func(c *depCmd) bool { return c.Passphrase }, "--password is deprecated; use --passphrase"},
+		{[]string{"--password-file", "f"}, func(c *depCmd) bool { return c.PassphraseFile == "f" }, "--password-file is deprecated; use --passphrase-file"},
+		{[]string{"--password-env", "V"}, func(c *depCmd) bool { return c.PassphraseEnv == "V" }, "--password-env is deprecated; use --passphrase-env"},
+		{[]string{"--tmp-dir", "d"}, func(c *depCmd) bool { return c.TempDir == "d" }, "--tmp-dir is deprecated; use --temp-dir"},
+		{[]string{"-t", "a", "--tensor", "b", "-t", "c"}, func(c *depCmd) bool { return strings.Join(c.Tensor, ",") == "b,a,c" }, "-t for a tensor name is deprecated; use --tensor"},
+	} {
+		got, code, stderr := run(c.args...)
+		if code != 0 || !c.check(got) || !strings.HasPrefix(stderr, "apr-test: "+c.notice+"\n") {
+			t.Errorf("%v: exit %d, %+v, stderr %q", c.args, code, got, stderr)
+		}
+		// -q silences warnings and reports, not the notice.
+		if _, _, stderr := run(append(c.args, "-q")...); stderr != "apr-test: "+c.notice+"\n" {
+			t.Errorf("%v -q: stderr %q", c.args, stderr)
+		}
+	}
+	if _, code, stderr := run("--tmp-dir", "a", "--temp-dir", "b"); code != 2 || !strings.Contains(stderr, "give --temp-dir only") {
+		t.Errorf("two spellings, two values: exit %d, %q", code, stderr)
+	}
+	if _, code, stderr := run("--temp-dir", "a"); code != 0 || stderr != "apr-test: warning: a warning\na report\n" {
+		t.Errorf("new spelling: exit %d, %q", code, stderr)
+	}
+}
+
+func TestMeter(t *testing.T) {
+	defer func(d time.Duration) { meterDelay = d }(meterDelay)
+	meterDelay = 0
+	var errb syncBuffer
+	env := &Env{Name: "apr-test", Stderr: &errb}
+	if m := env.Meter("working", false, 0); m != nil {
+		t.Fatal("a meter on a non-terminal")
+	}
+	env.ForceProgress = true
+	m := env.Meter("working", false, 4e6)
+	w := m.Writer(io.Discard)
+	w.Write(make([]byte, 2e6))
+	time.Sleep(300 * time.Millisecond)
+	env.Warnf("careful")
+	m.Done()
+	m.Done()
+	s := errb.String()
+	if !strings.Contains(s, "apr-test: working, 2.0 of 4.0 MB (50%)") || !strings.Contains(s, "\r\033[Kapr-test: warning: careful\n") {
+		t.Errorf("meter output %q", s)
+	}
+	env.Quiet = true
+	if m := env.Meter("working", true, 0); m != nil {
+		t.Fatal("a meter with -q")
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

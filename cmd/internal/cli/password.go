@@ -8,20 +8,20 @@ import (
 	"strings"
 )
 
-// ErrNoTerminal is returned by ReadPassword when the password is to be typed but there
-// is no terminal to ask on (a CI job, a container without a tty).
-var ErrNoTerminal = errors.New("no terminal to ask for the password on")
+// ErrNoTerminal is returned by ReadPassword when the passphrase is to be typed but
+// there is no terminal to ask on (a CI job, a container without a tty).
+var ErrNoTerminal = errors.New("no terminal to ask for the passphrase on")
 
-// PasswordSource says where a password comes from: the first line of File, all of the
-// environment variable Env, or else a line typed on the terminal. FileFlag and
+// PasswordSource says where a passphrase comes from: the first line of File, all of
+// the environment variable Env, or else a line typed on the terminal. FileFlag and
 // EnvFlag are the flags that set them, named in errors.
 type PasswordSource struct {
 	File, Env         string
 	FileFlag, EnvFlag string
 }
 
-// ReadPassword reads a password from src; on a terminal it asks with prompt, twice
-// when confirm is set. An empty password is refused.
+// ReadPassword reads a passphrase from src; on a terminal it asks with prompt, twice
+// when confirm is set. An empty passphrase is refused.
 func ReadPassword(src PasswordSource, prompt string, confirm bool) ([]byte, error) {
 	pw, err := GivenPassword(src)
 	if err != nil {
@@ -35,12 +35,12 @@ func ReadPassword(src PasswordSource, prompt string, confirm bool) ([]byte, erro
 		}
 	}
 	if len(pw) == 0 {
-		return nil, errors.New("empty password")
+		return nil, errors.New("empty passphrase")
 	}
 	return pw, nil
 }
 
-// GivenPassword returns the password src names by a file or an environment variable,
+// GivenPassword returns the passphrase src names by a file or an environment variable,
 // or nil when it names neither (the terminal is not asked).
 func GivenPassword(src PasswordSource) ([]byte, error) {
 	switch {
@@ -71,12 +71,12 @@ func askPassword(prompt string, confirm bool) ([]byte, error) {
 		return nil, err
 	}
 	if string(again) != string(pw) {
-		return nil, errors.New("the passwords do not match")
+		return nil, errors.New("the passphrases do not match")
 	}
 	return pw, nil
 }
 
-// ReadSmallFile reads a key, recipient or password file, refusing one larger than
+// ReadSmallFile reads a key, recipient or passphrase file, refusing one larger than
 // limit bytes (such a file is not what the flag wants, and is not read into memory).
 func ReadSmallFile(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)

@@ -34,7 +34,7 @@ func TestReadPassword(t *testing.T) {
 			t.Errorf("%+v: %q, %v; want %q", c.src, got, err, c.want)
 		}
 	}
-	if _, err := ReadPassword(PasswordSource{File: file("\nsecond")}, "Password: ", false); err == nil || !strings.Contains(err.Error(), "empty password") {
+	if _, err := ReadPassword(PasswordSource{File: file("\nsecond")}, "Password: ", false); err == nil || !strings.Contains(err.Error(), "empty passphrase") {
 		t.Errorf("empty first line: %v", err)
 	}
 	if _, err := ReadPassword(PasswordSource{Env: "APR_TEST_UNSET_VAR"}, "Password: ", false); !errors.As(err, new(*UsageError)) {

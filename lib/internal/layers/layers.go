@@ -26,7 +26,7 @@ var Layer = map[string]int{
 	"lib/apr": 6,
 	// 7: the programs' shared kit; 8: the programs' own packages; 9: the programs.
 	"cmd/internal/cli":     7,
-	"cmd/apr-gguf/ggufcmd": 8, "cmd/apr-st/stcli": 8,
+	"cmd/internal/ggufcmd": 8, "cmd/internal/stcmd": 8,
 	"cmd/apr-decode": 9, "cmd/apr-distill": 9, "cmd/apr-encode": 9, "cmd/apr-gguf": 9,
 	"cmd/apr-gguf-export": 9, "cmd/apr-gguf-import": 9, "cmd/apr-quant": 9, "cmd/apr-seal": 9,
 	"cmd/apr-sign": 9, "cmd/apr-st": 9, "cmd/apr-st-export": 9, "cmd/apr-st-import": 9,

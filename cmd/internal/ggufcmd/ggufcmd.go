@@ -1,10 +1,10 @@
 // Package ggufcmd is the command line of apr-gguf, shared by apr-gguf (subcommands
-// import and export) and its aliases apr-gguf-import and apr-gguf-export.
+// import and export) and its aliases apr-gguf-import and apr-gguf-export (cli.Alias).
 package ggufcmd
 
 import (
 	"fmt"
-	"io"
+	"os"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
@@ -12,34 +12,18 @@ import (
 	"github.com/apr-go/apr/lib/ggufconv"
 )
 
-// Modes of Run: the program's name selects its grammar.
-const (
-	Both   = "apr-gguf"
-	Import = "apr-gguf-import"
-	Export = "apr-gguf-export"
+// The programs: apr-gguf, and its commands as programs of their own.
+var (
+	Program = cli.Program{Name: "apr-gguf", Help: "Convert between GGUF (llama.cpp) and APR model files, byte for byte.",
+		Grammar: func() any { return &grammar{} }}
+	Import = cli.Alias[ImportCmd]("apr-gguf-import", importHelp)
+	Export = cli.Alias[ExportCmd]("apr-gguf-export", exportHelp)
 )
 
-// Run is the whole program named name (Both, Import or Export); it returns the exit
-// code.
-func Run(name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := &cli.Env{Name: name, Stdin: stdin, Stdout: stdout, Stderr: stderr}
-	switch name {
-	case Import:
-		return cli.Run(env, importHelp, &struct {
-			cli.VersionFlag
-			ImportCmd
-		}{}, args)
-	case Export:
-		return cli.Run(env, exportHelp, &struct {
-			cli.VersionFlag
-			ExportCmd
-		}{}, args)
-	}
-	return cli.Run(env, "Convert between GGUF (llama.cpp) and APR model files, byte for byte.", &struct {
-		cli.VersionFlag
-		Import ImportCmd `cmd:"" help:"GGUF to APR: every tensor, type and KV kept exactly."`
-		Export ExportCmd `cmd:"" help:"APR to GGUF: restores an imported file byte for byte; apr models get documented keys."`
-	}{}, args)
+type grammar struct {
+	cli.Globals
+	Import ImportCmd `cmd:"" help:"GGUF to APR: every tensor, type and KV kept exactly."`
+	Export ExportCmd `cmd:"" help:"APR to GGUF: restores an imported file byte for byte; apr models get documented keys."`
 }
 
 const (
@@ -55,30 +39,34 @@ const (
 
 // ImportCmd is `apr-gguf import`.
 type ImportCmd struct {
-	Input     string `arg:"" optional:"" default:"-" help:"GGUF file ('-': stdin, streamed)."`
-	Output    string `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
-	Compress  string `short:"c" default:"none" enum:"none,zstd,zstd-max,lz4" help:"Compression of tensor data: none (memory-mappable; the default), zstd, zstd-max or lz4."`
-	Digest    bool   `help:"Record the file's SHA-256 in the provenance (one more read of the file, hashed beside the conversion; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for stdin."`
-	ChunkSize int    `default:"1048576" placeholder:"BYTES" help:"Raw bytes per compressed chunk."`
-	Workers   int    `short:"j" default:"0" help:"Chunks compressed at once (default: number of CPUs)."`
+	cli.InputFlag `set:"input_help=GGUF file ('-': stdin, streamed)."`
+	cli.OutputFlag
+	cli.CompressFlag
+	Digest    bool `help:"Record the file's SHA-256 in the provenance (one more read of the file, hashed beside the conversion; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for stdin."`
+	ChunkSize int  `default:"1048576" placeholder:"BYTES" help:"Raw bytes per compressed chunk."`
+	cli.WorkersFlag
 }
 
 // Run implements the command.
 func (c *ImportCmd) Run(env *cli.Env) error {
-	comp, err := container.ParseCompression(c.Compress)
+	comp, err := c.Compression()
 	if err != nil {
-		return cli.Usagef("%v", err)
+		return err
 	}
-	opts := []container.Option{container.WithCompression(comp), container.WithChunkSize(c.ChunkSize)}
-	if c.Workers > 0 {
-		opts = append(opts, container.WithWorkers(c.Workers))
+	jopts, err := c.Options()
+	if err != nil {
+		return err
 	}
+	opts := append([]container.Option{container.WithCompression(comp), container.WithChunkSize(c.ChunkSize)}, jopts...)
 	if c.Input != "-" && c.Input != "" {
 		out, err := env.Create(c.Output, true)
 		if err != nil {
 			return err
 		}
 		defer out.Abort()
+		m := env.Meter("importing", false, fileSize(c.Input))
+		m.Probe(out.Size)
+		defer m.Done()
 		// out.Writer: the file itself (or stdout), so that the digest can be computed
 		// beside the conversion and patched in (see ggufconv.ImportFile).
 		if err := ggufconv.ImportFile(out.Writer, c.Input, ggufconv.ImportOptions{Digest: c.Digest}, opts...); err != nil {
@@ -99,7 +87,9 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
-	if err := ggufconv.Import(out, s, opts...); err != nil {
+	m := env.Meter("importing", false, 0)
+	defer m.Done()
+	if err := ggufconv.Import(m.Writer(out), s, opts...); err != nil {
 		return err
 	}
 	return out.Commit()
@@ -107,10 +97,10 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 
 // ExportCmd is `apr-gguf export`.
 type ExportCmd struct {
-	Input   string `arg:"" optional:"" default:"-" help:"APR (or aprender) file ('-': stdin, spooled to a temporary file)."`
-	Output  string `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
-	TempDir string `placeholder:"DIR" help:"Where to spool tensors read from stdin (default: $TMPDIR or /tmp)."`
-	Generic bool   `help:"Write a Hugging Face language model that is not in llama.cpp's form (an architecture apr does not convert, or imported with --hf-layout) as a generic GGUF of its tensors, which llama.cpp cannot run, instead of refusing it."`
+	cli.InputFlag `set:"input_help=APR (or aprender) file ('-': stdin, spooled to a temporary file)."`
+	cli.OutputFlag
+	cli.TempDirFlag `set:"temp_dir_help=Where to spool tensors read from stdin (default: $TMPDIR or /tmp)."`
+	Generic         bool `help:"Write a Hugging Face language model that is not in llama.cpp's form (an architecture apr does not convert, or imported with --hf-layout) as a generic GGUF of its tensors, which llama.cpp cannot run, instead of refusing it."`
 }
 
 // Run implements the command.
@@ -121,6 +111,9 @@ func (c *ExportCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
+	m := env.Meter("exporting", false, fileSize(c.Input))
+	m.Probe(out.Size)
+	defer m.Done()
 	if c.Input != "-" && c.Input != "" {
 		// out.Writer: the file itself (or stdout), so that a regular file gets the
 		// tensor data by copy_file_range.
@@ -138,4 +131,15 @@ func (c *ExportCmd) Run(env *cli.Env) error {
 		return fmt.Errorf("stdin: %w", err)
 	}
 	return out.Commit()
+}
+
+// fileSize is the size of the regular file path, or 0 (unknown, e.g. stdin).
+func fileSize(path string) int64 {
+	if path == "-" || path == "" {
+		return 0
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		return st.Size()
+	}
+	return 0
 }

@@ -1,6 +1,6 @@
-// Package stcli is the command line of apr-st: the import and export commands, shared
-// by apr-st and its aliases apr-st-import and apr-st-export.
-package stcli
+// Package stcmd is the command line of apr-st: the import and export commands, shared
+// by apr-st and its aliases apr-st-import and apr-st-export (cli.Alias).
+package stcmd
 
 import (
 	"errors"
@@ -20,56 +20,44 @@ import (
 	"github.com/apr-go/apr/lib/stream"
 )
 
-// Descriptions of the programs.
-const (
-	ImportHelp = "Import SafeTensors (a file, a Hugging Face checkpoint directory, or stdin) as an APR model stream."
-	ExportHelp = "Export an APR model as SafeTensors: one file, or a Hugging Face checkpoint directory (sharded with --shard-size)."
+// The programs: apr-st, and its commands as programs of their own.
+var (
+	Program = cli.Program{Name: "apr-st", Help: "Import and export SafeTensors (Hugging Face) models as APR streams.",
+		Grammar: func() any { return &grammar{} }}
+	Import = cli.Alias[ImportCmd]("apr-st-import", importHelp)
+	Export = cli.Alias[ExportCmd]("apr-st-export", exportHelp)
 )
 
-// Main is apr-st's grammar.
-type Main struct {
-	cli.VersionFlag
+const (
+	importHelp = "Import SafeTensors (a file, a Hugging Face checkpoint directory, or stdin) as an APR model stream."
+	exportHelp = "Export an APR model as SafeTensors: one file, or a Hugging Face checkpoint directory (sharded with --shard-size)."
+)
+
+type grammar struct {
+	cli.Globals
 	Import ImportCmd `cmd:"" help:"Import SafeTensors as an APR model (stdout or -o FILE)."`
 	Export ExportCmd `cmd:"" help:"Export an APR model as SafeTensors (stdout, -o FILE, or -o DIR/ for a checkpoint)."`
 }
 
-// ImportMain is apr-st-import's grammar.
-type ImportMain struct {
-	cli.VersionFlag
-	ImportCmd `embed:""`
-}
-
-// ExportMain is apr-st-export's grammar.
-type ExportMain struct {
-	cli.VersionFlag
-	ExportCmd `embed:""`
-}
-
-// Run runs a program whose grammar is one of Main, ImportMain or ExportMain.
-func Run(name, help string, grammar any, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := &cli.Env{Name: name, Stdin: stdin, Stdout: stdout, Stderr: stderr}
-	return cli.Run(env, help, grammar, args)
-}
-
 // ImportCmd imports SafeTensors.
 type ImportCmd struct {
-	Input    string `arg:"" optional:"" default:"-" help:"A .safetensors file, a checkpoint directory (model.safetensors.index.json and shards, or model.safetensors), an index file, or '-' for stdin (a pipe streams through)."`
-	Output   string `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of stdout."`
+	cli.InputFlag `set:"input_help=A .safetensors file, a checkpoint directory (model.safetensors.index.json and shards, or model.safetensors), an index file, or '-' for stdin (a pipe streams through)."`
+	cli.OutputFlag
 	Type     string `short:"t" placeholder:"TYPE" help:"Model type of the APR (a name such as LinearRegression, or a code); default: __metadata__'s apr.model_type, else Custom."`
 	Name     string `help:"Model name to record in the metadata."`
 	NoFiles  bool   `help:"Do not keep a checkpoint directory's config and tokenizer files in the metadata."`
 	HFLayout bool   `name:"hf-layout" help:"Keep a language model's tensors as the checkpoint names and lays them out. By default a checkpoint whose config.json names an architecture apr converts (LlamaForCausalLM, MistralForCausalLM) is imported in llama.cpp's form, ready for apr-gguf export."`
 	Digest   bool   `help:"Record the SHA-256 of each source file in the provenance (one more read of the input, hashed beside the conversion into a file; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for a pipe."`
-	Compress string `short:"c" default:"none" enum:"none,zstd,zstd-max,lz4" help:"Compression of tensor data: none (memory-mappable, the default), zstd, zstd-max or lz4."`
-	Shuffle  bool   `help:"Byte-shuffle float and integer tensors before compression."`
-	Workers  int    `short:"j" default:"0" help:"Chunks compressed at once (default: number of CPUs)."`
+	cli.CompressFlag
+	Shuffle bool `help:"Byte-shuffle float and integer tensors before compression."`
+	cli.WorkersFlag
 }
 
 // Run imports.
 func (c *ImportCmd) Run(env *cli.Env) error {
-	comp, err := container.ParseCompression(c.Compress)
+	comp, err := c.Compression()
 	if err != nil {
-		return cli.Usagef("%v", err)
+		return err
 	}
 	if c.Shuffle && comp == container.CompressNone {
 		return cli.Usagef("--shuffle needs a codec (--compress zstd, zstd-max or lz4)")
@@ -80,10 +68,11 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 			return cli.Usagef("%v", err)
 		}
 	}
-	wopts := []container.Option{container.WithCompression(comp), container.WithShuffle(c.Shuffle)}
-	if c.Workers > 0 {
-		wopts = append(wopts, container.WithWorkers(c.Workers))
+	jopts, err := c.Options()
+	if err != nil {
+		return err
 	}
+	wopts := append([]container.Option{container.WithCompression(comp), container.WithShuffle(c.Shuffle)}, jopts...)
 	name := c.Input
 	var stdinFile *os.File
 	if c.Input == "-" || c.Input == "" {
@@ -105,7 +94,7 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 				return err
 			}
 			defer out.Abort()
-			if err := stream.Reencode(out, s, nil, false, wopts...); err != nil {
+			if err := stream.Reencode(out, env.Progress(s), nil, false, wopts...); err != nil {
 				return prefix(name, err)
 			}
 			return out.Commit()
@@ -121,6 +110,9 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
+	m := env.Meter("importing", false, 0)
+	m.Probe(out.Size)
+	defer m.Done()
 	// With --digest into a regular file, the source digests are computed beside the
 	// conversion and patched into the metadata afterwards (see stconv.ImportFile).
 	if stdinFile != nil {
@@ -154,16 +146,16 @@ func regularFile(r io.Reader) (*os.File, bool) {
 
 // ExportCmd exports SafeTensors.
 type ExportCmd struct {
-	Input     string `arg:"" optional:"" default:"-" help:"APR (or aprender) model file, or '-' for stdin (a pipe is spooled to a temporary file: SafeTensors needs every tensor's shape before the data)."`
-	Output    string `short:"o" placeholder:"PATH" help:"Write to FILE (atomically) instead of stdout. A directory (existing, ending in '/', or with --shard-size) gets a Hugging Face checkpoint: model.safetensors or shards and index, plus the config and tokenizer files kept at import."`
-	ShardSize string `placeholder:"SIZE" help:"Write a sharded checkpoint to -o DIR with shards of at most SIZE (5GB, 500MB, 2GiB, or bytes), as huggingface_hub splits them."`
-	DType     string `name:"dtype" default:"auto" enum:"auto,f32,f16,bf16,f64" help:"Dtype for quantized tensors, which are dequantized: auto (their dtype before import when known, else f32), f32, f16, bf16 or f64. Other tensors keep their dtype."`
-	TmpDir    string `placeholder:"DIR" help:"Where to spool a piped input (default: beside the output file, else $TMPDIR)."`
+	cli.InputFlag   `set:"input_help=APR (or aprender) model file, or '-' for stdin (a pipe is spooled to a temporary file: SafeTensors needs every tensor's shape before the data)."`
+	Output          string `short:"o" placeholder:"PATH" help:"Write to FILE (atomically) instead of stdout. A directory (existing, ending in '/', or with --shard-size) gets a Hugging Face checkpoint: model.safetensors or shards and index, plus the config and tokenizer files kept at import."`
+	ShardSize       string `placeholder:"SIZE" help:"Write a sharded checkpoint to -o DIR with shards of at most SIZE (5GB, 500MB, 2GiB, or bytes), as huggingface_hub splits them."`
+	DType           string `name:"dtype" default:"auto" enum:"auto,f32,f16,bf16,f64" help:"Dtype for quantized tensors, which are dequantized: auto (their dtype before import when known, else f32), f32, f16, bf16 or f64. Other tensors keep their dtype."`
+	cli.TempDirFlag `set:"temp_dir_help=Where to spool a piped input (default: beside the output file, else $TMPDIR)."`
 }
 
 // Run exports.
 func (c *ExportCmd) Run(env *cli.Env) error {
-	opts := stconv.ExportOptions{TempDir: c.TmpDir}
+	opts := stconv.ExportOptions{TempDir: c.TempDir}
 	if c.DType != "auto" {
 		d, err := dtype.Parse(strings.ToUpper(c.DType))
 		if err != nil {
@@ -195,6 +187,8 @@ func (c *ExportCmd) Run(env *cli.Env) error {
 		return prefix(name, err)
 	}
 	defer src.Close()
+	m := env.Meter("exporting", false, 0)
+	defer m.Done()
 	if dirOut {
 		if err := stconv.ExportDir(c.Output, src, opts); err != nil {
 			return prefix(name, err)
@@ -206,11 +200,13 @@ func (c *ExportCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer out.Abort()
+	m.Probe(out.Size)
 	if err := stconv.Export(out.Writer, src, opts); err != nil {
 		return prefix(name, err)
 	}
+	m.Done()
 	if stconv.HasFiles(src.Header()) {
-		env.Errorf("note: the config and tokenizer files kept in the metadata are not written to a single file; export to a directory (-o DIR/) to restore them")
+		env.Notef("the config and tokenizer files kept in the metadata are not written to a single file; export to a directory (-o DIR/) to restore them")
 	}
 	return out.Commit()
 }

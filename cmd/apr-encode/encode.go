@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/apr-go/apr/cmd/internal/cli"
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/modeltype"
+)
+
+// source is the input stream: NumPy files make a new model; otherwise an APR file or stdin.
+func (c *encodeCmd) source(env *cli.Env) (apr.Stream, error) {
+	numpy := 0
+	for _, in := range c.Inputs {
+		switch strings.ToLower(filepath.Ext(in)) {
+		case ".npy", ".npz":
+			numpy++
+		}
+	}
+	if numpy > 0 {
+		if numpy != len(c.Inputs) {
+			return nil, cli.Usagef("mix of NumPy files and other inputs; give only .npy/.npz files, or one APR file")
+		}
+		t := modeltype.Custom
+		if c.Type != "" {
+			var err error
+			if t, err = modeltype.ParseType(c.Type); err != nil {
+				return nil, cli.Usagef("%v", err)
+			}
+		}
+		created, err := container.CreatedAt()
+		if err != nil {
+			return nil, err
+		}
+		md := container.Metadata{CreatedAt: created, Producer: apr.Producer,
+			Provenance: map[string]any{"source_format": "numpy"}}
+		return apr.NumPyStream(container.Header{Type: t, Metadata: md}, c.Inputs)
+	}
+	if len(c.Inputs) > 1 {
+		return nil, cli.Usagef("re-encoding takes one APR file, got %d inputs", len(c.Inputs))
+	}
+	in := "-"
+	if len(c.Inputs) == 1 {
+		in = c.Inputs[0]
+	}
+	r, name, err := env.Input(in)
+	if err != nil {
+		return nil, err
+	}
+	s, err := apr.OpenStream(r)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if c.Type != "" {
+		t, err := modeltype.ParseType(c.Type)
+		if err != nil {
+			return nil, cli.Usagef("%v", err)
+		}
+		if got := s.Header().Type; got != t {
+			return nil, fmt.Errorf("%s: model type is %v, --type says %v (re-encoding never changes the type)", name, got, t)
+		}
+	}
+	return &closing{Stream: s, c: r}, nil
+}
+
+type closing struct {
+	apr.Stream
+	c io.Closer
+}
+
+func (c *closing) Close() error { c.Stream.Close(); return c.c.Close() }
+
+// edit applies the metadata options to the header.
+func (c *encodeCmd) edit(h *container.Header) {
+	md := &h.Metadata
+	if c.Name != nil {
+		md.Name = *c.Name
+	}
+	if c.Description != nil {
+		md.Description = *c.Description
+	}
+	set := func(m *map[string]any, kvs []string) {
+		for _, kv := range kvs {
+			k, v, _ := strings.Cut(kv, "=")
+			if *m == nil {
+				*m = map[string]any{}
+			}
+			(*m)[k] = parseValue(v)
+		}
+	}
+	set(&md.Custom, c.Meta)
+	set(&md.Hyperparameters, c.Hyper)
+	set(&md.Metrics, c.Metric)
+	for _, k := range c.Unset {
+		delete(md.Custom, k)
+		delete(md.Hyperparameters, k)
+		delete(md.Metrics, k)
+	}
+}
+
+// parseValue types a command-line value: integer, float, bool, else string.
+func parseValue(s string) any {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return f
+	}
+	if b, err := strconv.ParseBool(s); err == nil && (s == "true" || s == "false") {
+		return b
+	}
+	return s
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/apr-go/apr/cmd/internal/cli"
+	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/seal"
+	"github.com/apr-go/apr/lib/sign"
+)
+
+// unsealer returns nil when no identity and no password was asked for: a sealed
+// input is then refused with a message saying what to give.
+func (s *sealedFlags) unsealer() (container.Unsealer, error) {
+	if s.PassphraseFile != "" && s.PassphraseEnv != "" {
+		return nil, cli.Usagef("give the passphrase once: --passphrase-file or --passphrase-env")
+	}
+	if len(s.Identity) == 0 && !s.Wanted() {
+		return nil, nil
+	}
+	ids, err := s.Identities()
+	if err != nil {
+		return nil, err
+	}
+	return &passwordUnsealer{ids: ids, flags: s}, nil
+}
+
+// passwordUnsealer reads the passphrase only once the input turns out to be sealed
+// for one, so that an unsealed input never prompts.
+type passwordUnsealer struct {
+	ids   []seal.Identity
+	flags *sealedFlags
+}
+
+func (u *passwordUnsealer) Begin(header, metadata, section []byte) (container.TensorOpener, error) {
+	ids := u.ids
+	if u.flags.Wanted() {
+		si, err := apr.ParseSealInfo(section)
+		if err != nil {
+			return nil, err
+		}
+		if !si.Password {
+			return nil, fmt.Errorf("%w: the input is not sealed for a passphrase (it is for %d X25519 recipient(s); give -i IDENTITY)",
+				apr.ErrDecryptionFailed, si.X25519)
+		}
+		pw, err := u.flags.Read("Passphrase of the sealed input: ", false)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids[:len(ids):len(ids)], seal.NewPasswordIdentity(pw))
+	}
+	return apr.NewUnsealer(ids...).Begin(header, metadata, section)
+}
+
+func (c *verifyCmd) Run(env *cli.Env) error {
+	keys, err := c.Keys()
+	if err != nil {
+		return err
+	}
+	if c.Minisign {
+		return c.minisign(env, keys)
+	}
+	if c.SigFile != "" {
+		return cli.Usagef("-x is the signature file of --minisign")
+	}
+	in, name, err := env.Input(c.Input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	u, err := c.unsealer()
+	if err != nil {
+		return err
+	}
+	p := apr.Policy{Signers: keys, Unsealer: u}
+	if c.License {
+		p = apr.Policy{LicenseIssuers: keys, Unsealer: u}
+	}
+	report := env.Stdout
+	var src io.Reader = in
+	var release func() error
+	switch {
+	case c.Output != "" && c.Output != "-":
+		// The atomic output file is the spool: committed only after verification.
+		out, err := env.Create(c.Output, true)
+		if err != nil {
+			return err
+		}
+		defer out.Abort()
+		bw := bufio.NewWriterSize(out, 1<<20)
+		src = io.TeeReader(in, bw)
+		release = func() error {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			return out.Commit()
+		}
+	case c.Pass || c.Output == "-":
+		report = env.Stderr
+		out, err := env.Create("-", true)
+		if err != nil {
+			return err
+		}
+		spool, err := os.CreateTemp("", "apr-sign-verify-*.apr")
+		if err != nil {
+			return fmt.Errorf("spool file for --pass: %w", err)
+		}
+		defer func() { spool.Close(); os.Remove(spool.Name()) }()
+		bw := bufio.NewWriterSize(spool, 1<<20)
+		src = io.TeeReader(in, bw)
+		release = func() error {
+			if err := bw.Flush(); err != nil {
+				return fmt.Errorf("spool file: %w", err)
+			}
+			if _, err := spool.Seek(0, io.SeekStart); err != nil {
+				return fmt.Errorf("spool file: %w", err)
+			}
+			_, err := io.Copy(out, spool)
+			return err
+		}
+	}
+	v, err := apr.Verify(src, p)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if release != nil {
+		if err := release(); err != nil {
+			return err
+		}
+	}
+	if !env.Quiet {
+		if c.License {
+			l := v.License.License
+			exp := "never expires"
+			if !l.ExpiresAt.IsZero() {
+				exp = "expires " + l.ExpiresAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(report, "%s: valid license for %q, tier %q, %d seats, issued %s, %s, by issuer key %s\n",
+				name, l.Licensee, l.Tier, l.Seats, l.IssuedAt.UTC().Format(time.RFC3339), exp, v.License.Issuer.ID)
+		} else {
+			s := v.Signer.Signature
+			fmt.Fprintf(report, "%s: good signature by key %s (fingerprint %s), signed %s, comment %q; %d tensors, content sha256:%x\n",
+				name, v.Signer.Key.ID, v.Signer.Key.Fingerprint(), s.Time.UTC().Format(time.RFC3339), s.Comment, v.Tensors, v.Digest)
+		}
+	}
+	return nil
+}
+
+func (c *verifyCmd) minisign(env *cli.Env, keys []*sign.PublicKey) error {
+	if c.Pass || c.Output != "" || c.License {
+		return cli.Usagef("--minisign checks a file; it does not combine with --pass, -o or --license")
+	}
+	if c.Input == "-" && c.SigFile == "" {
+		return cli.Usagef("checking stdin with --minisign needs -x SIGFILE")
+	}
+	sigPath := c.SigFile
+	if sigPath == "" {
+		sigPath = c.Input + ".minisig"
+	}
+	sig, err := readSmall(sigPath)
+	if err != nil {
+		return err
+	}
+	in, name, err := env.Input(c.Input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	ms, key, err := sign.VerifyMinisign(bufio.NewReaderSize(in, 1<<20), sig, keys)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if !env.Quiet {
+		fmt.Fprintf(env.Stdout, "%s: good minisign signature by key %s, trusted comment %q\n", name, key.ID, ms.TrustedComment)
+	}
+	return nil
+}
