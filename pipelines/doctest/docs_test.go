@@ -78,8 +78,9 @@ var terminal = []struct{ file, command, input string }{
 var expectations = []struct{ file, command, want, then string }{
 	{"README.md", "apr-decode verify model.apr && echo intact", "intact", ""},
 	{"README.md", "apr-decode plain < small.apr", "OK, 2 tensors", ""},
+	{"README.md", "apr-st export tiny.apr -o tiny-again/", "", "diff -r tiny-again testdata/hf/tiny-llama"},
 	{"docs/GGUF.md", "apr-gguf export model.apr -o model.gguf", "", "cmp model.gguf model.f32.gguf"},
-	{"docs/SAFETENSORS.md", "-o ./out/", "", "test -f out/config.json && test -f out/tokenizer.json"},
+	{"docs/SAFETENSORS.md", "-o ./out/", "", "test -f out/config.json && test -f out/tokenizer.model"},
 	{"docs/SIGNING.md", "apr-sign keygen -o author", "", `test "$(stat -c %a author.key)" = 600 && grep -q "BEGIN PRIVATE KEY" author.key && grep -q "BEGIN PUBLIC KEY" author.pub`},
 	{"docs/SIGNING.md", "--detached --minisign", "", "test -f model.apr.minisig"},
 	{"docs/SIGNING.md", "apr-sign verify --license", "license", ""},
@@ -101,6 +102,8 @@ apr-gguf import "$TESTDATA/gguf/tiny-llama.f32.gguf" | apr-st export -o model.sa
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" llama.f32.gguf
 apr-sign keygen -o ci
 cp "$TESTDATA/aprender/mnist_784x2.apr" aprender-model.apr
+mkdir -p testdata/hf
+cp -r "$TESTDATA/hf/tiny-llama" testdata/hf/
 echo "AGE_RECIPIENT=$(apr-seal keygen -o customer.key)"
 `},
 	"docs/QUANT.md": {npy: linearArrays, shell: `
@@ -111,17 +114,16 @@ apr-encode -t LinearRegression coefficients.npy intercept.npy -o linear.apr
 apr-sign keygen -o ci
 `},
 	"docs/SAFETENSORS.md": {shell: `
-apr-gguf import "$TESTDATA/gguf/tiny-llama.f32.gguf" -o tiny.apr
-apr-st export tiny.apr -o model.safetensors
-apr-st export tiny.apr --shard-size 200KB -o Llama-checkpoint/
-echo '{"architectures": ["LlamaForCausalLM"]}' > Llama-checkpoint/config.json
-echo '{"version": "1.0"}' > Llama-checkpoint/tokenizer.json
+apr-gguf import "$TESTDATA/gguf/tiny-llama.f32.gguf" | apr-st export -o model.safetensors
+apr-st import "$TESTDATA/hf/tiny-llama/" -o tiny.apr
+apr-st export tiny.apr --shard-size 1MB -o Llama-checkpoint/
 rm tiny.apr
 apr-sign keygen -o ci
 `},
 	"docs/GGUF.md": {shell: `
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.gguf
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.f32.gguf
+cp -r "$TESTDATA/hf/tiny-llama" .
 `},
 	"docs/SIGNING.md": {shell: `
 apr-encode "$TESTDATA/aprender/mnist_784x2.apr" -o model.apr
