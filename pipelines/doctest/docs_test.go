@@ -26,7 +26,9 @@ import (
 // and docs/*.md, as written, in one work directory per doc file that setups (below)
 // fills with the files the examples name. Each command runs under bash with set -e and
 // pipefail; the commands of a block run in order and a failure fails the test, names
-// the doc's file and line, and ends that block.
+// the doc's file and line, and ends that block. A deprecation notice on stderr
+// ("apr-NAME: X is deprecated; use Y") fails it too: the doc should show the current
+// spelling.
 //
 // The only departures from the text, all listed here: skips (never silent: each is
 // logged with its reason), substitutions (a doc's placeholder such as age1... made
@@ -345,6 +347,9 @@ blocks:
 			if code != 0 {
 				t.Errorf("%s: exit %d: %s\nstdout:\n%s\nstderr:\n%s", where, code, text, clip(out), clip(stderr))
 				continue blocks
+			}
+			if strings.Contains(stderr, " is deprecated; use ") {
+				t.Errorf("%s: %s: the doc uses a deprecated spelling:\n%s", where, text, clip(stderr))
 			}
 			for _, e := range expectations {
 				if e.file == file && strings.Contains(c.text, e.command) {
