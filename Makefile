@@ -12,7 +12,7 @@ PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
 .PHONY: all build test test-native test-purego test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
-        lint demo bench fuzz install clean
+        test-docs golden lint demo bench fuzz install clean
 
 all: build
 
@@ -72,6 +72,14 @@ test-fuzz:
 
 test-pipelines:
 	$(GO) test -count=1 ./pipelines/
+
+# The programs' testscript sessions and every command of the docs (part of test-native).
+test-docs:
+	$(GO) test -count=1 ./pipelines/doctest/
+
+# Rewrite the golden files of every test that has them (-update; docs/DESIGN.md, "Tests").
+golden:
+	$(GO) test -count=1 $$(grep -rl --include='*_test.go' '^var update = flag.Bool("update"' . | xargs -n1 dirname | sort -u) -update
 
 # Longer fuzzing of every target: make fuzz FUZZTIME=10m
 fuzz:

@@ -19,7 +19,7 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/aprender")
+var update = flag.Bool("update", false, "rewrite golden files") // testdata/aprender/apr0_worked_example.apr
 
 var testdata = filepath.Join("..", "..", "testdata", "aprender")
 
