@@ -76,7 +76,8 @@ func (c *quantCmd) Run(env *cli.Env) error {
 	if c.StatsFile == "-" && (c.Output == "" || c.Output == "-") {
 		return cli.Usagef("--stats-file - and the model would both go to stdout; use -o FILE")
 	}
-	o := quant.Options{Type: t, Pure: c.Pure, Include: c.Include, Exclude: c.Exclude, AllowRequantize: c.AllowRequantize,
+	preset, _ := quant.Preset(c.Type)
+	o := quant.Options{Type: t, Preset: preset, Pure: c.Pure, Include: c.Include, Exclude: c.Exclude, AllowRequantize: c.AllowRequantize,
 		Workers: c.Workers, Stats: stats, Producer: "apr-quant " + apr.Version,
 		Warn: func(msg string) { env.Warnf("%s", msg) }}
 	if err := o.Validate(); err != nil {

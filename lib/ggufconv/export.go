@@ -13,6 +13,7 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/quant"
 	"github.com/apr-go/apr/lib/stream"
 )
 
@@ -128,7 +129,9 @@ func setFileType(gh *gguf.Header, prov map[string]any) {
 	typ, _ := q["type"].(string)
 	ft, ok := fileTypes[typ]
 	if !ok {
-		return
+		if ft, ok = quant.PresetFileType(typ); !ok {
+			return
+		}
 	}
 	found := false
 	for i := range gh.KVs {
@@ -144,6 +147,10 @@ func setFileType(gh *gguf.Header, prov map[string]any) {
 		if _, ok := gh.Get(KeyQuantVersion); !ok {
 			gh.KVs = append(gh.KVs, gguf.KV{Key: KeyQuantVersion, Value: gguf.Uint32(2)})
 		}
+	}
+	if _, ok := quant.PresetFileType(typ); ok {
+		moveToEnd(gh, KeyQuantVersion, gguf.Uint32(2))
+		moveToEnd(gh, KeyFileType, gguf.Uint32(ft))
 	}
 }
 
@@ -204,6 +211,9 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 		spans = append(spans, span{name: info.Name, off: off, size: size})
 		off += size
 	}
+	if presetOf(h.Metadata.Provenance) {
+		infos, spans = llamaQuantizeOrder(infos, spans)
+	}
 	gh, err := Plan(h, infos)
 	if err != nil {
 		return err
@@ -211,12 +221,13 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 	if out, ok := regularFile(w); ok {
 		return copyData(out, spool, "", gh, spans, nil)
 	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("spooling tensors: %w", err)
-	}
 	return write(w, gh, func(gw *gguf.Writer) error {
-		_, err := copyBuffer(gw, spool, buf)
-		return err
+		for _, sp := range spans {
+			if _, err := copyBuffer(gw, io.NewSectionReader(spool, sp.off, sp.size), buf); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -351,13 +362,15 @@ func ExportFile(w io.Writer, path string, o ExportOptions) error {
 	if err := checkArchitecture(*info.Metadata, o); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	// A preset's tensors are reordered as llama-quantize writes them: through the spool.
+	reorder := presetOf(info.Metadata.Provenance)
 	if info.Format == "APR v2" {
 		for _, e := range info.Tensors {
 			if e.Encrypted {
 				return fmt.Errorf("%s: tensor %q is sealed; unseal the file first", path, e.Name)
 			}
 		}
-		if plainData(info.Tensors) {
+		if plainData(info.Tensors) && !reorder {
 			return exportPlain(w, path, info.Info)
 		}
 	}
@@ -371,7 +384,7 @@ func ExportFile(w io.Writer, path string, o ExportOptions) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer s.Close()
-	if info.Format != "APR v2" {
+	if info.Format != "APR v2" || reorder {
 		return Export(w, s, o)
 	}
 	infos := make([]container.TensorInfo, len(info.Tensors))

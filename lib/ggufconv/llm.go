@@ -2,9 +2,12 @@ package ggufconv
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/llm"
 )
 
@@ -38,4 +41,60 @@ func checkArchitecture(md container.Metadata, o ExportOptions) error {
 	return fmt.Errorf("architecture %q (config.json) is not one apr converts for llama.cpp (supported: %s); "+
 		"--generic writes a generic GGUF of the tensors under their own names, which llama.cpp cannot run",
 		arch, strings.Join(llm.Supported(), ", "))
+}
+
+// presetOf reports whether the model was quantized with a llama-quantize preset
+// (apr-quant q4_k_m and the like): its GGUF is then laid out as llama-quantize writes
+// one, so that the bytes are the same.
+func presetOf(prov map[string]any) bool {
+	q, _ := prov["quantization"].(map[string]any)
+	rules, _ := q["rules"].(map[string]any)
+	_, ok := rules["preset"].(string)
+	return ok
+}
+
+// moveToEnd removes key from gh and appends it with v, as llama-quantize sets
+// general.quantization_version and general.file_type after copying the other keys.
+func moveToEnd(gh *gguf.Header, key string, v gguf.Value) {
+	kvs := gh.KVs[:0]
+	for _, kv := range gh.KVs {
+		if kv.Key != key {
+			kvs = append(kvs, kv)
+		}
+	}
+	gh.KVs = append(kvs, gguf.KV{Key: key, Value: v})
+}
+
+// llamaQuantizeOrder sorts the tensors as llama.cpp's model loader lists them, which
+// is the order llama-quantize writes: tensors outside the blocks first, then block by
+// block (blk.N by N), each group by name.
+func llamaQuantizeOrder(infos []container.TensorInfo, spans []span) ([]container.TensorInfo, []span) {
+	idx := make([]int, len(infos))
+	for i := range idx {
+		idx[i] = i
+	}
+	key := func(name string) (int, string) {
+		rest, ok := strings.CutPrefix(name, "blk.")
+		if !ok {
+			return -1, name
+		}
+		n, err := strconv.Atoi(rest[:max(strings.IndexByte(rest, '.'), 0)])
+		if err != nil {
+			return -1, name
+		}
+		return n, name
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		la, na := key(infos[idx[a]].Name)
+		lb, nb := key(infos[idx[b]].Name)
+		if la != lb {
+			return la < lb
+		}
+		return na < nb
+	})
+	oi, os := make([]container.TensorInfo, len(infos)), make([]span, len(spans))
+	for i, j := range idx {
+		oi[i], os[i] = infos[j], spans[j]
+	}
+	return oi, os
 }

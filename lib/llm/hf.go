@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -253,7 +254,7 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 				w = []int64{int64(h.Hidden), int64(h.FFN)}
 			}
 		}
-		if w != nil && !equalShape(w, t.Shape) {
+		if w != nil && !slices.Equal(w, t.Shape) {
 			return 0, 0, fmt.Errorf("config.json: %s give tensor %q the shape %v, but it has %v", field[suffix], t.Name, w, t.Shape)
 		}
 	}
@@ -267,18 +268,6 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		fileType = 32
 	}
 	return params, fileType, nil
-}
-
-func equalShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // generalKVs are the converter's general.* keys for a checkpoint directory without a

@@ -96,6 +96,63 @@ func converterBytes(t *testing.T, name, typ string) {
 	}
 }
 
+// TestPresetBytes: apr-st import DIR | apr-quant PRESET | apr-gguf export gives the
+// file llama-quantize writes from the converter's F32 GGUF with that preset (per-tensor
+// types by llama.cpp's rules, ggml's quantizers, llama-quantize's key and tensor order).
+//
+// llama-quantize b4747, which made the references, falls back from Q2_K and Q3_K to
+// IQ4_NL for rows that are not whole 256-value blocks; apr follows newer llama.cpp
+// (Q4_0; see lib/quant's fallbacks). small-mistral's rows of 192 values make its
+// Q2_K and Q3_K_* files differ for that reason alone: those must differ.
+func TestPresetBytes(t *testing.T) {
+	iq4nl := map[string]bool{"small-mistral/Q2_K": true, "small-mistral/Q3_K_S": true, "small-mistral/Q3_K_M": true, "small-mistral/Q3_K_L": true}
+	for _, c := range checkpoints {
+		sums := refSums(t, c.name)
+		n := 0
+		for _, p := range []string{"Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q2_K", "Q6_K", "Q4_0", "Q4_1", "Q5_0", "Q5_1"} {
+			want, ok := sums["ref/"+c.name+"."+p+".gguf"]
+			if !ok {
+				continue
+			}
+			n++
+			t.Run(c.name+"/"+p, func(t *testing.T) {
+				s, err := stconv.Open("../../testdata/hf/"+c.name, stconv.ImportOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				preset, ok := quant.Preset(p)
+				target, err := quant.ParseType(p)
+				if !ok || err != nil {
+					t.Fatalf("%s: preset %v, %v", p, ok, err)
+				}
+				q, err := quant.New(apr(t, s), quant.Options{Type: target, Preset: preset})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out bytes.Buffer
+				if err := ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()}); err != nil {
+					t.Fatal(err)
+				}
+				sum := sha256.Sum256(out.Bytes())
+				got := hex.EncodeToString(sum[:])
+				if iq4nl[c.name+"/"+p] {
+					if got == want {
+						t.Errorf("equal to llama-quantize's file, which has IQ4_NL fallbacks: drop the exception")
+					}
+					return
+				}
+				if got != want {
+					t.Errorf("SHA-256 of the export %s, llama-quantize wrote %s (%d bytes)", got, want, out.Len())
+				}
+			})
+		}
+		if n == 0 {
+			t.Errorf("%s: no preset references", c.name)
+		}
+	}
+}
+
 // TestHFRoundTrip: a checkpoint imported in llama.cpp's form exports back to the same
 // files, byte for byte (shards and index included).
 func TestHFRoundTrip(t *testing.T) {

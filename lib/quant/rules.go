@@ -35,7 +35,7 @@ func Types() []string {
 var ErrType = errors.New("not a quantization type")
 
 // ParseType returns the target dtype for a name such as "q8_0", "Q4_K" or "f16"
-// (case-insensitive).
+// (case-insensitive); for a llama-quantize preset ("q4_k_m") its default type.
 func ParseType(s string) (dtype.DType, error) {
 	l := strings.ToLower(s)
 	for _, t := range targets {
@@ -43,7 +43,10 @@ func ParseType(s string) (dtype.DType, error) {
 			return t.t, nil
 		}
 	}
-	return dtype.Invalid, fmt.Errorf("%q: %w (one of %s)", s, ErrType, strings.Join(Types(), ", "))
+	if p, ok := lookupPreset(l); ok {
+		return p.def, nil
+	}
+	return dtype.Invalid, fmt.Errorf("%q: %w (one of %s; or a llama-quantize preset: %s)", s, ErrType, strings.Join(Types(), ", "), strings.Join(presetNames(), ", "))
 }
 
 func isTarget(t dtype.DType) bool {
@@ -105,6 +108,13 @@ type Options struct {
 	Warn func(msg string)
 	// Producer names the program in the provenance (default "apr <version>").
 	Producer string
+	// Preset, when set (see Preset: "q4_k_m", "q4_0", ...), chooses each weight's type
+	// by llama-quantize's rules for that file type, for a language model (the
+	// metadata's GGUF key-values name its architecture and layers); Type must be the
+	// preset's default type. Pure or another model makes it a plain type.
+	Preset string
+
+	llm *llmModel // the language model the preset's rules apply to, set by New
 }
 
 // Validate checks the options without an input.
@@ -139,6 +149,9 @@ func (d Decision) Converted() bool { return d.To != d.From }
 // decoded).
 func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 	d := Decision{From: t.DType, To: t.DType}
+	if o.llm != nil && t.Name == "output.weight" {
+		o.llm.hasOutput = true // llama.cpp's has_output: token_embd then keeps the default type
+	}
 	info := t.DType.Info()
 	if p, ok := match(o.Exclude, t.Name); ok {
 		d.Reason = "excluded by " + p
@@ -177,6 +190,10 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 	}
 	row := rowLen(t.Shape)
 	to := o.Type
+	if p, ok := lookupPreset(o.Preset); ok && o.llm != nil && !o.Pure && o.Type != dtype.F32 {
+		to = o.llm.presetType(p, t.Name, row)
+		d.Reason = d.Reason + "; " + presetReason(p, p.def, to)
+	}
 	if bs := int64(to.Info().BlockElems); row%bs != 0 {
 		fb, ok := fallbacks[to]
 		if !ok {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/apr-go/apr/kernels"
@@ -164,6 +165,14 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	for range cap(s.free) {
 		s.free <- &job{}
 	}
+	if _, ok := lookupPreset(o.Preset); ok {
+		if o.llm = llmFromHeader(src.Header()); o.llm != nil {
+			for _, t := range o.Plan {
+				o.llm.hasOutput = o.llm.hasOutput || t.Name == "output.weight"
+			}
+		}
+	}
+	s.opts = o
 	s.report = Report{Type: o.Type.String()}
 	counts, sources := map[string]any{}, map[string]any{}
 	fallbacks := 0
@@ -215,7 +224,13 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	if len(o.Exclude) > 0 {
 		rules["exclude"] = toAny(o.Exclude)
 	}
-	q := map[string]any{"type": o.Type.String(), "producer": producer, "rules": rules}
+	typ := o.Type.String()
+	if o.llm != nil && !o.Pure {
+		typ = strings.ToUpper(o.Preset) // llama-quantize's file type, e.g. Q4_K_M
+		rules["preset"] = typ
+		rules["selection"] = "llama.cpp, with llama-quantize's per-tensor rules of " + typ
+	}
+	q := map[string]any{"type": typ, "producer": producer, "rules": rules}
 	if o.Plan != nil {
 		q["tensor_types"] = counts
 		q["source_dtypes"] = sources

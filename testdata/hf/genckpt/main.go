@@ -1,5 +1,6 @@
-// Command genckpt writes small-mistral, the second Hugging Face checkpoint of lib/llm's
-// tests, made by apr (the first, tiny-llama, comes from the fixtures): a
+// Command genckpt writes Llama-shaped Hugging Face checkpoints of any size. With its
+// defaults it writes small-mistral, the second checkpoint of lib/llm's tests, made by
+// apr (the first, tiny-llama, comes from the fixtures): a
 // MistralForCausalLM of other sizes than tiny-llama's, with multi-head attention (6 KV
 // heads of 6), an explicit head_dim, tied embeddings (no lm_head), F16 weights in two
 // shards with model.safetensors.index.json, a vocab_size (520) larger than the
@@ -8,6 +9,10 @@
 // output is deterministic.
 //
 //	go run ./testdata/hf/genckpt -tokenizer testdata/hf/tiny-llama/tokenizer.model -o testdata/hf/small-mistral
+//
+// The benchmark (.ci/bench-llm) writes one of TinyLlama-1.1B's shape with flags:
+// -arch LlamaForCausalLM -vocab 32000 -hidden 2048 -ffn 5632 -layers 22 -heads 32
+// -kvheads 4 -headdim 0 -dtype bf16 -tied=false -shards 2.
 package main
 
 import (
@@ -18,6 +23,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
@@ -28,31 +34,26 @@ import (
 	"github.com/apr-go/apr/lib/tensor"
 )
 
-const (
-	vocab, hidden, ffn, layers, heads, headDim = 520, 192, 320, 3, 6, 32
-)
-
 const config = `{
   "architectures": [
-    "MistralForCausalLM"
+    "%s"
   ],
-  "model_type": "mistral",
+  "model_type": "%s",
   "vocab_size": %d,
   "hidden_size": %d,
   "intermediate_size": %d,
   "num_hidden_layers": %d,
   "num_attention_heads": %d,
-  "num_key_value_heads": %d,
-  "head_dim": %d,
+  "num_key_value_heads": %d,%s
   "max_position_embeddings": 1024,
   "rms_norm_eps": 1e-06,
   "rope_theta": 1000000.0,
   "sliding_window": null,
   "hidden_act": "silu",
-  "tie_word_embeddings": true,
+  "tie_word_embeddings": %t,
   "bos_token_id": 1,
   "eos_token_id": 2,
-  "torch_dtype": "float16"
+  "torch_dtype": "%s"
 }
 `
 
@@ -70,7 +71,32 @@ const tokenizerConfig = `{
 func main() {
 	tok := flag.String("tokenizer", "", "SentencePiece tokenizer.model to include")
 	out := flag.String("o", "", "output directory (must not exist)")
+	arch := flag.String("arch", "MistralForCausalLM", "config.json architecture")
+	vocab := flag.Int64("vocab", 520, "vocab_size")
+	hidden := flag.Int64("hidden", 192, "hidden_size")
+	ffn := flag.Int64("ffn", 320, "intermediate_size")
+	layers := flag.Int("layers", 3, "num_hidden_layers")
+	heads := flag.Int64("heads", 6, "num_attention_heads")
+	kvHeads := flag.Int64("kvheads", 6, "num_key_value_heads")
+	headDimFlag := flag.Int64("headdim", 32, "head_dim written to config.json (0: none, hidden/heads)")
+	dt := flag.String("dtype", "f16", "f16 or bf16")
+	tied := flag.Bool("tied", true, "tie_word_embeddings (no lm_head)")
+	shards := flag.Int64("shards", 2, "about how many shards (the last may be small)")
 	flag.Parse()
+	headDim := *headDimFlag
+	headDimJSON := fmt.Sprintf("\n  \"head_dim\": %d,", headDim)
+	if headDim == 0 {
+		headDim, headDimJSON = *hidden / *heads, ""
+	}
+	dtypes := map[string]struct {
+		d     dtype.DType
+		torch string
+		enc   func(float32) uint16
+	}{"f16": {dtype.F16, "float16", kernels.F32ToF16Bits}, "bf16": {dtype.BF16, "bfloat16", kernels.F32ToBF16Bits}}
+	d, ok := dtypes[*dt]
+	if !ok {
+		log.Fatalf("-dtype %s: f16 or bf16", *dt)
+	}
 	if *tok == "" || *out == "" {
 		log.Fatal("usage: genckpt -tokenizer FILE -o DIR")
 	}
@@ -79,7 +105,7 @@ func main() {
 		log.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(2026, 11))
-	f16 := func(name string, shape ...int64) tensor.Tensor {
+	half := func(name string, shape ...int64) tensor.Tensor {
 		n := int64(1)
 		for _, d := range shape {
 			n *= d
@@ -90,26 +116,31 @@ func main() {
 			if len(shape) == 1 {
 				v = 1 + v // norms near one
 			}
-			binary.LittleEndian.PutUint16(b[2*i:], kernels.F32ToF16Bits(v))
+			binary.LittleEndian.PutUint16(b[2*i:], d.enc(v))
 		}
-		return tensor.Tensor{Name: name, DType: dtype.F16, Shape: shape, Data: b}
+		return tensor.Tensor{Name: name, DType: d.d, Shape: shape, Data: b}
 	}
-	ts := []tensor.Tensor{f16("model.embed_tokens.weight", vocab, hidden), f16("model.norm.weight", hidden)}
-	for l := range layers {
+	ts := []tensor.Tensor{half("model.embed_tokens.weight", *vocab, *hidden), half("model.norm.weight", *hidden)}
+	if !*tied {
+		ts = append(ts, half("lm_head.weight", *vocab, *hidden))
+	}
+	for l := range *layers {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		ts = append(ts,
-			f16(p+"input_layernorm.weight", hidden),
-			f16(p+"post_attention_layernorm.weight", hidden),
-			f16(p+"self_attn.q_proj.weight", heads*headDim, hidden),
-			f16(p+"self_attn.k_proj.weight", heads*headDim, hidden),
-			f16(p+"self_attn.v_proj.weight", heads*headDim, hidden),
-			f16(p+"self_attn.o_proj.weight", hidden, heads*headDim),
-			f16(p+"mlp.gate_proj.weight", ffn, hidden),
-			f16(p+"mlp.up_proj.weight", ffn, hidden),
-			f16(p+"mlp.down_proj.weight", hidden, ffn))
+			half(p+"input_layernorm.weight", *hidden),
+			half(p+"post_attention_layernorm.weight", *hidden),
+			half(p+"self_attn.q_proj.weight", *heads*headDim, *hidden),
+			half(p+"self_attn.k_proj.weight", *kvHeads*headDim, *hidden),
+			half(p+"self_attn.v_proj.weight", *kvHeads*headDim, *hidden),
+			half(p+"self_attn.o_proj.weight", *hidden, *heads*headDim),
+			half(p+"mlp.gate_proj.weight", *ffn, *hidden),
+			half(p+"mlp.up_proj.weight", *ffn, *hidden),
+			half(p+"mlp.down_proj.weight", *hidden, *ffn))
 	}
+	model := strings.ToLower(strings.TrimSuffix(*arch, "ForCausalLM"))
 	files := map[string]any{
-		"config.json":             []byte(fmt.Sprintf(config, vocab, hidden, ffn, layers, heads, heads, headDim)),
+		"config.json": []byte(fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
+			headDimJSON, *tied, d.torch)),
 		"tokenizer.model":         spm,
 		"tokenizer_config.json":   []byte(tokenizerConfig),
 		"special_tokens_map.json": []byte("{\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n  \"unk_token\": \"<unk>\"\n}\n"),
@@ -121,7 +152,7 @@ func main() {
 	for _, t := range ts {
 		total += int64(len(t.Data))
 	}
-	shard := int64(math.Ceil(float64(total) / 2))
+	shard := int64(math.Ceil(float64(total) / float64(*shards)))
 	if err := stconv.ExportDir(*out, stconv.StreamSource(s), stconv.ExportOptions{ShardSize: shard}); err != nil {
 		log.Fatal(err)
 	}

@@ -1,0 +1,249 @@
+package quant
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/gguf"
+)
+
+// A preset is one of llama-quantize's file types: a default type for the weights and
+// rules that give some tensors more bits (llama_tensor_get_type in llama.cpp's
+// src/llama-quant.cpp, as of b4747). The rules apply to language models, whose
+// description (the metadata's GGUF key-values) names an architecture and its layers;
+// for any other model a preset that is also a type name is that type.
+type preset struct {
+	name     string // apr-quant's name, lower case
+	fileType uint32 // llama_ftype
+	def      dtype.DType
+}
+
+var presets = []preset{
+	{"q4_0", 2, dtype.Q4_0}, {"q4_1", 3, dtype.Q4_1}, {"q5_0", 8, dtype.Q5_0}, {"q5_1", 9, dtype.Q5_1},
+	{"q2_k", 10, dtype.Q2_K}, {"q3_k_s", 11, dtype.Q3_K}, {"q3_k_m", 12, dtype.Q3_K}, {"q3_k_l", 13, dtype.Q3_K},
+	{"q4_k_s", 14, dtype.Q4_K}, {"q4_k_m", 15, dtype.Q4_K}, {"q5_k_s", 16, dtype.Q5_K}, {"q5_k_m", 17, dtype.Q5_K},
+	{"q6_k", 18, dtype.Q6_K},
+}
+
+func presetNames() []string {
+	var names []string
+	for _, p := range presets {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+func lookupPreset(name string) (preset, bool) {
+	l := strings.ToLower(name)
+	for _, p := range presets {
+		if p.name == l {
+			return p, true
+		}
+	}
+	return preset{}, false
+}
+
+// Preset returns the llama-quantize file type a target name stands for ("q4_k_m",
+// also "q4_0", "q2_k", ...) and whether it is one. Options.Preset takes it.
+func Preset(name string) (string, bool) {
+	p, ok := lookupPreset(name)
+	return p.name, ok
+}
+
+// PresetFileType is llama.cpp's general.file_type of a preset ("Q4_K_M": 15).
+func PresetFileType(name string) (uint32, bool) {
+	p, ok := lookupPreset(name)
+	return p.fileType, ok
+}
+
+// llmModel is what the rules need to know of a language model.
+type llmModel struct {
+	arch                     string
+	layers, heads, kvHeads   int
+	experts                  int
+	hasOutput, outputDecided bool // output.weight exists; known from the plan or seen before token_embd
+}
+
+// llmFromHeader reads the model's description from the metadata's GGUF key-values; nil
+// when there is none or it names no architecture with layers.
+func llmFromHeader(h container.Header) *llmModel {
+	x, ok := h.Metadata.Extra[gguf.MetadataKey]
+	if !ok {
+		return nil
+	}
+	_, kvs, err := gguf.DecodeKVs(x)
+	if err != nil {
+		return nil
+	}
+	gh := gguf.Header{KVs: kvs}
+	v, _ := gh.Get("general.architecture")
+	arch, ok := v.AsString()
+	if !ok {
+		return nil
+	}
+	num := func(key string) int {
+		v, ok := gh.Get(arch + "." + key)
+		n, isInt := v.AsUint64()
+		if !ok || !isInt || n > 1<<20 {
+			return 0
+		}
+		return int(n)
+	}
+	m := &llmModel{arch: arch, layers: num("block_count"), heads: num("attention.head_count"),
+		kvHeads: num("attention.head_count_kv"), experts: num("expert_count")}
+	if m.layers == 0 {
+		return nil
+	}
+	if m.kvHeads == 0 {
+		m.kvHeads = m.heads
+	}
+	return m
+}
+
+// gqa is n_head / n_head_kv, as llama.cpp's n_gqa().
+func (m *llmModel) gqa() int {
+	if m.kvHeads == 0 {
+		return 0
+	}
+	return m.heads / m.kvHeads
+}
+
+// layerOf returns N of a "blk.N." tensor name, or -1.
+func layerOf(name string) int {
+	rest, ok := strings.CutPrefix(name, "blk.")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.Atoi(rest[:max(strings.IndexByte(rest, '.'), 0)])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// moreBits is llama.cpp's use_more_bits: the first and last eighth of the layers and
+// every third one between.
+func moreBits(i, n int) bool {
+	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
+}
+
+// presetType is the type the preset gives tensor t (a weight the selection converts),
+// before the fallback for rows that are not whole blocks. It follows llama.cpp's
+// rules for the presets apr offers; rules for the IQ and ternary presets are left out.
+func (m *llmModel) presetType(p preset, name string, rowLen int64) dtype.DType {
+	t := p.def
+	ft := p.name
+	i, n := layerOf(name), m.layers
+	falcon := m.arch == "falcon"
+	switch {
+	case name == "output.weight" || (!m.hasOutput && name == "token_embd.weight"):
+		if falcon || rowLen%int64(t.Info().BlockElems) != 0 {
+			return dtype.Q8_0
+		}
+		if t != dtype.Q8_0 {
+			return dtype.Q6_K
+		}
+	case name == "token_embd.weight":
+		// the presets apr offers keep the default type
+	case strings.Contains(name, "attn_v.weight"):
+		switch {
+		case ft == "q2_k":
+			t = dtype.Q3_K
+			if m.gqa() >= 4 {
+				t = dtype.Q4_K
+			}
+		case ft == "q3_k_m":
+			t = dtype.Q4_K
+			if i < 2 {
+				t = dtype.Q5_K
+			}
+		case ft == "q3_k_l":
+			t = dtype.Q5_K
+		case (ft == "q4_k_m" || ft == "q5_k_m") && moreBits(i, n):
+			t = dtype.Q6_K
+		case ft == "q4_k_s" && i < 4:
+			t = dtype.Q5_K
+		}
+		if m.arch == "llama" && n == 80 && (t == dtype.Q3_K || t == dtype.Q4_K) { // LLM_TYPE_70B
+			t = dtype.Q5_K
+		}
+		if m.experts == 8 {
+			t = dtype.Q8_0
+		}
+	case strings.Contains(name, "attn_k.weight"):
+		if m.experts == 8 {
+			t = dtype.Q8_0
+		}
+	case strings.Contains(name, "ffn_down"):
+		switch {
+		case ft == "q2_k":
+			t = dtype.Q3_K
+		case ft == "q3_k_m":
+			switch {
+			case i < n/16:
+				t = dtype.Q5_K
+			case !falcon || moreBits(i, n):
+				t = dtype.Q4_K
+			}
+		case ft == "q3_k_l":
+			t = dtype.Q5_K
+			if falcon {
+				t = dtype.Q4_K
+			}
+		case ft == "q4_k_m":
+			if falcon {
+				switch {
+				case i < n/16:
+					t = dtype.Q6_K
+				case moreBits(i, n):
+					t = dtype.Q5_K
+				}
+			} else if moreBits(i, n) {
+				t = dtype.Q6_K
+			}
+		case ft == "q5_k_m" && moreBits(i, n):
+			t = dtype.Q6_K
+		case ft == "q4_k_s" && !falcon && i < n/8:
+			t = dtype.Q5_K
+		}
+	case strings.Contains(name, "attn_output.weight"):
+		switch {
+		case falcon:
+			if ft == "q3_k_l" {
+				t = dtype.Q4_K
+			}
+		case m.experts == 8:
+			switch ft {
+			case "q2_k", "q3_k_s", "q3_k_m", "q4_k_s", "q4_k_m":
+				t = dtype.Q5_K
+			}
+		case ft == "q2_k":
+			t = dtype.Q3_K
+		case ft == "q3_k_m":
+			t = dtype.Q4_K
+		case ft == "q3_k_l":
+			t = dtype.Q5_K
+		}
+	case strings.Contains(name, "attn_qkv.weight"):
+		switch ft {
+		case "q3_k_m", "q3_k_l":
+			t = dtype.Q4_K
+		case "q4_k_m":
+			t = dtype.Q5_K
+		case "q5_k_m":
+			t = dtype.Q6_K
+		}
+	}
+	return t
+}
+
+// presetReason names the rule for reports.
+func presetReason(p preset, def, got dtype.DType) string {
+	if got == def {
+		return fmt.Sprintf("%s default", strings.ToUpper(p.name))
+	}
+	return fmt.Sprintf("%s rule: %v", strings.ToUpper(p.name), got)
+}
