@@ -26,6 +26,11 @@ TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4
 q2_0, f16, bf16, or f32 (dequantize every float tensor). The bytes are those of ggml's
 reference quantizers.
 
+For a language model (one imported from a llama.cpp GGUF or a Llama/Mistral checkpoint),
+q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, q4_0, q4_1, q5_0 and
+q5_1 are llama-quantize's presets: more bits for output.weight, attn_v, ffn_down and
+attn_output as llama.cpp's rules say, and apr-gguf export writes llama-quantize's file.
+
 Which tensors change follows llama.cpp's quantizer: 2-D (and larger) float tensors
 whose name ends in "weight"; norms, biases, 1-D tensors and the few small 2-D tensors
 llama.cpp keeps stay as they are. --pure converts every float tensor of 2+ dimensions;
