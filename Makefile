@@ -93,7 +93,7 @@ demo: build
 # Each script prints its own table; BENCH_DIR keeps and reuses the generated inputs.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/
-	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec .ci/bench-distill; do \
+	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec .ci/bench-distill .ci/bench-llm; do \
 		[ ! -x $$b ] || PATH="$(BIN):$$PATH" $$b || exit 1; \
 	done
 

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/apr-go/apr/lib/printable"
+
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/npy"
@@ -78,7 +80,7 @@ func (c *extractCmd) Run(env *cli.Env) error {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return fmt.Errorf("no tensor named %s (the model has: %s)", strings.Join(missing, ", "), strings.Join(names, ", "))
+		return fmt.Errorf("no tensor named %s (the model has: %s)", strings.Join(quoted(missing), ", "), strings.Join(quoted(names), ", "))
 	}
 	if zw != nil {
 		if err := zw.Close(); err != nil {
@@ -131,4 +133,13 @@ func (c *extractCmd) writeTensor(out io.Writer, zw *npy.NPZWriter, info containe
 		return cl.Close()
 	}
 	return nil
+}
+
+// quoted makes names from the file (or typed by the user) safe to print.
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = printable.String(n)
+	}
+	return out
 }

@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/apr-go/apr/lib/printable"
+
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
@@ -184,7 +186,7 @@ func jsonSafe(v any) any {
 }
 
 func printInfo(w io.Writer, name string, info *apr.Info) {
-	fmt.Fprintf(w, "%s: %s, version %d.%d, %s\n", name, info.Format, info.Major, info.Minor, bytesText(info.Size))
+	fmt.Fprintf(w, "%s: %s, version %d.%d, %s\n", printable.String(name), info.Format, info.Major, info.Minor, bytesText(info.Size))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  type\t%v (0x%04X)\n", info.Type, uint16(info.Type))
 	fmt.Fprintf(tw, "  flags\t%v\n", info.Flags)
@@ -223,7 +225,7 @@ func printInfo(w io.Writer, name string, info *apr.Info) {
 		if e.Encrypted {
 			codec += "+sealed"
 		}
-		fmt.Fprintf(tw, "  %s\t%v\t%v\t%s\t%s\t%s\n", e.Name, e.DType, e.Shape, bytesText(e.RawSize), bytesText(e.StoredSize), codec)
+		fmt.Fprintf(tw, "  %s\t%v\t%v\t%s\t%s\t%s\n", printable.String(e.Name), e.DType, e.Shape, bytesText(e.RawSize), bytesText(e.StoredSize), codec)
 	}
 	tw.Flush()
 }
@@ -234,10 +236,10 @@ func printValue(tw io.Writer, indent, key string, v any) {
 	line := summary(v, 0)
 	m, ok := v.(map[string]any)
 	if !ok || len(line) <= 100 {
-		fmt.Fprintf(tw, "%s%s\t%s\n", indent, key, line)
+		fmt.Fprintf(tw, "%s%s\t%s\n", indent, printable.String(key), line)
 		return
 	}
-	fmt.Fprintf(tw, "%s%s\t(%d entries)\n", indent, key, len(m))
+	fmt.Fprintf(tw, "%s%s\t(%d entries)\n", indent, printable.String(key), len(m))
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -260,7 +262,7 @@ func summary(v any, depth int) string {
 		sort.Strings(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = k + "=" + summary(x[k], depth+1)
+			parts[i] = printable.String(k) + "=" + summary(x[k], depth+1)
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case []any:
@@ -279,7 +281,7 @@ func summary(v any, depth int) string {
 		if depth > 0 {
 			return fmt.Sprintf("%q", x)
 		}
-		return x
+		return printable.String(x)
 	case []byte:
 		return fmt.Sprintf("<%d bytes>", len(x))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/seal"
@@ -169,4 +170,48 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestTerminalInjection: strings from the file (metadata values and keys, tensor
+// names) reach the terminal escaped, so they cannot clear the screen or forge a line;
+// --json keeps them exact.
+func TestTerminalInjection(t *testing.T) {
+	evil := "x\x1b[2J\r\nverified: OK\x07"
+	md := container.Metadata{Name: evil, Custom: map[string]any{"k\x1b[31m": evil, "list": []any{evil}}}
+	var buf bytes.Buffer
+	w, err := container.NewWriter(&buf, container.Header{Type: modeltype.Custom, Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteTensorBytes(container.TensorInfo{Name: "w\x1b]0;owned\x07", DType: dtype.U8, Shape: []int64{2}}, []byte{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "evil.apr")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runIt(t, nil, "inspect", path)
+	if code != 0 {
+		t.Fatalf("inspect exit %d", code)
+	}
+	if strings.ContainsAny(out, "\x1b\r\x07") || strings.Contains(out, "\nverified: OK") {
+		t.Fatalf("control characters from the file reach the terminal:\n%q", out)
+	}
+	if !strings.Contains(out, `"x\x1b[2J\r\nverified: OK\a"`) || !strings.Contains(out, `"w\x1b]0;owned\a"`) {
+		t.Fatalf("escaped strings missing:\n%s", out)
+	}
+	_, errOut, code := runIt(t, nil, "extract", path, "--tensor", "nope", "-o", filepath.Join(t.TempDir(), "x.npz"))
+	if code == 0 || strings.ContainsAny(errOut, "\x1b\x07") || !strings.Contains(errOut, `"w\x1b]0;owned\a"`) {
+		t.Fatalf("extract error (exit %d) shows the names unescaped or not at all: %q", code, errOut)
+	}
+	js, _, code := runIt(t, nil, "inspect", "--json", path)
+	var got struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(js), &got); code != 0 || err != nil || got.Metadata["name"] != evil {
+		t.Fatalf("--json does not keep the name exact: %v %v %q", code, err, got.Metadata["name"])
+	}
 }

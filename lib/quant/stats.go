@@ -13,6 +13,7 @@ import (
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/printable"
 	"github.com/apr-go/apr/lib/stream"
 )
 
@@ -121,7 +122,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if t.Fallback {
 			to += "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\n", t.Name, shapeString(t.Shape), dash(t.From), to,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\n", printable.String(t.Name), shapeString(t.Shape), dash(t.From), to,
 			t.BitsPerWeight, size(t.BytesBefore), size(t.BytesAfter), num(t.RMSError), pct(t.RelRMSError), num(t.MaxError))
 	}
 	if err := tw.Flush(); err != nil {
