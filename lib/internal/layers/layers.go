@@ -20,9 +20,9 @@ var Layer = map[string]int{
 	// 3: the one tensor stream (open, inspect, check, re-encode, dequantize).
 	"lib/stream": 3, "lib/ggufconv/internal/gengguf": 3,
 	// 4: transforms of a stream, and models to and from files.
-	"lib/quant": 4, "lib/manifest": 4, "lib/modelfile": 4, "lib/llm": 4,
-	// 5: converters and trainers.
-	"lib/stconv": 5, "lib/ggufconv": 5, "lib/distill": 5,
+	"lib/quant": 4, "lib/manifest": 4, "lib/modelfile": 4, "lib/llm": 4, "lib/sealed": 4,
+	// 5: converters and trainers, and signatures (on manifest's digests).
+	"lib/stconv": 5, "lib/ggufconv": 5, "lib/distill": 5, "lib/signed": 5,
 	// 6: the façade for library users.
 	"lib/apr": 6,
 	// 7: the programs' shared kit; 8: the programs' own packages; 9: the programs.
