@@ -1,7 +1,6 @@
 package apr
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,7 @@ import (
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/seal"
 	"github.com/apr-go/apr/lib/sealed"
-	"github.com/apr-go/apr/lib/tensor"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // Sealed streams are lib/sealed; these are its names in the façade, and the
@@ -154,20 +153,9 @@ func DecodeSealed(r io.Reader, want modeltype.Type, identities ...seal.Identity)
 	if h.Type != want {
 		return nil, &ModelTypeMismatch{Expected: want, Found: h.Type}
 	}
-	var tensors []tensor.Tensor
-	for {
-		info, tr, err := s.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		var buf bytes.Buffer
-		if _, err := buf.ReadFrom(tr); err != nil {
-			return nil, err
-		}
-		tensors = append(tensors, tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: buf.Bytes()})
+	tensors, err := stream.ReadAll(s)
+	if err != nil {
+		return nil, err
 	}
 	return modelfile.FromTensors(h.Type, h.Metadata.ModelConfig, tensors)
 }

@@ -192,22 +192,16 @@ func decodeVerified(r io.Reader, want modeltype.Type, p Policy) (model.Model, *V
 	hp := manifest.NewParallel(mb, 0) // hashes each tensor while the next is decoded
 	defer hp.Close()
 	var tensors []tensor.Tensor
-	for {
-		t, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
+	err = cr.Each(func(t *container.Tensor) error {
 		data, err := io.ReadAll(t)
 		if err != nil {
-			return nil, nil, err
-		}
-		if err := hp.AddTensor(t.TensorInfo, data); err != nil {
-			return nil, nil, err
+			return err
 		}
 		tensors = append(tensors, tensor.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: data})
+		return hp.AddTensor(t.TensorInfo, data)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	digest, err := hp.Sum()
 	if err != nil {

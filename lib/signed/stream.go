@@ -147,17 +147,14 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 	// read: SHA-256 on one CPU would be the slowest stage.
 	hp := manifest.NewParallel(mb, 0)
 	defer hp.Close()
-	for {
-		t, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err = cr.Each(func(t *container.Tensor) error {
 		if _, err := hp.ReadTensor(t.TensorInfo, t); err != nil {
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	tail, err := delay.finish()
 	if err != nil {

@@ -605,14 +605,7 @@ func (sp *spool) fill(s stream.Stream, conv converter) error {
 	f := sp.f
 	bw := bufio.NewWriterSize(f, copyBuf)
 	var pos int64
-	for {
-		info, r, err := s.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err := stream.Each(s, func(info container.TensorInfo, r io.Reader) error {
 		if _, dup := sp.off[info.Name]; dup {
 			return fmt.Errorf("tensor %q: twice in the input", info.Name)
 		}
@@ -630,6 +623,10 @@ func (sp *spool) fill(s stream.Stream, conv converter) error {
 		sp.off[info.Name] = [2]int64{pos, n}
 		sp.list = append(sp.list, t)
 		pos += n
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("spool file: %w", err)

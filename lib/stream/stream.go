@@ -118,6 +118,18 @@ func (s *memStream) Close() error              { return nil }
 // whose Next transforms, like quant.Stream; Write, Reencode, quant.Quantize and
 // ggufconv.Import are built on it). An error of the writer names the tensor once.
 func Copy(w *container.Writer, s Stream) error {
+	return Each(s, func(info container.TensorInfo, r io.Reader) error {
+		if err := w.WriteTensor(info, r); err != nil {
+			return named(info.Name, err)
+		}
+		return nil
+	})
+}
+
+// Each calls fn for every remaining tensor of s, in order, and returns nil at the end
+// of s, or the first error of s or fn. fn may leave a tensor's bytes unread: the next
+// call of s.Next reads (and verifies) the rest.
+func Each(s Stream, fn func(container.TensorInfo, io.Reader) error) error {
 	for {
 		info, r, err := s.Next()
 		if err == io.EOF {
@@ -126,10 +138,24 @@ func Copy(w *container.Writer, s Stream) error {
 		if err != nil {
 			return err
 		}
-		if err := w.WriteTensor(info, r); err != nil {
-			return named(info.Name, err)
+		if err := fn(info, r); err != nil {
+			return err
 		}
 	}
+}
+
+// ReadAll reads every remaining tensor of s into memory, in order.
+func ReadAll(s Stream) ([]tensor.Tensor, error) {
+	var tensors []tensor.Tensor
+	err := Each(s, func(info container.TensorInfo, r io.Reader) error {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		tensors = append(tensors, tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})
+		return nil
+	})
+	return tensors, err
 }
 
 // named prefixes err with the tensor's name unless its message names it already
