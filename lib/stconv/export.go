@@ -176,10 +176,7 @@ func Export(w io.Writer, src *Source, opts ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	specs := make([]safetensors.TensorSpec, len(list))
-	for i, t := range list {
-		specs[i] = t.spec
-	}
+	specs := specsOf(list)
 	h, err := safetensors.Layout(meta, specs)
 	if err != nil {
 		closeProvider(spooled)
@@ -253,10 +250,7 @@ func ExportDir(dir string, src *Source, opts ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	specs := make([]safetensors.TensorSpec, len(list))
-	for i, t := range list {
-		specs[i] = t.spec
-	}
+	specs := specsOf(list)
 	limit := opts.ShardSize
 	if limit <= 0 {
 		limit = math.MaxInt64
@@ -656,6 +650,15 @@ func (sp *spool) close() {
 type converter struct {
 	opts   ExportOptions
 	source map[string]any // provenance source_dtypes
+}
+
+// specsOf returns the output specs of list, in order.
+func specsOf(list []outTensor) []safetensors.TensorSpec {
+	specs := make([]safetensors.TensorSpec, len(list))
+	for i, t := range list {
+		specs[i] = t.spec
+	}
+	return specs
 }
 
 func (c converter) out(t container.TensorInfo) (outTensor, error) {
