@@ -27,6 +27,8 @@ type rowFunc struct {
 // init time.
 func codec(t dtype.DType) (rowFunc, bool) {
 	switch t {
+	case dtype.F64:
+		return rowFunc{nil, dequantF64}, true
 	case dtype.F32:
 		return rowFunc{quantF32, dequantF32}, true
 	case dtype.F16:
@@ -136,7 +138,9 @@ func Quantize(t dtype.DType, dst []byte, src []float32) error {
 }
 
 // Dequantize decodes src (whole blocks of type t) into dst, which must hold
-// exactly the number of encoded elements.
+// exactly the number of encoded elements. It is the library's one decoder to F32:
+// every float dtype (F64, F32, F16, BF16, F8) and every GGML block type goes through
+// it (lib/stream.ToF32, quant's workers, stconv's dequantizing export).
 func Dequantize(t dtype.DType, dst []float32, src []byte) error {
 	c, ok := codec(t)
 	if !ok || c.dequant == nil {
@@ -156,6 +160,13 @@ func Dequantize(t dtype.DType, dst []float32, src []byte) error {
 func quantF32(dst []byte, src []float32) {
 	for i, v := range src {
 		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
+	}
+}
+
+// dequantF64 rounds F64 values to the nearest F32 (Go's conversion).
+func dequantF64(dst []float32, src []byte) {
+	for i := range dst {
+		dst[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(src[8*i:])))
 	}
 }
 

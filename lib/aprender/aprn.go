@@ -261,6 +261,12 @@ func (r *bincode) f32(field string) (float32, error) {
 }
 
 func (r *bincode) boolean(field string) (bool, error) {
+	return r.zeroOne(field, "bool byte %d, expected 0 or 1")
+}
+
+// zeroOne reads a byte that must be 0 or 1 (a bool, an Option's tag); bad names the
+// byte in an error.
+func (r *bincode) zeroOne(field, bad string) (bool, error) {
 	at := r.pos
 	v, err := r.u8(field)
 	if err != nil {
@@ -268,7 +274,7 @@ func (r *bincode) boolean(field string) (bool, error) {
 	}
 	if v > 1 {
 		r.pos = at
-		return false, r.err(field, "bool byte %d, expected 0 or 1", v)
+		return false, r.err(field, bad, v)
 	}
 	return v == 1, nil
 }
@@ -300,16 +306,7 @@ func (r *bincode) f32Vec(field string) ([]byte, int64, error) {
 
 // optionTag reads an Option's tag byte.
 func (r *bincode) optionTag(field string) (bool, error) {
-	at := r.pos
-	v, err := r.u8(field)
-	if err != nil {
-		return false, err
-	}
-	if v > 1 {
-		r.pos = at
-		return false, r.err(field, "Option tag %d, expected 0 (None) or 1 (Some)", v)
-	}
-	return v == 1, nil
+	return r.zeroOne(field, "Option tag %d, expected 0 (None) or 1 (Some)")
 }
 
 func (r *bincode) end() error {
@@ -340,6 +337,18 @@ func (r *bincode) coefficients() ([]byte, int64, error) {
 	return r.f32Vec("coefficients")
 }
 
+// coefficientsIntercept reads the two fields every linear model of aprender starts
+// with: coefficients Option<Vector<f32>> and intercept f32.
+func (r *bincode) coefficientsIntercept() (coef []byte, n int64, icpt float32, err error) {
+	if coef, n, err = r.coefficients(); err != nil {
+		return nil, 0, 0, err
+	}
+	if icpt, err = r.f32("intercept"); err != nil {
+		return nil, 0, 0, err
+	}
+	return coef, n, icpt, nil
+}
+
 func coefTensors(coef []byte, n int64, intercept float32) []tensor.Tensor {
 	ib := make([]byte, 4)
 	binary.LittleEndian.PutUint32(ib, math.Float32bits(intercept))
@@ -354,11 +363,7 @@ func coefTensors(coef []byte, n int64, intercept float32) []tensor.Tensor {
 // f32; newer aprender versions append class_weight (enum ClassWeight { Uniform,
 // Balanced, Manual(Vec<f32>) }) and l2_penalty f32.
 func decodeLogisticPayload(r *bincode, f *File) error {
-	coef, n, err := r.coefficients()
-	if err != nil {
-		return err
-	}
-	icpt, err := r.f32("intercept")
+	coef, n, icpt, err := r.coefficientsIntercept()
 	if err != nil {
 		return err
 	}
@@ -432,11 +437,7 @@ func decodeLogisticPayload(r *bincode, f *File) error {
 // decodeLinearPayload reads aprender's LinearRegression: coefficients
 // Option<Vector<f32>>, intercept f32, fit_intercept bool.
 func decodeLinearPayload(r *bincode, f *File) error {
-	coef, n, err := r.coefficients()
-	if err != nil {
-		return err
-	}
-	icpt, err := r.f32("intercept")
+	coef, n, icpt, err := r.coefficientsIntercept()
 	if err != nil {
 		return err
 	}

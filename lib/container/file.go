@@ -318,19 +318,11 @@ func (f *File) Verify() error {
 		return err
 	}
 	defer r.Close()
-	for {
-		t, err := r.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return r.Each(func(t *Tensor) error {
 		if t.Encrypted && r.opener == nil {
-			continue // Next checks the frames of sealed data without decrypting them
+			return nil // Next checks the frames of sealed data without decrypting them
 		}
-		if _, err := io.Copy(io.Discard, t); err != nil {
-			return err
-		}
-	}
+		_, err := io.Copy(io.Discard, t)
+		return err
+	})
 }

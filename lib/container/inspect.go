@@ -38,14 +38,8 @@ func InspectStream(r io.Reader) (*Info, error) {
 		return nil, err
 	}
 	defer rd.Close()
-	for {
-		_, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	if err := rd.Each(func(*Tensor) error { return nil }); err != nil {
+		return nil, err
 	}
 	return &Info{FileHeader: rd.Header(), Size: cr.n, Tensors: rd.Entries(), Blocks: rd.Blocks()}, nil
 }

@@ -2,14 +2,16 @@ package container
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"math"
 	"os"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/apr-go/apr/lib/internal/mpwalk"
 )
 
 // Metadata is the file's MessagePack map. The well-known keys have fields; any other
@@ -87,7 +89,11 @@ func (m *Metadata) Encode() ([]byte, error) {
 // DecodeMetadata parses metadata bytes. It checks the structure first (nesting depth,
 // counts against the bytes present) so hostile input cannot exhaust stack or memory.
 func DecodeMetadata(b []byte) (*Metadata, error) {
-	if err := checkMsgpack(b); err != nil {
+	if err := mpwalk.Check(b); err != nil {
+		var e *mpwalk.Error
+		if errors.As(err, &e) {
+			return nil, fmt.Errorf("metadata: byte %d: %w", e.Pos, err)
+		}
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	rd := bytes.NewReader(b)
@@ -156,115 +162,3 @@ func (m *Metadata) Keys() []string {
 
 // Map returns the metadata as one map, as it is stored.
 func (m *Metadata) Map() map[string]any { return m.toMap() }
-
-const maxMsgpackDepth = 64
-
-// checkMsgpack walks one MessagePack value without building it: every length must fit
-// in the bytes that remain, nesting stays under maxMsgpackDepth, and the value must be
-// a map that uses all of b.
-func checkMsgpack(b []byte) error {
-	if len(b) == 0 || !(b[0]>>4 == 0x8 || b[0] == 0xde || b[0] == 0xdf) {
-		return fmt.Errorf("not a MessagePack map")
-	}
-	// pending[i] is the number of values still to read at depth i.
-	pending := []uint64{1}
-	p := 0
-	need := func(n uint64) error {
-		if n > uint64(len(b)-p) {
-			return fmt.Errorf("value at byte %d needs %d bytes, %d remain", p, n, len(b)-p)
-		}
-		return nil
-	}
-	uint := func(n int) (uint64, error) {
-		if err := need(uint64(n)); err != nil {
-			return 0, err
-		}
-		var v uint64
-		for i := 0; i < n; i++ {
-			v = v<<8 | uint64(b[p+i])
-		}
-		p += n
-		return v, nil
-	}
-	for len(pending) > 0 {
-		if pending[len(pending)-1] == 0 {
-			pending = pending[:len(pending)-1]
-			continue
-		}
-		pending[len(pending)-1]--
-		if err := need(1); err != nil {
-			return err
-		}
-		c := b[p]
-		p++
-		var skip, items uint64
-		var err error
-		container := false
-		switch {
-		case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
-		case c>>4 == 0x8:
-			items, container = 2*uint64(c&0x0f), true
-		case c>>4 == 0x9:
-			items, container = uint64(c&0x0f), true
-		case c>>5 == 0x5:
-			skip = uint64(c & 0x1f)
-		case c == 0xc4 || c == 0xd9:
-			skip, err = uint(1)
-		case c == 0xc5 || c == 0xda:
-			skip, err = uint(2)
-		case c == 0xc6 || c == 0xdb:
-			skip, err = uint(4)
-		case c == 0xc7, c == 0xc8, c == 0xc9: // ext 8/16/32
-			n := 1 << (c - 0xc7)
-			skip, err = uint(n)
-			skip++
-		case c == 0xca, c == 0xce, c == 0xd2:
-			skip = 4
-		case c == 0xcb, c == 0xcf, c == 0xd3:
-			skip = 8
-		case c == 0xcc, c == 0xd0:
-			skip = 1
-		case c == 0xcd, c == 0xd1:
-			skip = 2
-		case c >= 0xd4 && c <= 0xd8: // fixext 1,2,4,8,16
-			skip = 1 + 1<<(c-0xd4)
-		case c == 0xdc:
-			items, err = uint(2)
-			container = true
-		case c == 0xdd:
-			items, err = uint(4)
-			container = true
-		case c == 0xde:
-			items, err = uint(2)
-			items *= 2
-			container = true
-		case c == 0xdf:
-			items, err = uint(4)
-			items *= 2
-			container = true
-		default:
-			return fmt.Errorf("byte %d: 0x%02x is not a MessagePack type", p-1, c)
-		}
-		if err != nil {
-			return err
-		}
-		if err := need(skip); err != nil {
-			return err
-		}
-		p += int(skip)
-		if container && items > 0 {
-			// Every item takes at least one byte.
-			if items > uint64(len(b)-p) || items > math.MaxInt32 {
-				return fmt.Errorf("container at byte %d claims %d items, %d bytes remain", p, items, len(b)-p)
-			}
-			if len(pending) >= maxMsgpackDepth {
-				return fmt.Errorf("nesting deeper than %d", maxMsgpackDepth)
-			}
-			pending = append(pending, items)
-		}
-	}
-	if p != len(b) {
-		return fmt.Errorf("%d trailing bytes", len(b)-p)
-	}
-	return nil
-}

@@ -4,60 +4,49 @@ import (
 	"context"
 
 	"golang.org/x/sync/errgroup"
+
+	pool "github.com/apr-go/apr/lib/internal/ordered"
 )
 
-// job is one item in flight: its input, and its result once done is closed.
-type job[I, O any] struct {
-	in   I
-	out  O
-	err  error
-	done chan struct{}
-}
-
 // ordered runs work over the items next yields, up to workers at once, and hands the
-// results to emit in the order the items came. Memory stays bounded: at most about
-// 2*workers items are held at any time. next returns ok false when done.
+// results to emit in the order the items came, on ordered.Pool. Memory stays bounded:
+// the pool holds at most 2*workers items, running or waiting for emit. next returns ok
+// false when done. ordered returns once every item handed to a worker has run.
 func ordered[I, O any](ctx context.Context, workers int, next func() (I, bool, error),
 	work func(int64, I) (O, error), emit func(O) error) error {
-	if workers < 1 {
-		workers = 1
+	workers = max(workers, 1)
+	type job struct {
+		i   int64
+		in  I
+		out O
+		err error
 	}
+	p := pool.New(workers, 0, 2*workers, func(j *job) {
+		j.out, j.err = work(j.i, j.in)
+		var zero I
+		j.in = zero
+	})
 	g, ctx := errgroup.WithContext(ctx)
-	queue := make(chan *job[I, O], workers)
 	g.Go(func() error {
-		defer close(queue)
-		sem := make(chan struct{}, workers)
+		defer p.Close()
 		for i := int64(0); ; i++ {
 			in, ok, err := next()
 			if err != nil || !ok {
 				return err
 			}
-			j := &job[I, O]{in: in, done: make(chan struct{})}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			go func(i int64) {
-				j.out, j.err = work(i, j.in)
-				var zero I
-				j.in = zero
-				<-sem
-				close(j.done)
-			}(i)
-			select {
-			case queue <- j:
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := p.Push(ctx, &job{i: i, in: in}); err != nil {
+				return err
 			}
 		}
 	})
 	g.Go(func() error {
-		for j := range queue {
-			select {
-			case <-j.done:
-			case <-ctx.Done():
-				return ctx.Err()
+		for {
+			j, ok := p.Next()
+			if !ok {
+				return nil
+			}
+			if err := ctx.Err(); err != nil {
+				return err
 			}
 			if j.err != nil {
 				return j.err
@@ -66,9 +55,10 @@ func ordered[I, O any](ctx context.Context, workers int, next func() (I, bool, e
 				return err
 			}
 		}
-		return nil
 	})
-	return g.Wait()
+	err := g.Wait()
+	p.Wait()
+	return err
 }
 
 // bufPool is a small free list of chunk buffers, so that a stream of chunks reuses a

@@ -216,6 +216,23 @@ func (r *Reader) Entries() []Entry { return r.seen }
 // Close stops background decompression. It does not close the underlying reader.
 func (r *Reader) Close() error { r.cancel(); return nil }
 
+// Each calls fn for every remaining tensor, in order, and returns nil at the end of
+// the stream (index, blocks and footer verified), or the first error of Next or fn.
+func (r *Reader) Each(fn func(*Tensor) error) error {
+	for {
+		t, err := r.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+}
+
 // Next returns the next tensor, after finishing (and verifying) the previous one. At
 // the end of the stream it verifies index, blocks and footer and returns io.EOF.
 func (r *Reader) Next() (*Tensor, error) {

@@ -1,8 +1,8 @@
 package container_test
 
-// Sealed files through the container's readers, with lib/apr's implementation of the
+// Sealed files through the container's readers, with lib/sealed's implementation of the
 // sealing interfaces (an external test package, so that lib/container itself does not
-// depend on lib/seal). lib/apr/sealed_test.go attacks sealed files with a forging
+// depend on lib/seal). lib/sealed/sealed_test.go attacks sealed files with a forging
 // writer; here every truncation and every single-bit flip must fail.
 
 import (
@@ -11,11 +11,11 @@ import (
 	"io"
 	"testing"
 
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/seal"
+	"github.com/apr-go/apr/lib/sealed"
 )
 
 type sealedTensor struct {
@@ -37,7 +37,7 @@ func sealedTensors() []sealedTensor {
 
 func buildSealed(t testing.TB, id *seal.X25519Identity, tensors []sealedTensor, opts ...container.Option) []byte {
 	t.Helper()
-	s, err := apr.NewSealer(id.Recipient())
+	s, err := sealed.NewSealer(id.Recipient())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestSealedRoundTrip(t *testing.T) {
 			if len(b)%container.Align != 0 {
 				t.Fatal("not aligned")
 			}
-			got, err := readSealed(b, apr.NewUnsealer(id))
+			got, err := readSealed(b, sealed.NewUnsealer(id))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,14 +153,14 @@ func TestSealedRoundTrip(t *testing.T) {
 
 func TestSealedWrongKey(t *testing.T) {
 	b := buildSealed(t, newID(t), sealedTensors())
-	if _, err := readSealed(b, apr.NewUnsealer(newID(t))); !errors.Is(err, seal.ErrDecryptionFailed) {
+	if _, err := readSealed(b, sealed.NewUnsealer(newID(t))); !errors.Is(err, seal.ErrDecryptionFailed) {
 		t.Fatalf("got %v, want a decryption failure", err)
 	}
 }
 
 func TestSealedEveryTruncationFails(t *testing.T) {
 	id := newID(t)
-	u := apr.NewUnsealer(id)
+	u := sealed.NewUnsealer(id)
 	b := buildSealed(t, id, sealedTensors()[1:])
 	for n := 0; n < len(b); n++ {
 		for _, uu := range []container.Unsealer{u, nil} {
@@ -176,7 +176,7 @@ func TestSealedEveryBitFlipFails(t *testing.T) {
 		t.Skip("exhaustive")
 	}
 	id := newID(t)
-	u := apr.NewUnsealer(id)
+	u := sealed.NewUnsealer(id)
 	b := buildSealed(t, id, sealedTensors()[1:], container.WithCompression(container.CompressLZ4))
 	c := make([]byte, len(b))
 	for i := 0; i < len(b)*8; i++ {
@@ -192,7 +192,7 @@ func TestSealedEveryBitFlipFails(t *testing.T) {
 
 func TestSealedBlocksRules(t *testing.T) {
 	id := newID(t)
-	s, err := apr.NewSealer(id.Recipient())
+	s, err := sealed.NewSealer(id.Recipient())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestSealedBlocksRules(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := container.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), container.WithUnsealer(apr.NewUnsealer(id)))
+	f, err := container.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), container.WithUnsealer(sealed.NewUnsealer(id)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestReencodeChunksToPlain(t *testing.T) {
 	}
 	for name, in := range inputs {
 		t.Run(name, func(t *testing.T) {
-			got, err := reencodePlain(in, apr.NewUnsealer(id))
+			got, err := reencodePlain(in, sealed.NewUnsealer(id))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -328,7 +328,7 @@ func TestReencodeChunksToPlain(t *testing.T) {
 				for off := e.DataOffset; off < e.DataOffset+e.StoredSize; off += 97 {
 					copy(c, in)
 					c[off] ^= 0x10
-					if _, err := reencodePlain(c, apr.NewUnsealer(id)); err == nil || !typedOrDecrypt(err) {
+					if _, err := reencodePlain(c, sealed.NewUnsealer(id)); err == nil || !typedOrDecrypt(err) {
 						t.Fatalf("byte %d of tensor %q flipped: got %v", off, e.Name, err)
 					}
 				}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/apr-go/apr/lib/internal/mmap"
 )
@@ -106,15 +105,7 @@ func checkExtents(h *Header, size int64) error {
 					t.Offset, t.Offset+sizes[i], h.DataOffset, size)}
 		}
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case h.Tensors[a].Offset < h.Tensors[b].Offset:
-			return -1
-		case h.Tensors[a].Offset > h.Tensors[b].Offset:
-			return 1
-		}
-		return 0
-	})
+	h.sortByOffset(order)
 	var end int64 = -1
 	prev := -1
 	for _, c := range order {

@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -36,15 +37,7 @@ func NewDataReader(r io.Reader, h *Header) (*DataReader, error) {
 		}
 		dr.sizes[i] = n
 	}
-	slices.SortStableFunc(dr.order, func(a, b int) int {
-		switch {
-		case h.Tensors[a].Offset < h.Tensors[b].Offset:
-			return -1
-		case h.Tensors[a].Offset > h.Tensors[b].Offset:
-			return 1
-		}
-		return 0
-	})
+	h.sortByOffset(dr.order)
 	var end int64
 	for _, i := range dr.order {
 		t := &h.Tensors[i]
@@ -98,6 +91,12 @@ func (dr *DataReader) Next() (int, io.Reader, error) {
 	}
 	dr.cur = &tensorReader{r: dr.r, n: dr.sizes[i], left: dr.sizes[i], name: t.Name, off: dr.h.DataOffset + t.Offset}
 	return i, dr.cur, nil
+}
+
+// sortByOffset sorts order, indexes of h.Tensors, by the tensors' data offsets,
+// keeping the order of equal offsets.
+func (h *Header) sortByOffset(order []int) {
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(h.Tensors[a].Offset, h.Tensors[b].Offset) })
 }
 
 func (h *Header) alignment() int64 {

@@ -185,14 +185,7 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 	var infos []container.TensorInfo
 	var spans []span
 	var off int64
-	for {
-		info, r, err := s.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err = stream.Each(s, func(info container.TensorInfo, r io.Reader) error {
 		if _, err := tensorInfo(info); err != nil {
 			return err
 		}
@@ -210,6 +203,10 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 		infos = append(infos, info)
 		spans = append(spans, span{name: info.Name, off: off, size: size})
 		off += size
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if presetOf(h.Metadata.Provenance) {
 		infos, spans = llamaQuantizeOrder(infos, spans)

@@ -310,21 +310,5 @@ func (s *importStream) Close() error {
 // Import converts a GGUF stream to an APR v2 stream on w (uncompressed unless opts
 // say otherwise).
 func Import(w io.Writer, s stream.Stream, opts ...container.Option) error {
-	cw, err := container.NewWriter(w, s.Header(), opts...)
-	if err != nil {
-		return err
-	}
-	for {
-		info, r, err := s.Next()
-		if err == io.EOF {
-			return cw.Close()
-		}
-		if err != nil {
-			return err
-		}
-		// WriteTensor names the tensor in its errors.
-		if err := cw.WriteTensor(info, r); err != nil {
-			return err
-		}
-	}
+	return stream.Write(w, s, opts...)
 }

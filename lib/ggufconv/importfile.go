@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"strings"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // ImportFile imports the GGUF file at path as an APR stream on w, with the file's
@@ -36,10 +36,6 @@ func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Opt
 		defer s.Close()
 		return Import(w, s, opts...)
 	}
-	out, err := container.NewPatcher(pf)
-	if err != nil {
-		return err
-	}
 	if o.Name == "" {
 		o.Name = path
 	}
@@ -58,36 +54,21 @@ func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Opt
 		return err
 	}
 	defer s.Close()
-	type result struct {
-		sum string
-		err error
-	}
-	digest := make(chan result, 1)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
+	return stream.ReencodePatched(pf, s, ProvSHA256, func(stop <-chan struct{}) (any, error) {
 		h := sha256.New()
 		var buf []byte
 		err := eachWindow(f, 0, st.Size(), &buf, func(b []byte) error {
 			select {
-			case <-done:
+			case <-stop:
 				return errors.New("stopped")
 			default:
 			}
 			h.Write(b)
 			return nil
 		})
-		digest <- result{hex.EncodeToString(h.Sum(nil)), err}
-	}()
-	if err := Import(out, s, opts...); err != nil {
-		return err
-	}
-	d := <-digest
-	if d.err != nil {
-		return fmt.Errorf("%s: %w", o.Name, d.err)
-	}
-	final := s.hdr
-	final.Metadata.Provenance = maps.Clone(final.Metadata.Provenance)
-	final.Metadata.Provenance[ProvSHA256] = d.sum
-	return out.Patch(s.hdr, final, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.Name, err)
+		}
+		return hex.EncodeToString(h.Sum(nil)), nil
+	}, opts...)
 }

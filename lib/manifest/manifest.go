@@ -344,20 +344,17 @@ func FromReader(r io.Reader, opts ...container.ReaderOption) (*Result, error) {
 	// read, so that SHA-256 is not bound to one CPU.
 	p := NewParallel(b, 0)
 	defer p.Close()
-	for {
-		t, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	err = cr.Each(func(t *container.Tensor) error {
 		if _, err := p.ReadTensor(t.TensorInfo, t); err != nil {
 			if errors.Is(err, container.ErrEncrypted) {
-				return nil, fmt.Errorf("%w: the content of a sealed stream is hashed in plaintext; give its key, or unseal it first", err)
+				return fmt.Errorf("%w: the content of a sealed stream is hashed in plaintext; give its key, or unseal it first", err)
 			}
-			return nil, err
+			return err
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	d, err := p.Sum()
 	if err != nil {

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/internal/ordered"
 )
 
 // Reading ahead for Parallel: the tensors being hashed share a pool of at most
@@ -41,23 +43,30 @@ const (
 // Feed it every tensor in file order with ReadTensor or AddTensor, then call Sum.
 // Call Close when giving up early (it is safe after Sum too): it waits for the
 // goroutines. The Builder must not be used directly in between.
+//
+// The tensors in flight are the jobs of an ordered worker pool (lib/internal/ordered)
+// whose goroutines hash one tensor each and which hands them back in file order. A
+// job occupies its goroutine from the tensor's first chunk to its last, so Parallel
+// keeps its own buffers (chunkPool) rather than a free list of jobs like quant's: the
+// chunks of one tensor are fed to the goroutine already hashing it.
 type Parallel struct {
 	b       *Builder
-	slots   chan struct{} // one token per tensor being hashed on a goroutine
+	jobs    *ordered.Pool[*job] // tensors not yet added to the Builder, in file order
 	pool    chunkPool
-	pending []*job // tensors not yet added to the Builder, in file order
-	wg      sync.WaitGroup
 	scratch [64]byte // for the read that must find the end of a tensor
 	err     error
 	summed  bool
+	closed  bool // jobs is closed
 }
 
-// job is one tensor of a Parallel; sum is valid once done is closed.
+// job is one tensor of a Parallel; sum is valid once the pool hands it back. Its
+// bytes come from chunks (a tensor read from a stream) or from data (in memory).
 type job struct {
-	info container.TensorInfo
-	size int64
-	sum  [sha256.Size]byte
-	done chan struct{}
+	info   container.TensorInfo
+	size   int64
+	sum    [sha256.Size]byte
+	chunks chan []byte
+	data   []byte
 }
 
 // NewParallel starts hashing b's tensors on up to workers goroutines at once
@@ -67,10 +76,10 @@ func NewParallel(b *Builder, workers int) *Parallel {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, maxWorkers)
-	p := &Parallel{
-		b:     b,
-		slots: make(chan struct{}, workers),
-	}
+	// A job waits for a free goroutine (queued 0), as many jobs as there are
+	// tensors may wait to be added to the Builder (no limit).
+	p := &Parallel{b: b}
+	p.jobs = ordered.New(workers, 0, 0, p.hash)
 	p.pool.init(parallelChunk, parallelChunks)
 	if b.open {
 		p.err = b.fail("Parallel started with a tensor still open")
@@ -90,8 +99,7 @@ func (p *Parallel) ReadTensor(info container.TensorInfo, r io.Reader) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	j := &job{info: info, size: size, done: make(chan struct{})}
-	p.pending = append(p.pending, j)
+	j := &job{info: info, size: size}
 	var ch chan []byte // the hashing goroutine's queue, once it runs
 	var total int64
 	for total < size {
@@ -102,7 +110,7 @@ func (p *Parallel) ReadTensor(info container.TensorInfo, r io.Reader) (int64, er
 		switch {
 		case ch == nil && total == size && err == nil && n <= inlineMax:
 			j.sum = sha256.Sum256(buf[:n])
-			close(j.done)
+			p.jobs.Done(j)
 			p.pool.put(buf)
 		case n == 0:
 			p.pool.put(buf)
@@ -137,7 +145,7 @@ func (p *Parallel) ReadTensor(info container.TensorInfo, r io.Reader) (int64, er
 		close(ch)
 	case size == 0:
 		j.sum = sha256.Sum256(nil)
-		close(j.done)
+		p.jobs.Done(j)
 	}
 	return total, nil
 }
@@ -153,27 +161,36 @@ func (p *Parallel) AddTensor(info container.TensorInfo, data []byte) error {
 		p.err = p.b.fail("tensor %q: %d bytes, its raw size is %d", info.Name, len(data), size)
 		return p.err
 	}
-	j := &job{info: info, size: size, done: make(chan struct{})}
-	p.pending = append(p.pending, j)
+	j := &job{info: info, size: size}
 	if len(data) <= inlineMax {
 		j.sum = sha256.Sum256(data)
-		close(j.done)
+		p.jobs.Done(j)
 		return nil
 	}
-	p.slots <- struct{}{}
-	p.wg.Go(func() {
-		defer func() { <-p.slots }()
-		h := sha256.New()
-		for len(data) > 0 {
-			n := min(len(data), parallelChunk)
-			clearUpper()
-			h.Write(data[:n])
-			data = data[n:]
-		}
-		h.Sum(j.sum[:0])
-		close(j.done)
-	})
+	j.data = data
+	p.jobs.Push(context.Background(), j)
 	return nil
+}
+
+// hash runs on the pool's goroutines: it hashes j's chunks as they come (returning
+// each to the chunk pool), or its data.
+func (p *Parallel) hash(j *job) {
+	h := sha256.New()
+	if j.chunks != nil {
+		for b := range j.chunks {
+			clearUpper()
+			h.Write(b)
+			p.pool.put(b[:cap(b)])
+		}
+	}
+	for data := j.data; len(data) > 0; {
+		n := min(len(data), parallelChunk)
+		clearUpper()
+		h.Write(data[:n])
+		data = data[n:]
+	}
+	j.data = nil
+	h.Sum(j.sum[:0])
 }
 
 // Sum waits for the tensors still being hashed and returns the manifest digest.
@@ -193,7 +210,11 @@ func (p *Parallel) Sum() ([32]byte, error) {
 // Close waits for every hashing goroutine to end. It does not finish the
 // manifest; after Close without Sum the Parallel is unusable.
 func (p *Parallel) Close() {
-	p.wg.Wait()
+	if !p.closed {
+		p.closed = true
+		p.jobs.Close()
+	}
+	p.jobs.Wait()
 	if p.err == nil && !p.summed {
 		p.err = fmt.Errorf("%w: Parallel closed before Sum", ErrManifest)
 	}
@@ -218,22 +239,22 @@ func (p *Parallel) start(info container.TensorInfo) (int64, error) {
 }
 
 // collect adds the finished tensors at the head of the queue to the Builder, in
-// file order; with wait, it waits for all of them.
+// file order; with wait, it waits for all of them, and no tensor may follow.
 func (p *Parallel) collect(wait bool) {
-	for len(p.pending) > 0 {
-		j := p.pending[0]
+	if wait && !p.closed {
+		p.closed = true
+		p.jobs.Close()
+	}
+	for {
+		next := p.jobs.Ready
 		if wait {
-			<-j.done
-		} else {
-			select {
-			case <-j.done:
-			default:
-				return
-			}
+			next = p.jobs.Next
+		}
+		j, ok := next()
+		if !ok {
+			return
 		}
 		p.b.add(j.info, j.size, j.sum[:])
-		p.pending[0] = nil
-		p.pending = p.pending[1:]
 	}
 }
 
@@ -289,20 +310,9 @@ func (c *chunkPool) put(b []byte) {
 // queue, once fewer than the allowed number of tensors are being hashed. The
 // queue holds as many chunks as the pool, so sending never blocks.
 func (p *Parallel) spawn(j *job) chan []byte {
-	p.slots <- struct{}{}
-	ch := make(chan []byte, parallelChunks)
-	p.wg.Go(func() {
-		defer func() { <-p.slots }()
-		h := sha256.New()
-		for b := range ch {
-			clearUpper()
-			h.Write(b)
-			p.pool.put(b[:cap(b)])
-		}
-		h.Sum(j.sum[:0])
-		close(j.done)
-	})
-	return ch
+	j.chunks = make(chan []byte, parallelChunks)
+	p.jobs.Push(context.Background(), j)
+	return j.chunks
 }
 
 // abort ends the current tensor's goroutine, if any, and fails p with err.

@@ -99,20 +99,9 @@ func readStream(r io.Reader, want modeltype.Type) (model.Model, error) {
 	if h.Type != want {
 		return nil, &container.TypeMismatchError{Expected: want, Found: h.Type}
 	}
-	var tensors []tensor.Tensor
-	for {
-		t, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		data, err := io.ReadAll(t)
-		if err != nil {
-			return nil, err
-		}
-		tensors = append(tensors, tensor.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: data})
+	tensors, err := stream.ReadAll(stream.FromReader(cr))
+	if err != nil {
+		return nil, err
 	}
 	return FromTensors(h.Type, h.Metadata.ModelConfig, tensors)
 }

@@ -27,12 +27,6 @@ func decode(t dtype.DType, src []byte, scratch []float32) ([]float32, error) {
 	if t == dtype.F32 && littleEndian && n > 0 && uintptr(unsafe.Pointer(&src[0]))%4 == 0 {
 		return unsafe.Slice((*float32)(unsafe.Pointer(&src[0])), n), nil
 	}
-	if t == dtype.F64 {
-		for i := range scratch {
-			scratch[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(src[8*i:])))
-		}
-		return scratch, nil
-	}
 	return scratch, kernels.Dequantize(t, scratch, src)
 }
 

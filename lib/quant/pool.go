@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/apr-go/apr/lib/internal/crcjoin"
+	pool "github.com/apr-go/apr/lib/internal/ordered"
 )
 
 // job is one chunk of a tensor in flight. Its buffers are reused from chunk to chunk
@@ -24,7 +25,6 @@ type job struct {
 	deq   []float32 // the output decoded again, for stats
 	acc   errAcc
 	err   error
-	done  chan struct{}
 }
 
 // grow returns b with length n, reusing its storage when it is large enough. Byte
@@ -44,20 +44,20 @@ func growF32(b []float32, n int) []float32 {
 	return make([]float32, n)
 }
 
-// convertReader is the output of one converted tensor: an ordered worker pool.
-// A producer goroutine reads chunks of the source tensor into free jobs and queues
-// them twice, to the workers and, in input order, to Read; Read waits for each job
-// in turn, so the bytes come out in input order whatever the number of workers.
-// At most len(free) jobs exist, which bounds memory by chunk size x jobs.
+// convertReader is the output of one converted tensor, on the ordered worker pool
+// (lib/internal/ordered). A producer goroutine reads chunks of the source tensor into
+// free jobs and pushes them to the pool; Read takes each job in turn, so the bytes
+// come out in input order whatever the number of workers. At most cap(free) jobs
+// exist, which bounds memory by chunk size x jobs; the pool queues as many, so the
+// producer reads ahead while every worker is busy.
 type convertReader struct {
 	s      *Stream
 	p      *plan
 	src    io.Reader
 	ctx    context.Context
 	cancel context.CancelFunc
-	work   chan *job
-	order  chan *job
-	wg     sync.WaitGroup
+	pool   *pool.Pool[*job]
+	wg     sync.WaitGroup // the producer
 	cur    *job
 	off    int
 	left   int64         // output bytes not yet returned
@@ -70,25 +70,18 @@ type convertReader struct {
 
 func (s *Stream) startConvert(p *plan, src io.Reader) *convertReader {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &convertReader{s: s, p: p, src: src, ctx: ctx, cancel: cancel, left: p.outBytes,
-		work: make(chan *job, cap(s.free)), order: make(chan *job, cap(s.free))}
+	c := &convertReader{s: s, p: p, src: src, ctx: ctx, cancel: cancel, left: p.outBytes}
 	if m, ok := src.(*mappedTensor); ok && !m.taken && m.off == 0 {
 		c.mapped, m.taken = m, true
 	}
-	c.wg.Add(1 + s.workers)
+	c.pool = pool.New(s.workers, cap(s.free), 0, func(j *job) {
+		if c.mapped != nil {
+			j.crc = crc32.ChecksumIEEE(j.in)
+		}
+		j.err = p.convert(j)
+	})
+	c.wg.Add(1)
 	go c.produce()
-	for range s.workers {
-		go func() {
-			defer c.wg.Done()
-			for j := range c.work {
-				if c.mapped != nil {
-					j.crc = crc32.ChecksumIEEE(j.in)
-				}
-				j.err = p.convert(j)
-				close(j.done)
-			}
-		}()
-	}
 	return c
 }
 
@@ -97,8 +90,7 @@ func (s *Stream) startConvert(p *plan, src io.Reader) *convertReader {
 // mapped source is not read: each job gets a view of its chunk.
 func (c *convertReader) produce() {
 	defer c.wg.Done()
-	defer close(c.order)
-	defer close(c.work)
+	defer c.pool.Close()
 	p := c.p
 	for start := int64(0); start < p.elems; start += int64(p.chunk) {
 		var j *job
@@ -107,35 +99,21 @@ func (c *convertReader) produce() {
 		case <-c.ctx.Done():
 			return
 		}
-		j.start, j.n = start, int(min(int64(p.chunk), p.elems-start))
-		j.done = make(chan struct{})
+		j.start, j.n, j.err = start, int(min(int64(p.chunk), p.elems-start)), nil
 		if c.mapped != nil {
 			off := elemBytes(p.from, int(start))
 			j.in = c.mapped.data[off : off+elemBytes(p.from, j.n)]
-			c.order <- j
-			select {
-			case c.work <- j:
-			case <-c.ctx.Done():
-				j.err = c.ctx.Err()
-				close(j.done)
+		} else {
+			j.buf = growBytes(j.buf, elemBytes(p.from, j.n))
+			j.in = j.buf
+			if _, err := io.ReadFull(c.src, j.in); err != nil {
+				j.err = fmt.Errorf("tensor %q: reading values %d..%d: %w", p.name, start, start+int64(j.n), eofErr(err))
+				c.pool.Done(j)
 				return
 			}
-			continue
 		}
-		j.buf = growBytes(j.buf, elemBytes(p.from, j.n))
-		j.in = j.buf
-		if _, err := io.ReadFull(c.src, j.in); err != nil {
-			j.err = fmt.Errorf("tensor %q: reading values %d..%d: %w", p.name, start, start+int64(j.n), eofErr(err))
-			close(j.done)
-			c.order <- j
-			return
-		}
-		c.order <- j // never blocks: order holds every job
-		select {
-		case c.work <- j:
-		case <-c.ctx.Done():
-			j.err = c.ctx.Err()
-			close(j.done)
+		if err := c.pool.Push(c.ctx, j); err != nil { // never waits but for abort: the pool queues every job
+			c.s.free <- j
 			return
 		}
 	}
@@ -151,9 +129,7 @@ func (c *convertReader) produce() {
 		if err == nil || err == io.EOF {
 			err = errors.New("more data than its shape holds")
 		}
-		j := &job{err: fmt.Errorf("tensor %q: %w", p.name, err), done: make(chan struct{})}
-		close(j.done)
-		c.order <- j
+		c.pool.Done(&job{err: fmt.Errorf("tensor %q: %w", p.name, err)})
 	}
 }
 
@@ -183,7 +159,7 @@ func (c *convertReader) Read(b []byte) (int, error) {
 			c.s.free <- c.cur
 			c.cur = nil
 		}
-		j, ok := <-c.order
+		j, ok := c.pool.Next()
 		if !ok {
 			c.ended = true
 			if c.left != 0 {
@@ -198,7 +174,6 @@ func (c *convertReader) Read(b []byte) (int, error) {
 			}
 			return 0, io.EOF
 		}
-		<-j.done
 		if c.mapped != nil && j.err == nil {
 			c.crc = crcjoin.Join(c.crc, j.crc, int64(len(j.in)))
 		}
@@ -235,12 +210,16 @@ func (c *convertReader) abort() {
 		c.s.free <- c.cur
 		c.cur = nil
 	}
-	for j := range c.order {
-		<-j.done
+	for {
+		j, ok := c.pool.Next()
+		if !ok {
+			break
+		}
 		if j.in != nil {
 			c.s.free <- j
 		}
 	}
 	c.wg.Wait()
+	c.pool.Wait()
 	c.ended = true
 }

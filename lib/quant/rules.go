@@ -181,7 +181,7 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 	} else {
 		d.Reason = why
 	}
-	if !kernels.CanDequantize(t.DType) && t.DType != dtype.F64 {
+	if !kernels.CanDequantize(t.DType) {
 		return d, fmt.Errorf("tensor %q: cannot decode %v values (exclude it with --exclude)", t.Name, t.DType)
 	}
 	if info.Quantized() && o.Type.Info().Quantized() && !o.AllowRequantize {

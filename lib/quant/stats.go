@@ -265,7 +265,7 @@ func Compare(src, out stream.Stream, chunkElems int) (*Report, error) {
 		after, _ := tb.RawSize()
 		ts := TensorStats{Name: ta.Name, Shape: slices.Clone(ta.Shape), Elems: n, From: ta.DType.String(), To: tb.DType.String(),
 			Converted: ta.DType != tb.DType, BitsPerWeight: bitsPerWeight(tb.DType), BytesBefore: before, BytesAfter: after}
-		decodable := func(t dtype.DType) bool { return t == dtype.F64 || kernels.CanDequantize(t) }
+		decodable := kernels.CanDequantize
 		if ta.DType.Info().Float && tb.DType.Info().Float && decodable(ta.DType) && decodable(tb.DType) {
 			var acc errAcc
 			for start := int64(0); start < n; start += int64(chunkElems) {

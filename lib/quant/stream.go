@@ -389,26 +389,10 @@ func Quantize(dst io.Writer, src stream.Stream, o Options, wopts ...container.Op
 		return nil, err
 	}
 	defer s.Close()
-	w, err := container.NewWriter(dst, s.Header(), wopts...)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		info, r, err := s.Next()
-		if err == io.EOF {
-			break
+	if err := stream.Write(dst, s, wopts...); err != nil {
+		if s.cur != nil && s.cur.err != nil {
+			return nil, s.cur.err // the conversion's error; names the tensor and the value
 		}
-		if err != nil {
-			return nil, err
-		}
-		if err := w.WriteTensor(info, r); err != nil {
-			if c, ok := r.(*convertReader); ok && c.err != nil {
-				return nil, c.err // names the tensor and the value already
-			}
-			return nil, fmt.Errorf("tensor %q: %w", info.Name, err)
-		}
-	}
-	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	return s.Report(), nil

@@ -2,7 +2,6 @@ package stconv
 
 import (
 	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,10 +176,7 @@ func Export(w io.Writer, src *Source, opts ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	specs := make([]safetensors.TensorSpec, len(list))
-	for i, t := range list {
-		specs[i] = t.spec
-	}
+	specs := specsOf(list)
 	h, err := safetensors.Layout(meta, specs)
 	if err != nil {
 		closeProvider(spooled)
@@ -254,10 +250,7 @@ func ExportDir(dir string, src *Source, opts ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	specs := make([]safetensors.TensorSpec, len(list))
-	for i, t := range list {
-		specs[i] = t.spec
-	}
+	specs := specsOf(list)
 	limit := opts.ShardSize
 	if limit <= 0 {
 		limit = math.MaxInt64
@@ -606,14 +599,7 @@ func (sp *spool) fill(s stream.Stream, conv converter) error {
 	f := sp.f
 	bw := bufio.NewWriterSize(f, copyBuf)
 	var pos int64
-	for {
-		info, r, err := s.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err := stream.Each(s, func(info container.TensorInfo, r io.Reader) error {
 		if _, dup := sp.off[info.Name]; dup {
 			return fmt.Errorf("tensor %q: twice in the input", info.Name)
 		}
@@ -631,6 +617,10 @@ func (sp *spool) fill(s stream.Stream, conv converter) error {
 		sp.off[info.Name] = [2]int64{pos, n}
 		sp.list = append(sp.list, t)
 		pos += n
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("spool file: %w", err)
@@ -662,6 +652,15 @@ type converter struct {
 	source map[string]any // provenance source_dtypes
 }
 
+// specsOf returns the output specs of list, in order.
+func specsOf(list []outTensor) []safetensors.TensorSpec {
+	specs := make([]safetensors.TensorSpec, len(list))
+	for i, t := range list {
+		specs[i] = t.spec
+	}
+	return specs
+}
+
 func (c converter) out(t container.TensorInfo) (outTensor, error) {
 	info, ok := dtype.Lookup(t.DType)
 	if !ok {
@@ -691,108 +690,8 @@ func (c converter) out(t container.TensorInfo) (outTensor, error) {
 }
 
 // convertReader returns a reader of t's output bytes given a reader of its source
-// bytes.
+// bytes (stream.Decode: the source's GGML blocks dequantized and encoded as the
+// output's float dtype).
 func convertReader(t outTensor, r io.Reader) io.Reader {
-	if t.src.DType == t.spec.DType {
-		return r
-	}
-	info := t.src.DType.Info()
-	elems := t.size / int64(t.spec.DType.Info().BlockBytes)
-	batch := max(1, (256<<10)/info.BlockElems)
-	return &dequantReader{name: t.src.Name, src: r, from: t.src.DType, to: t.spec.DType,
-		left: elems / int64(info.BlockElems), blockElems: info.BlockElems, blockBytes: info.BlockBytes, batch: batch}
-}
-
-// dequantReader dequantizes GGML blocks batch by batch and encodes the values as a
-// float dtype, so a tensor of any size converts in bounded memory.
-type dequantReader struct {
-	name                   string
-	src                    io.Reader
-	from, to               dtype.DType
-	left                   int64 // blocks still to read
-	blockElems, blockBytes int
-	batch                  int // blocks per batch
-	in                     []byte
-	f32                    []float32
-	u16                    []uint16
-	out                    []byte
-	pos                    int
-	err                    error
-}
-
-func (d *dequantReader) Read(p []byte) (int, error) {
-	for d.pos == len(d.out) {
-		if d.err != nil {
-			return 0, d.err
-		}
-		d.err = d.fill()
-	}
-	n := copy(p, d.out[d.pos:])
-	d.pos += n
-	return n, nil
-}
-
-// fill converts the next batch of blocks into out; at the end it checks that the
-// source ends too (a verifying source reports a bad checksum there) and returns io.EOF.
-func (d *dequantReader) fill() error {
-	if d.left == 0 {
-		var one [1]byte
-		for {
-			n, err := d.src.Read(one[:])
-			if n > 0 {
-				return fmt.Errorf("tensor %q: more source data than its shape holds", d.name)
-			}
-			if err != nil {
-				return err // io.EOF, or the source's verdict on the tensor (checksum)
-			}
-		}
-	}
-	nb := int(min(int64(d.batch), d.left))
-	if d.in == nil {
-		d.in = make([]byte, d.batch*d.blockBytes)
-		d.f32 = make([]float32, d.batch*d.blockElems)
-		d.out = make([]byte, 0, d.batch*d.blockElems*8)
-		if d.to == dtype.F16 || d.to == dtype.BF16 {
-			d.u16 = make([]uint16, d.batch*d.blockElems)
-		}
-	}
-	in := d.in[:nb*d.blockBytes]
-	if _, err := io.ReadFull(d.src, in); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return fmt.Errorf("tensor %q: %w", d.name, err)
-	}
-	d.left -= int64(nb)
-	vals := d.f32[:nb*d.blockElems]
-	if err := kernels.Dequantize(d.from, vals, in); err != nil {
-		return fmt.Errorf("tensor %q: %w", d.name, err)
-	}
-	d.out, d.pos = appendFloats(d.out[:0], d.to, vals, d.u16), 0
-	return nil
-}
-
-// appendFloats appends vals encoded as dtype to (F32, F16, BF16 or F64), little-endian.
-func appendFloats(b []byte, to dtype.DType, vals []float32, u16 []uint16) []byte {
-	switch to {
-	case dtype.F16, dtype.BF16:
-		h := u16[:len(vals)]
-		if to == dtype.F16 {
-			kernels.F32ToF16(h, vals)
-		} else {
-			kernels.F32ToBF16(h, vals)
-		}
-		for _, x := range h {
-			b = binary.LittleEndian.AppendUint16(b, x)
-		}
-	case dtype.F64:
-		for _, v := range vals {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(v)))
-		}
-	default:
-		for _, v := range vals {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		}
-	}
-	return b
+	return stream.Decode(t.src.Name, t.src.DType, t.spec.DType, t.size/int64(t.spec.DType.Info().BlockBytes), r)
 }

@@ -2,9 +2,7 @@ package stconv
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"io"
-	"maps"
 	"os"
 	"strings"
 
@@ -68,25 +66,7 @@ func ImportOpenFile(w io.Writer, f *os.File, name string, o ImportOptions, opts 
 // hashed, then patches the real digests in. It closes the shards (closer) after the
 // hashing has stopped.
 func importPatched(out container.PatchFile, shards []*safetensors.File, files map[string]any, closer func() error, o ImportOptions, opts []container.Option) error {
-	type result struct {
-		digests []any
-		err     error
-	}
-	digest := make(chan result, 1)
-	stop := make(chan struct{})
-	go func() {
-		d, err := digestFiles(shards, true, stop)
-		digest <- result{d, err}
-	}()
-	var d *result
-	defer func() {
-		close(stop)
-		if d == nil {
-			<-digest // the hashing reads the shards: wait before closing them
-		}
-		closer()
-	}()
-
+	defer closer() // after ReencodePatched, which waits for the hashing
 	placeholder := strings.Repeat("0", 2*sha256.Size)
 	entries, err := digestFiles(shards, false, nil)
 	if err != nil {
@@ -99,26 +79,7 @@ func importPatched(out container.PatchFile, shards []*safetensors.File, files ma
 	if err != nil {
 		return err
 	}
-	p, err := container.NewPatcher(out)
-	if err != nil {
-		return err
-	}
-	if err := stream.Reencode(p, s, nil, false, opts...); err != nil {
-		return err
-	}
-	r := <-digest
-	d = &r
-	if r.err != nil {
-		return r.err
-	}
-	// What Reencode wrote: the stream's header without a signature or licence flag.
-	was := s.Header()
-	was.Flags &^= container.FlagSigned | container.FlagLicensed
-	now := was
-	now.Metadata.Provenance = maps.Clone(was.Metadata.Provenance)
-	now.Metadata.Provenance[ProvFiles] = r.digests
-	if err := p.Patch(was, now, opts...); err != nil {
-		return fmt.Errorf("writing the digests: %w", err)
-	}
-	return nil
+	return stream.ReencodePatched(out, s, ProvFiles, func(stop <-chan struct{}) (any, error) {
+		return digestFiles(shards, true, stop)
+	}, opts...)
 }

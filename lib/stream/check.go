@@ -17,22 +17,15 @@ func Check(r io.Reader) (tensors int, size int64, err error) {
 		return 0, cr.n, err
 	}
 	defer s.Close()
-	for {
-		_, tr, err := s.Next()
-		if err == io.EOF {
-			return tensors, cr.n, nil
-		}
-		if err != nil {
-			return tensors, cr.n, err
-		}
+	err = Each(s, func(_ container.TensorInfo, tr io.Reader) error {
 		tensors++
 		if t, ok := tr.(*container.Tensor); ok && t.Encrypted {
-			continue // Next checks a sealed tensor's chunk CRCs when it moves on
+			return nil // Next checks a sealed tensor's chunk CRCs when it moves on
 		}
-		if _, err := io.Copy(io.Discard, tr); err != nil {
-			return tensors, cr.n, err
-		}
-	}
+		_, err := io.Copy(io.Discard, tr)
+		return err
+	})
+	return tensors, cr.n, err
 }
 
 type countingReader struct {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/apr-go/apr/lib/aprender"
 	"github.com/apr-go/apr/lib/container"
@@ -112,8 +113,23 @@ func (s *memStream) Next() (container.TensorInfo, io.Reader, error) {
 func (s *memStream) Blocks() []container.Block { return nil }
 func (s *memStream) Close() error              { return nil }
 
-// Copy writes every remaining tensor of s to w, in order.
+// Copy writes every remaining tensor of s to w, in order: the library's one loop
+// "read a stream, transform each tensor, write a stream" (a transform is a Stream
+// whose Next transforms, like quant.Stream; Write, Reencode, quant.Quantize and
+// ggufconv.Import are built on it). An error of the writer names the tensor once.
 func Copy(w *container.Writer, s Stream) error {
+	return Each(s, func(info container.TensorInfo, r io.Reader) error {
+		if err := w.WriteTensor(info, r); err != nil {
+			return named(info.Name, err)
+		}
+		return nil
+	})
+}
+
+// Each calls fn for every remaining tensor of s, in order, and returns nil at the end
+// of s, or the first error of s or fn. fn may leave a tensor's bytes unread: the next
+// call of s.Next reads (and verifies) the rest.
+func Each(s Stream, fn func(container.TensorInfo, io.Reader) error) error {
 	for {
 		info, r, err := s.Next()
 		if err == io.EOF {
@@ -122,10 +138,47 @@ func Copy(w *container.Writer, s Stream) error {
 		if err != nil {
 			return err
 		}
-		if err := w.WriteTensor(info, r); err != nil {
-			return fmt.Errorf("tensor %q: %w", info.Name, err)
+		if err := fn(info, r); err != nil {
+			return err
 		}
 	}
+}
+
+// ReadAll reads every remaining tensor of s into memory, in order.
+func ReadAll(s Stream) ([]tensor.Tensor, error) {
+	var tensors []tensor.Tensor
+	err := Each(s, func(info container.TensorInfo, r io.Reader) error {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		tensors = append(tensors, tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})
+		return nil
+	})
+	return tensors, err
+}
+
+// named prefixes err with the tensor's name unless its message names it already
+// (most of container.Writer's errors do).
+func named(name string, err error) error {
+	if strings.Contains(err.Error(), fmt.Sprintf("tensor %q", name)) {
+		return err
+	}
+	return fmt.Errorf("tensor %q: %w", name, err)
+}
+
+// Write writes s as a new APR v2 stream on dst, with the header of s and the writer
+// options given (compression, shuffle, workers), and closes the writer. The blocks of
+// s are not copied (Reencode keeps them when asked).
+func Write(dst io.Writer, s Stream, opts ...container.Option) error {
+	w, err := container.NewWriter(dst, s.Header(), opts...)
+	if err != nil {
+		return err
+	}
+	if err := Copy(w, s); err != nil {
+		return err
+	}
+	return w.Close()
 }
 
 // sniff looks at the start of r: for an aprender file it returns the whole file (its

@@ -10,7 +10,8 @@ var Layer = map[string]int{
 	// 0: leaves, importing nothing of ours.
 	"lib/dtype": 0, "lib/modeltype": 0, "lib/version": 0, "lib/atomicfile": 0,
 	"lib/seal": 0, "lib/sign": 0, "lib/internal/crcjoin": 0, "lib/internal/mmap": 0,
-	"lib/internal/peertest": 0, "lib/internal/argon2ref": 0, "lib/internal/layers": 0, "lib/printable": 0,
+	"lib/internal/peertest": 0, "lib/internal/argon2ref": 0, "lib/internal/layers": 0,
+	"lib/internal/ordered": 0, "lib/internal/mpwalk": 0, "lib/printable": 0,
 	// 1: the kernels and the in-memory tensor, on the dtype table.
 	"kernels": 1, "lib/tensor": 1,
 	// 2: the file formats and the models; neither knows the other.
@@ -19,9 +20,9 @@ var Layer = map[string]int{
 	// 3: the one tensor stream (open, inspect, check, re-encode, dequantize).
 	"lib/stream": 3, "lib/ggufconv/internal/gengguf": 3,
 	// 4: transforms of a stream, and models to and from files.
-	"lib/quant": 4, "lib/manifest": 4, "lib/modelfile": 4, "lib/llm": 4,
-	// 5: converters and trainers.
-	"lib/stconv": 5, "lib/ggufconv": 5, "lib/distill": 5,
+	"lib/quant": 4, "lib/manifest": 4, "lib/modelfile": 4, "lib/llm": 4, "lib/sealed": 4,
+	// 5: converters and trainers, and signatures (on manifest's digests).
+	"lib/stconv": 5, "lib/ggufconv": 5, "lib/distill": 5, "lib/signed": 5,
 	// 6: the façade for library users.
 	"lib/apr": 6,
 	// 7: the programs' shared kit; 8: the programs' own packages; 9: the programs.

@@ -1,4 +1,4 @@
-package apr
+package signed
 
 import (
 	"bufio"
@@ -25,7 +25,7 @@ import (
 // signing runs at the speed of reading and hashing. Every checksum of the input is
 // verified before the signature is made; on any error the output is incomplete (a
 // reader refuses it) and the caller must discard it.
-func SignStream(dst io.Writer, src io.Reader, key *sign.PrivateKey, opts ...SignOption) (*sign.Signature, error) {
+func SignStream(dst io.Writer, src io.Reader, key *sign.PrivateKey, opts ...Option) (*sign.Signature, error) {
 	if key == nil {
 		return nil, errors.New("no signing key")
 	}
@@ -50,7 +50,7 @@ func SignStream(dst io.Writer, src io.Reader, key *sign.PrivateKey, opts ...Sign
 // had (a file holds at most one). lic.IssuedAt zero means SOURCE_DATE_EPOCH or now.
 // It returns the signed license and whether an older license was replaced.
 // WithSealedInput is the only option it uses.
-func LicenseStream(dst io.Writer, src io.Reader, lic sign.License, issuer *sign.PrivateKey, opts ...SignOption) (*sign.License, bool, error) {
+func LicenseStream(dst io.Writer, src io.Reader, lic sign.License, issuer *sign.PrivateKey, opts ...Option) (*sign.License, bool, error) {
 	if issuer == nil {
 		return nil, false, errors.New("no issuer key")
 	}
@@ -104,12 +104,12 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 	var hdr [container.HeaderSize]byte
 	if n, err := io.ReadFull(src, hdr[:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("%w: not an APR file (%d bytes)", ErrFormat, n)
+			return fmt.Errorf("%w: not an APR file (%d bytes)", container.ErrFormat, n)
 		}
 		return err
 	}
 	if string(hdr[:4]) != "APRN" || hdr[4] != container.MajorVersion {
-		return fmt.Errorf("%w: not an APR v2 stream (only APR v2 files carry signatures; convert with apr-encode first)", ErrFormat)
+		return fmt.Errorf("%w: not an APR v2 stream (only APR v2 files carry signatures; convert with apr-encode first)", container.ErrFormat)
 	}
 	flags := container.Flags(binary.LittleEndian.Uint32(hdr[8:]))
 	if flags&container.FlagEncrypted != 0 && u == nil {
@@ -147,17 +147,14 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 	// read: SHA-256 on one CPU would be the slowest stage.
 	hp := manifest.NewParallel(mb, 0)
 	defer hp.Close()
-	for {
-		t, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err = cr.Each(func(t *container.Tensor) error {
 		if _, err := hp.ReadTensor(t.TensorInfo, t); err != nil {
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	tail, err := delay.finish()
 	if err != nil {
@@ -169,7 +166,7 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 	}
 	// The reader has verified the footer, which is the last 64 bytes read.
 	if len(tail) < container.FooterSize {
-		return fmt.Errorf("%w: stream too short", ErrFormat)
+		return fmt.Errorf("%w: stream too short", container.ErrFormat)
 	}
 	foot := tail[len(tail)-container.FooterSize:]
 	indexOff := binary.LittleEndian.Uint64(foot[8:])
