@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sort"
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
@@ -152,15 +151,6 @@ func setFileType(gh *gguf.Header, prov map[string]any) {
 		moveToEnd(gh, KeyQuantVersion, gguf.Uint32(2))
 		moveToEnd(gh, KeyFileType, gguf.Uint32(ft))
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Export writes the model of s as GGUF to w. GGUF puts every tensor's info before the

@@ -2,7 +2,9 @@ package ggufconv
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/apr-go/apr/lib/gguf"
 )
@@ -12,7 +14,7 @@ import (
 // strings, and lists of one of those kinds arrays of that type (an empty list an empty
 // array[i64]). Maps and mixed lists have no GGUF form and are errors.
 func configToKVs(prefix string, cfg map[string]any) ([]gguf.KV, error) {
-	keys := sortedKeys(cfg)
+	keys := slices.Sorted(maps.Keys(cfg))
 	var out []gguf.KV
 	for _, k := range keys {
 		v, err := configValue(cfg[k])

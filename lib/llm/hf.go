@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/apr-go/apr/lib/dtype"
@@ -395,7 +395,7 @@ func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, tok := range sortedKeys(added) {
+		for _, tok := range slices.Sorted(maps.Keys(added)) {
 			n, _ := added[tok].(json.Number)
 			id, err := n.Int64()
 			if err != nil || id < 0 {
@@ -412,7 +412,7 @@ func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
 			return nil, err
 		}
 		dec, _ := tc["added_tokens_decoder"].(map[string]any)
-		for _, k := range sortedKeys(dec) {
+		for _, k := range slices.Sorted(maps.Keys(dec)) {
 			var id int
 			if _, err := fmt.Sscan(k, &id); err != nil || id < 0 || id >= vocab {
 				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder id %q is not in 0..%d", k, vocab-1)
@@ -524,13 +524,4 @@ func looksSpecial(s string) bool {
 	return strings.HasPrefix(s, "<|") && strings.HasSuffix(s, "|>") ||
 		strings.HasPrefix(s, "<｜") && strings.HasSuffix(s, "｜>") ||
 		strings.HasPrefix(s, "<unused") && strings.HasSuffix(s, ">")
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
