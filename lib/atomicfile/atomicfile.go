@@ -1,6 +1,12 @@
 // Package atomicfile writes files so that a failed run leaves nothing behind: data
 // goes to a temporary file beside the destination, which is renamed over it only when
 // the writer commits. A reader never sees a partial file at the destination path.
+//
+// What is not a regular file is treated as every Unix tool treats it: an existing
+// character device, FIFO or socket (or a symlink to one) is opened and written in
+// place (-o /dev/null, -o /dev/stdout, a named pipe), since replacing it would break
+// the system or the reader at the other end; a symlink to a regular file has its
+// target replaced, the link staying; an existing directory is refused.
 package atomicfile
 
 import (
@@ -12,12 +18,60 @@ import (
 // File is a pending output file.
 type File struct {
 	*os.File
-	path string
-	done bool
+	path    string
+	done    bool
+	inPlace bool // a device, FIFO or socket written directly: nothing to rename or remove
+}
+
+// resolve follows symlinks at path: it returns the regular file to replace, or with
+// inPlace the special file to write directly. A path that does not exist (or a
+// dangling link's target) is created.
+func resolve(path string) (target string, inPlace bool, err error) {
+	target = path
+	for range 40 { // as the kernel's limit on nested links
+		st, err := os.Lstat(target)
+		if os.IsNotExist(err) {
+			return target, false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		switch m := st.Mode(); {
+		case m&os.ModeSymlink != 0:
+			link, err := os.Readlink(target)
+			if err != nil {
+				return "", false, err
+			}
+			if !filepath.IsAbs(link) {
+				link = filepath.Join(filepath.Dir(target), link)
+			}
+			target = link
+			continue
+		case m.IsDir():
+			return "", false, fmt.Errorf("%s: is a directory", path)
+		case m.IsRegular():
+			return target, false, nil
+		default: // device, FIFO, socket
+			return target, true, nil
+		}
+	}
+	return "", false, fmt.Errorf("%s: too many levels of symbolic links", path)
 }
 
 // Create starts a pending file for path, with the given permission bits.
 func Create(path string, perm os.FileMode) (*File, error) {
+	target, inPlace, err := resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	if inPlace {
+		f, err := os.OpenFile(target, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &File{File: f, path: path, inPlace: true}, nil
+	}
+	path = target
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -43,6 +97,9 @@ func (f *File) Commit() error {
 	}
 	f.done = true
 	err := f.File.Close()
+	if f.inPlace {
+		return err
+	}
 	if err == nil {
 		err = os.Rename(f.File.Name(), f.path)
 	}
@@ -59,7 +116,9 @@ func (f *File) Abort() {
 	}
 	f.done = true
 	f.File.Close()
-	os.Remove(f.File.Name())
+	if !f.inPlace {
+		os.Remove(f.File.Name())
+	}
 }
 
 // WriteFile writes data to path atomically.
