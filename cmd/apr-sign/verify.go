@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/cleanup"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/seal"
 	"github.com/apr-go/apr/lib/sign"
@@ -106,11 +106,11 @@ func (c *verifyCmd) Run(env *cli.Env) error {
 		if err != nil {
 			return err
 		}
-		spool, err := os.CreateTemp("", "apr-sign-verify-*.apr")
+		spool, removeSpool, err := cleanup.CreateTemp("", "apr-sign-verify-*.apr")
 		if err != nil {
 			return fmt.Errorf("spool file for --pass: %w", err)
 		}
-		defer func() { spool.Close(); os.Remove(spool.Name()) }()
+		defer removeSpool()
 		bw := bufio.NewWriterSize(spool, 1<<20)
 		src = io.TeeReader(in, bw)
 		release = func() error {

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/apr-go/apr/lib/cleanup"
 )
 
 // File is a pending output file.
@@ -20,7 +22,8 @@ type File struct {
 	*os.File
 	path    string
 	done    bool
-	inPlace bool // a device, FIFO or socket written directly: nothing to rename or remove
+	inPlace bool   // a device, FIFO or socket written directly: nothing to rename or remove
+	forget  func() // unregisters the temporary file from package cleanup
 }
 
 // resolve follows symlinks at path: it returns the regular file to replace, or with
@@ -69,7 +72,7 @@ func Create(path string, perm os.FileMode) (*File, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &File{File: f, path: path, inPlace: true}, nil
+		return &File{File: f, path: path, inPlace: true, forget: func() {}}, nil
 	}
 	path = target
 	dir, base := filepath.Split(path)
@@ -80,12 +83,14 @@ func Create(path string, perm os.FileMode) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	forget := cleanup.Register(f.Name())
 	if err := f.Chmod(perm); err != nil {
 		f.Close()
 		os.Remove(f.Name())
+		forget()
 		return nil, err
 	}
-	return &File{File: f, path: path}, nil
+	return &File{File: f, path: path, forget: forget}, nil
 }
 
 // Commit closes the file and renames it into place. Like cp and gzip it does not fsync:
@@ -96,6 +101,7 @@ func (f *File) Commit() error {
 		return fmt.Errorf("%s: already committed or aborted", f.path)
 	}
 	f.done = true
+	defer f.forget()
 	err := f.File.Close()
 	if f.inPlace {
 		return err
@@ -115,6 +121,7 @@ func (f *File) Abort() {
 		return
 	}
 	f.done = true
+	defer f.forget()
 	f.File.Close()
 	if !f.inPlace {
 		os.Remove(f.File.Name())

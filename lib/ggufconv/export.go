@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/apr-go/apr/lib/cleanup"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
@@ -163,14 +164,11 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 	if err := checkArchitecture(h.Metadata, o); err != nil {
 		return err
 	}
-	spool, err := os.CreateTemp(o.TempDir, "apr-gguf-*.spool")
+	spool, removeSpool, err := cleanup.CreateTemp(o.TempDir, "apr-gguf-*.spool")
 	if err != nil {
 		return fmt.Errorf("spooling tensors: %w", err)
 	}
-	defer func() {
-		spool.Close()
-		os.Remove(spool.Name())
-	}()
+	defer removeSpool()
 	buf := make([]byte, 1<<20)
 	var infos []container.TensorInfo
 	var spans []span

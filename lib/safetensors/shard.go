@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/apr-go/apr/lib/cleanup"
 )
 
 // Hugging Face checkpoint file names.
@@ -501,6 +503,7 @@ func writeAtomic(path string, fill func(io.Writer) error) error {
 		return err
 	}
 	tmp := f.Name()
+	defer cleanup.Register(tmp)()
 	err = fill(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr

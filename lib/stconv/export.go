@@ -13,6 +13,7 @@ import (
 	"regexp"
 
 	"github.com/apr-go/apr/kernels"
+	"github.com/apr-go/apr/lib/cleanup"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/llm"
@@ -272,11 +273,11 @@ func ExportDir(dir string, src *Source, opts ExportOptions) error {
 	}
 	defer p.close()
 	parent := filepath.Dir(filepath.Clean(dir))
-	stage, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(dir))+".tmp-*")
+	stage, removeStage, err := cleanup.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(dir))+".tmp-*")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(stage)
+	defer removeStage()
 	if err := plan.WriteDir(stage, func(t safetensors.TensorInfo) (io.Reader, error) { return p.open(t.Name) }); err != nil {
 		return err
 	}
@@ -577,17 +578,18 @@ func (c *crcReader) Read(p []byte) (int, error) {
 
 // spool holds a source's output bytes in a temporary file.
 type spool struct {
-	f    *os.File
-	list []outTensor
-	off  map[string][2]int64 // offset, size
+	f      *os.File
+	remove func()
+	list   []outTensor
+	off    map[string][2]int64 // offset, size
 }
 
 func newSpool(s stream.Stream, conv converter, dir string) (*spool, error) {
-	f, err := os.CreateTemp(dir, "apr-st-spool-*")
+	f, remove, err := cleanup.CreateTemp(dir, "apr-st-spool-*")
 	if err != nil {
 		return nil, fmt.Errorf("spool file: %w", err)
 	}
-	sp := &spool{f: f, off: map[string][2]int64{}}
+	sp := &spool{f: f, remove: remove, off: map[string][2]int64{}}
 	if err := sp.fill(s, conv); err != nil {
 		sp.close()
 		return nil, err
@@ -641,10 +643,7 @@ func (sp *spool) open(name string) (io.Reader, error) {
 
 func (sp *spool) finish() error { return nil }
 
-func (sp *spool) close() {
-	sp.f.Close()
-	os.Remove(sp.f.Name())
-}
+func (sp *spool) close() { sp.remove() }
 
 // converter decides output dtypes.
 type converter struct {

@@ -204,11 +204,13 @@ type alias[T any, PT interface {
 
 func (a *alias[T, PT]) Run(env *Env) error { return PT(&a.Cmd).Run(env) }
 
-// Main runs a program's run function with the process's streams and exits.
+// Main runs a program's run function with the process's streams and exits; a signal
+// that stops it removes its temporary files first (exitOnSignal).
 func Main(run func(args []string, stdin io.Reader, stdout, stderr io.Writer) int) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(MemoryLimit)
 	}
+	exitOnSignal()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -1,0 +1,67 @@
+// Package cleanup keeps the list of temporary files and directories a program has
+// created and not yet renamed into place or removed (the pending output of -o FILE,
+// export spools), so that a program stopped by a signal removes them before it exits
+// instead of leaving them behind. A leaf: every package that creates such a file
+// registers it.
+package cleanup
+
+import (
+	"os"
+	"sync"
+)
+
+var (
+	mu      sync.Mutex
+	pending = map[string]int{} // path -> registrations
+)
+
+// Register records path as temporary; done forgets it again (after the rename or
+// removal that ends its life) and may be called more than once.
+func Register(path string) (done func()) {
+	mu.Lock()
+	pending[path]++
+	mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			mu.Lock()
+			if pending[path]--; pending[path] <= 0 {
+				delete(pending, path)
+			}
+			mu.Unlock()
+		})
+	}
+}
+
+// RemoveAll removes every registered path (a directory with its contents) and forgets
+// them. A signal handler calls it just before the process exits.
+func RemoveAll() {
+	mu.Lock()
+	defer mu.Unlock()
+	for p := range pending {
+		os.RemoveAll(p)
+		delete(pending, p)
+	}
+}
+
+// CreateTemp is os.CreateTemp with the file registered; remove closes and removes it
+// and forgets it (callers defer it).
+func CreateTemp(dir, pattern string) (f *os.File, remove func(), err error) {
+	f, err = os.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, nil, err
+	}
+	done := Register(f.Name())
+	return f, func() { f.Close(); os.Remove(f.Name()); done() }, nil
+}
+
+// MkdirTemp is os.MkdirTemp with the directory registered; remove removes it with its
+// contents and forgets it.
+func MkdirTemp(dir, pattern string) (path string, remove func(), err error) {
+	path, err = os.MkdirTemp(dir, pattern)
+	if err != nil {
+		return "", nil, err
+	}
+	done := Register(path)
+	return path, func() { os.RemoveAll(path); done() }, nil
+}

@@ -1,0 +1,84 @@
+//go:build linux
+
+package pipelines
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSignalsLeaveNothing stops programs in the middle of a stream (stdin is a pipe
+// that has delivered half a model) with SIGINT, SIGTERM and SIGHUP: each must remove
+// the temporary files it created (the pending -o output, an export's spool) and exit
+// 128+signal.
+func TestSignalsLeaveNothing(t *testing.T) {
+	needPrograms(t, "apr-quant", "apr-gguf", "apr-st", "apr-encode")
+	dir := t.TempDir()
+	writeModel(t, dir)
+	src, _ := filepath.Abs("../testdata/gguf/tiny-llama.f32.gguf")
+	if _, stderr, code := sh(t, dir, `apr-gguf import '`+src+`' -o llama.apr`); code != 0 {
+		t.Fatal(stderr)
+	}
+	cases := []struct {
+		name, input, leftover string
+		args                  []string
+	}{
+		{"apr-quant -o", "llama.apr", ".out.apr.tmp-*", []string{"apr-quant", "q8_0", "-o", "out.apr"}},
+		{"apr-encode -o", "model.apr", ".out.apr.tmp-*", []string{"apr-encode", "-c", "zstd", "-o", "out.apr"}},
+		{"apr-gguf export spool", "llama.apr", "apr-gguf-*.spool", []string{"apr-gguf", "export", "-o", "out.gguf"}},
+		{"apr-st export spool", "llama.apr", "apr-st-spool-*", []string{"apr-st", "export", "-o", "out.safetensors"}},
+	}
+	for _, c := range cases {
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+			t.Run(c.name+"/"+sig.String(), func(t *testing.T) {
+				work := t.TempDir()
+				in, err := os.ReadFile(filepath.Join(dir, c.input))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd := exec.Command(c.args[0], c.args[1:]...)
+				cmd.Dir = work
+				cmd.Env = append(os.Environ(), "TMPDIR="+work)
+				stdin, err := cmd.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer stdin.Close()
+				stdin.Write(in[:len(in)/2]) // the rest never comes: the program waits mid-stream
+				if !appears(work, c.leftover) {
+					cmd.Process.Kill()
+					cmd.Wait()
+					t.Fatalf("%s never appeared in the work directory", c.leftover)
+				}
+				cmd.Process.Signal(sig)
+				err = cmd.Wait()
+				ee, ok := err.(*exec.ExitError)
+				if !ok || ee.ExitCode() != 128+int(sig) {
+					t.Errorf("exit %v, want status %d", err, 128+int(sig))
+				}
+				if left, _ := filepath.Glob(filepath.Join(work, c.leftover)); len(left) > 0 {
+					t.Errorf("left behind: %v", left)
+				}
+			})
+		}
+	}
+}
+
+// appears waits (up to a minute, polling) for a file matching pattern in dir: the
+// program has reached the point where it holds a temporary file.
+func appears(dir, pattern string) bool {
+	for range 6000 {
+		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) > 0 {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
