@@ -8,12 +8,12 @@ package layers
 // fails for a package it does not know).
 var Layer = map[string]int{
 	// 0: leaves, importing nothing of ours.
-	"lib/dtype": 0, "lib/modeltype": 0, "lib/version": 0, "lib/atomicfile": 0,
+	"lib/dtype": 0, "lib/modeltype": 0, "lib/version": 0,
 	"lib/seal": 0, "lib/sign": 0, "lib/internal/crcjoin": 0, "lib/internal/mmap": 0,
 	"lib/internal/peertest": 0, "lib/internal/argon2ref": 0, "lib/internal/layers": 0,
 	"lib/internal/ordered": 0, "lib/internal/mpwalk": 0, "lib/printable": 0, "lib/cleanup": 0,
-	// 1: the kernels and the in-memory tensor, on the dtype table.
-	"kernels": 1, "lib/tensor": 1,
+	// 1: the kernels and the in-memory tensor, on the dtype table; atomic output files.
+	"kernels": 1, "lib/tensor": 1, "lib/atomicfile": 1,
 	// 2: the file formats and the models; neither knows the other.
 	"lib/container": 2, "lib/aprender": 2, "lib/npy": 2, "lib/safetensors": 2, "lib/gguf": 2,
 	"lib/model": 2,
