@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -81,4 +82,24 @@ func appears(dir, pattern string) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
+}
+
+// TestTerminalStdin: with stdin a terminal (a pseudo-terminal that script(1) makes), a
+// program that would read its model from stdin says what it expects and exits 2
+// instead of waiting silently.
+func TestTerminalStdin(t *testing.T) {
+	needPrograms(t, "apr-decode", "apr-quant", "apr-st", "apr-gguf", "apr-encode")
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) (util-linux) is not installed")
+	}
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, nil, 0o644)
+	for _, c := range []string{"apr-decode inspect", "apr-quant q8_0", "apr-st import", "apr-gguf import", "apr-encode"} {
+		name := strings.Fields(c)[0]
+		out, _, code := sh(t, dir, `script -qec '`+c+`' typescript < empty`)
+		if code != 2 || !strings.Contains(out, "stdin is a terminal: give "+name+" a FILE argument") {
+			t.Errorf("%s on a terminal: exit %d, %q", c, code, out)
+		}
+	}
 }

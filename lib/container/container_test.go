@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apr-go/apr/lib/dtype"
@@ -390,5 +391,21 @@ func TestSourceDateEpoch(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "soon")
 	if _, err := CreatedAt(); err == nil {
 		t.Fatal("bad SOURCE_DATE_EPOCH accepted")
+	}
+}
+
+// TestWrongKindOfFile: a file of another format apr reads names the program for it.
+func TestWrongKindOfFile(t *testing.T) {
+	st := append(binary.LittleEndian.AppendUint64(nil, 60), []byte(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}    `)...)
+	for want, b := range map[string][]byte{
+		"apr-gguf import": append([]byte("GGUF\x03\x00\x00\x00"), make([]byte, 60)...),
+		"apr-st import":   append(st, make([]byte, 8)...),
+		"apr-encode":      append([]byte("\x93NUMPY\x01\x00"), make([]byte, 60)...),
+		"zip":             append([]byte("PK\x03\x04"), make([]byte, 64)...),
+	} {
+		_, err := NewReader(bytes.NewReader(b))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", want, err)
+		}
 	}
 }

@@ -131,12 +131,28 @@ func (h *fileHeader) encode() []byte {
 	return b
 }
 
+// otherFormat names the format of a file that is not APR when its first bytes say it
+// is one apr reads with another program, so the error says what to run.
+func otherFormat(b []byte) string {
+	switch {
+	case string(b[:4]) == "GGUF":
+		return "; this is a GGUF file: apr-gguf import reads it"
+	case len(b) > 9 && binary.LittleEndian.Uint64(b) < 1<<30 && b[8] == '{' && b[9] == '"':
+		return "; this looks like a SafeTensors file: apr-st import reads it"
+	case string(b[:6]) == "\x93NUMPY":
+		return "; this is a NumPy .npy file: apr-encode builds a model from it"
+	case string(b[:4]) == "PK\x03\x04":
+		return "; this is a zip file (a NumPy .npz?): apr-encode builds a model from .npz files"
+	}
+	return ""
+}
+
 func decodeHeader(b []byte) (*fileHeader, error) {
 	if len(b) < HeaderSize {
 		return nil, formatErr(0, "file is %d bytes, shorter than the %d-byte header", len(b), HeaderSize)
 	}
 	if [4]byte(b[:4]) != magicHeader {
-		return nil, formatErr(0, "bad magic %q, expected \"APRN\"", b[:4])
+		return nil, formatErr(0, "bad magic %q, expected \"APRN\"%s", b[:4], otherFormat(b))
 	}
 	if b[4] != MajorVersion || b[5] > MinorVersion {
 		return nil, &VersionError{Major: b[4], Minor: b[5], SupportedMajor: MajorVersion, SupportedMinorTo: MinorVersion}

@@ -130,6 +130,9 @@ func Run(env *Env, description string, grammar any, args []string, opts ...kong.
 		env.Hintf("run '%s --help' for usage", env.Name)
 		return ExitUsage
 	}
+	if IsTerminal(env.Stdin) {
+		env.Stdin = terminalStdin{env.Name}
+	}
 	if err := ctx.Run(env); err != nil {
 		var u *UsageError
 		if errors.As(err, &u) {
@@ -144,6 +147,15 @@ func Run(env *Env, description string, grammar any, args []string, opts ...kong.
 		return ExitFail
 	}
 	return ExitOK
+}
+
+// terminalStdin stands for a stdin that is a terminal: a program that reads its model
+// from stdin would otherwise wait silently for a person to type one. As zstd does, the
+// first read is a usage error that says what is expected.
+type terminalStdin struct{ name string }
+
+func (t terminalStdin) Read([]byte) (int, error) {
+	return 0, Usagef("stdin is a terminal: give %s a FILE argument, or pipe or redirect a model into it", t.name)
 }
 
 // SilentError fails the program without printing (the command printed its own report).
