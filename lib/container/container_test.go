@@ -409,3 +409,24 @@ func TestWrongKindOfFile(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataDuplicateKeys: a map with a key twice has two meanings (a reader keeping
+// the first value and one keeping the last disagree), so it is refused, at the top and
+// nested, whatever the key's encoding.
+func TestMetadataDuplicateKeys(t *testing.T) {
+	for name, b := range map[string][]byte{
+		"top level":         {0x82, 0xa4, 'n', 'a', 'm', 'e', 0xa1, 'a', 0xa4, 'n', 'a', 'm', 'e', 0xa1, 'b'},
+		"fixstr and str8":   {0x82, 0xa4, 'n', 'a', 'm', 'e', 0xa1, 'a', 0xd9, 4, 'n', 'a', 'm', 'e', 0xa1, 'b'},
+		"nested":            {0x81, 0xa6, 'c', 'u', 's', 't', 'o', 'm', 0x82, 0xa1, 'k', 0x01, 0xa1, 'k', 0x02},
+		"integer keys":      {0x81, 0xa1, 'm', 0x82, 0x01, 0xc0, 0xcc, 0x01, 0xc0},
+		"in a list of maps": {0x81, 0xa1, 'l', 0x91, 0x82, 0xa1, 'x', 0xc3, 0xa1, 'x', 0xc2},
+	} {
+		if _, err := DecodeMetadata(b); err == nil || !strings.Contains(err.Error(), "duplicate map key") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	ok := []byte{0x82, 0xa1, 'a', 0x81, 0xa1, 'k', 0x01, 0xa1, 'b', 0x81, 0xa1, 'k', 0x02} // same key in two maps
+	if _, err := DecodeMetadata(ok); err != nil {
+		t.Errorf("one key in two sibling maps: %v", err)
+	}
+}

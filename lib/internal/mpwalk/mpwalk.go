@@ -200,45 +200,84 @@ func (r *Reader) next() (Head, error) {
 
 // Check walks one value that must be a map and fill b, without building it and
 // without recursion: every length fits the bytes that remain and nesting stays
-// within MaxDepth. Extension values are skipped, not refused.
+// within MaxDepth, and no map holds a key twice (by content: "a" as fixstr and as str8
+// is one key). Extension values are skipped, not refused.
 func Check(b []byte) error {
 	if len(b) == 0 || !(b[0]>>4 == 0x8 || b[0] == 0xde || b[0] == 0xdf) {
 		return fmt.Errorf("not a MessagePack map")
 	}
 	r := Reader{B: b}
-	pending := []uint64{1} // values still to read at each depth
-	for len(pending) > 0 {
-		if pending[len(pending)-1] == 0 {
-			pending = pending[:len(pending)-1]
+	stack := []frame{{left: 1}}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.left == 0 {
+			stack = stack[:len(stack)-1]
 			continue
 		}
-		pending[len(pending)-1]--
+		isKey := top.seen != nil && top.left%2 == 0
+		top.left--
+		start := r.Pos
 		h, err := r.Next()
 		if err != nil {
 			return err
 		}
 		switch h.Kind {
 		case Str, Bin, Ext:
-			if _, err := r.Bytes(h.N); err != nil {
+			body, err := r.Bytes(h.N)
+			if err != nil {
 				return err
 			}
+			if isKey {
+				// a string key by its content, whatever its encoding (fixstr, str8, ...)
+				if err := top.add(fmt.Sprintf("%d:%s", h.Kind, body), start); err != nil {
+					return err
+				}
+			}
+			continue
 		case Array, Map:
+			if isKey {
+				return &Error{Pos: start, Msg: "a map key that is an array or a map"}
+			}
 			items := h.N
+			var seen map[string]bool
 			if h.Kind == Map {
 				items *= 2
+				seen = map[string]bool{}
 			}
 			if items == 0 {
 				continue
 			}
-			if len(pending) >= MaxDepth {
+			if len(stack) >= MaxDepth {
 				return fmt.Errorf("nesting deeper than %d", MaxDepth)
 			}
-			pending = append(pending, items)
+			stack = append(stack, frame{left: items, seen: seen})
+			continue
+		}
+		if isKey {
+			if err := top.add(fmt.Sprintf("%d:%v:%v:%v:%v", h.Kind, h.Bool, h.Int, h.Uint, h.Float), start); err != nil {
+				return err
+			}
 		}
 	}
 	if r.Left() != 0 {
 		return fmt.Errorf("%d trailing bytes", r.Left())
 	}
+	return nil
+}
+
+// frame is an array or map that Check is reading: the values still to read and, for
+// a map, the keys seen, since a key twice would give the map two meanings (a reader
+// that keeps the first value and one that keeps the last disagree).
+type frame struct {
+	left uint64
+	seen map[string]bool // nil for an array
+}
+
+func (f *frame) add(key string, pos int) error {
+	if f.seen[key] {
+		return &Error{Pos: pos, Msg: "duplicate map key"}
+	}
+	f.seen[key] = true
 	return nil
 }
 
