@@ -11,6 +11,7 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/printable"
 )
 
 // source is the input stream: NumPy files make a new model; otherwise an APR file or stdin.
@@ -77,6 +78,18 @@ type closing struct {
 func (c *closing) Close() error { c.Stream.Close(); return c.c.Close() }
 
 // edit applies the metadata options to the header.
+// checkPairs refuses a --meta, --hyper or --metric that is not KEY=VALUE with a key.
+func (c *encodeCmd) checkPairs() error {
+	for flag, kvs := range map[string][]string{"--meta": c.Meta, "--hyper": c.Hyper, "--metric": c.Metric} {
+		for _, kv := range kvs {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return cli.Usagef("%s %s: expected KEY=VALUE (KEY= removes KEY, as --unset KEY does)", flag, printable.String(kv))
+			}
+		}
+	}
+	return nil
+}
+
 func (c *encodeCmd) edit(h *container.Header) {
 	md := &h.Metadata
 	if c.Name != nil {
@@ -90,6 +103,10 @@ func (c *encodeCmd) edit(h *container.Header) {
 			k, v, _ := strings.Cut(kv, "=")
 			if *m == nil {
 				*m = map[string]any{}
+			}
+			if v == "" { // empty values are omitted (docs/FORMAT.md): KEY= removes KEY
+				delete(*m, k)
+				continue
 			}
 			(*m)[k] = parseValue(v)
 		}

@@ -41,6 +41,9 @@ func (c *encodeCmd) Run(env *cli.Env) error {
 	if c.Shuffle && comp == container.CompressNone {
 		return cli.Usagef("--shuffle needs a codec (--compress zstd, zstd-max or lz4)")
 	}
+	if err := c.checkPairs(); err != nil {
+		return err
+	}
 	jopts, err := c.Options()
 	if err != nil {
 		return err

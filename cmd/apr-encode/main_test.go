@@ -65,6 +65,15 @@ func TestBuildFromNumPyAndReencode(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
+	// A .npy with bytes after its data, refused as the same .npz member is.
+	trailing := filepath.Join(dir, "trailing.npy")
+	if err := npy.WriteFile(trailing, dtype.F32, []int64{2}, make([]byte, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.OpenFile(trailing, os.O_APPEND|os.O_WRONLY, 0); err == nil {
+		f.Write([]byte("EXTRA"))
+		f.Close()
+	}
 	cases := []struct {
 		args []string
 		in   []byte
@@ -76,6 +85,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-o", filepath.Join(dir, "o.apr")}, []byte("not a model at all, just text"), 1, "stdin"},
 		{[]string{"-t", "KMeans", "-o", filepath.Join(dir, "o.apr")}, nil, 1, ""},
 		{[]string{"a.npy", "b.apr"}, nil, 2, "mix"},
+		{[]string{trailing, "-o", filepath.Join(dir, "o.apr")}, nil, 1, "unexpected bytes after the 8 data bytes"},
+		{[]string{"--meta", "novalue", trailing, "-o", filepath.Join(dir, "o.apr")}, nil, 2, "--meta novalue: expected KEY=VALUE"},
 	}
 	for _, c := range cases {
 		_, stderr, code := runIt(t, c.in, c.args...)

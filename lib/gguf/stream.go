@@ -52,8 +52,8 @@ func NewDataReader(r io.Reader, h *Header) (*DataReader, error) {
 
 // Next skips to the next tensor in offset order and returns its index in h.Tensors
 // and a reader of exactly its bytes; a read that hits the end of the input early fails
-// with io.ErrUnexpectedEOF. After the last tensor it consumes the final padding (which
-// may be missing at the end of the input) and returns io.EOF.
+// with io.ErrUnexpectedEOF. After the last tensor it consumes the final padding, which
+// must be there (llama.cpp's reader wants the padded data section), and returns io.EOF.
 func (dr *DataReader) Next() (int, io.Reader, error) {
 	if dr.err != nil {
 		return -1, nil, dr.err
@@ -70,6 +70,12 @@ func (dr *DataReader) Next() (int, io.Reader, error) {
 		pad := alignUp(dr.pos, dr.h.alignment()) - dr.pos
 		got, err := io.CopyN(io.Discard, dr.r, pad)
 		dr.pos += got
+		if errors.Is(err, io.EOF) && len(dr.order) > 0 {
+			dr.err = &Error{Kind: ErrFormat, Offset: dr.h.DataOffset + dr.pos,
+				Msg: fmt.Sprintf("the final padding is cut short: %d of %d bytes (llama.cpp's writers pad every tensor)", got, pad),
+				Err: io.ErrUnexpectedEOF}
+			return -1, nil, dr.err
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			dr.err = &Error{Kind: ErrFormat, Offset: dr.h.DataOffset + dr.pos, Msg: "reading final padding", Err: err}
 			return -1, nil, dr.err

@@ -82,13 +82,13 @@ func TestMappedAndRead(t *testing.T) {
 	q8 := files["small.Q8_0.gguf"]
 	big := files["big.gguf"]
 	files["truncated-data.gguf"] = q8[:len(q8)-100]
-	files["big-no-final-padding.gguf"] = big[:len(big)-10] // allowed: llama.cpp does not need it
+	files["big-no-final-padding.gguf"] = big[:len(big)-10] // refused, as llama.cpp's reader does (export would add it)
 	files["trailing.gguf"] = append(slices.Clone(q8), 0)
 	files["truncated-header.gguf"] = q8[:100]
 	files["big-truncated.gguf"] = big[:len(big)-5<<20]
 	files["big-trailing.gguf"] = append(slices.Clone(big), make([]byte, 10<<20)...)
 	wantErr := map[string]bool{"truncated-data.gguf": true, "trailing.gguf": true, "truncated-header.gguf": true,
-		"big-truncated.gguf": true, "big-trailing.gguf": true}
+		"big-truncated.gguf": true, "big-trailing.gguf": true, "big-no-final-padding.gguf": true}
 	lead := []byte("bytes before the GGUF\n")
 	for name, b := range files {
 		t.Run(name, func(t *testing.T) {

@@ -65,6 +65,9 @@ func (d *dataReader) Read(p []byte) (int, error) {
 				return 0, err
 			}
 			d.remain -= int64(d.size)
+			if err := d.lastCheck(); err != nil {
+				return 0, err
+			}
 			swap(d.pend[:d.size], d.size)
 			d.pendLo, d.pendHi = 0, d.size
 			n := copy(p, d.pend[:d.size])
@@ -88,7 +91,25 @@ func (d *dataReader) Read(p []byte) (int, error) {
 		swap(buf[:n], d.size)
 	}
 	d.remain -= int64(n)
+	if err := d.lastCheck(); err != nil {
+		return 0, err
+	}
 	return n, nil
+}
+
+// lastCheck runs before the last data bytes are handed out: bytes after the data make
+// the read that would complete the array fail, since a consumer that knows the size
+// (a container writer, io.ReadFull) never reads again to see the error at the end.
+func (d *dataReader) lastCheck() error {
+	if d.remain != 0 || !d.checkEnd {
+		return nil
+	}
+	if err := d.end(); err != io.EOF {
+		d.err = err
+		return err
+	}
+	d.checkEnd = false // the end is known: a later Read returns io.EOF
+	return nil
 }
 
 // fill reads exactly len(b) bytes of data into b, after already bytes read in

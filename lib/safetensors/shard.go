@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/apr-go/apr/lib/cleanup"
@@ -49,10 +50,12 @@ func indexErr(off int64, format string, args ...any) *Error {
 }
 
 // ValidShardName reports whether name is a plain file name acceptable in a weight map:
-// not empty, no path separator, no "..", no drive colon, no NUL.
+// not empty, no path separator, no "..", no drive colon, no NUL or other control
+// character, valid UTF-8.
 func ValidShardName(name string) bool {
 	return name != "" && name != "." && !strings.Contains(name, "..") &&
-		!strings.ContainsAny(name, "/\\:\x00")
+		!strings.ContainsAny(name, "/\\:\x00") && utf8.ValidString(name) &&
+		strings.IndexFunc(name, unicode.IsControl) < 0 // no newline, escape or tab in a file name
 }
 
 // ParseIndex parses and checks an index file: a JSON object whose "weight_map" maps

@@ -496,24 +496,27 @@ func drain(s stream.Stream) error {
 	}
 }
 
-// TestHostileFilesMetadata: an APR whose hf_files name escapes the directory is refused.
+// TestHostileFilesMetadata: an APR whose hf_files name escapes the directory or is not
+// a plain file name (control characters, invalid UTF-8) is refused.
 func TestHostileFilesMetadata(t *testing.T) {
-	md := container.Metadata{Extra: map[string]any{KeyFiles: map[string]any{"../evil.json": []byte("x")}}}
-	b := toAPR(t, stream.FromTensors(modeltype.Custom, md, []tensor.Tensor{tensor.F32("w", []float32{1})}))
-	src, err := OpenSource(writeTemp(t, "h.apr", b))
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"../evil.json", "evil\n.json", "evil\x1b[2J.json", "evil\xff.json"} {
+		md := container.Metadata{Extra: map[string]any{KeyFiles: map[string]any{name: []byte("x")}}}
+		b := toAPR(t, stream.FromTensors(modeltype.Custom, md, []tensor.Tensor{tensor.F32("w", []float32{1})}))
+		src, err := OpenSource(writeTemp(t, "h.apr", b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "out")
+		if err := ExportDir(out, src, ExportOptions{}); err == nil || !strings.Contains(err.Error(), "refusing file name") {
+			t.Errorf("%q: got %v", name, err)
+		}
+		src.Close()
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%q: a failed export left its directory", name)
+		}
 	}
-	defer src.Close()
-	out := filepath.Join(t.TempDir(), "out")
-	if err := ExportDir(out, src, ExportOptions{}); err == nil || !strings.Contains(err.Error(), "evil") {
-		t.Errorf("got %v", err)
-	}
-	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
-		t.Error("a failed export left its directory")
-	}
-	md = container.Metadata{Extra: map[string]any{KeyMetadata: []any{"not a pair"}}}
-	b = toAPR(t, stream.FromTensors(modeltype.Custom, md, nil))
+	md := container.Metadata{Extra: map[string]any{KeyMetadata: []any{"not a pair"}}}
+	b := toAPR(t, stream.FromTensors(modeltype.Custom, md, nil))
 	if s, err := stream.Open(bytes.NewReader(b)); err != nil {
 		t.Fatal(err)
 	} else if err := Export(io.Discard, StreamSource(s), ExportOptions{}); err == nil || !strings.Contains(err.Error(), KeyMetadata) {
