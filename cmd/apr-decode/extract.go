@@ -21,7 +21,8 @@ type extractCmd struct {
 	Tensor []string `sep:"none" placeholder:"NAME" help:"Tensor to extract (repeatable; default: all)."`
 	cli.OutputFlag
 	Format string `enum:"auto,npy,npz" default:"auto" help:"npy (exactly one tensor), npz, or auto: npy for one tensor, else npz."`
-	F32    bool   `help:"Convert float tensors NumPy cannot hold (BF16, F8, GGML quantized) to F32."`
+	F32    bool   `name:"f32" help:"Convert float tensors NumPy cannot hold (BF16, F8, GGML quantized) to F32."`
+	OldF32 bool   `name:"f-32" hidden:"" deprecated:"--f-32" use:"f32"`
 
 	OldT []string `name:"deprecated-t" short:"t" sep:"none" hidden:"" deprecated:"-t for a tensor name" use:"tensor"`
 }

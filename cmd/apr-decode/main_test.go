@@ -215,3 +215,21 @@ func TestTerminalInjection(t *testing.T) {
 		t.Fatalf("--json does not keep the name exact: %v %v %q", code, err, got.Metadata["name"])
 	}
 }
+
+// TestSuggestedFlagExists: the flag an error suggests is one the program takes.
+func TestSuggestedFlagExists(t *testing.T) {
+	var buf bytes.Buffer
+	w, _ := container.NewWriter(&buf, container.Header{Type: modeltype.Custom})
+	w.WriteTensorBytes(container.TensorInfo{Name: "w", DType: dtype.BF16, Shape: []int64{2}}, []byte{0x80, 0x3f, 0, 0x40})
+	w.Close()
+	path := filepath.Join(t.TempDir(), "bf16.apr")
+	os.WriteFile(path, buf.Bytes(), 0o644)
+	out := filepath.Join(t.TempDir(), "w.npy")
+	_, stderr, code := runIt(t, nil, "extract", path, "-o", out)
+	if code != 1 || !strings.Contains(stderr, "use --f32") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runIt(t, nil, "extract", path, "--f32", "-o", out); code != 0 {
+		t.Fatalf("--f32, as suggested: exit %d: %s", code, stderr)
+	}
+}
