@@ -41,11 +41,13 @@ type Argon2Limits struct {
 	MaxCost uint64
 }
 
-// DefaultArgon2Limits: t <= 10, m <= 1 GiB, p <= 16, t*m <= 4 GiB passes
-// (about 16 times the work of the defaults at most; a few seconds to tens of
-// seconds on a current core). Parameters above these are rejected before any
-// hashing, with an error wrapping ErrParamsOutOfRange.
-var DefaultArgon2Limits = Argon2Limits{MaxTime: 10, MaxMemoryKiB: 1 << 20, MaxThreads: 16, MaxCost: 4 << 20}
+// DefaultArgon2Limits: t <= 10, m <= 256 MiB, p <= 8, t*m <= 1 GiB passes: four
+// times the memory and about five times the work of the defaults at most, so that a
+// hostile header cannot make a small machine (a CI runner, a container under ulimit)
+// spend a gigabyte and seconds before a wrong passphrase is known. A file apr writes
+// never needs more (the writer refuses parameters above these). Parameters above them
+// are rejected before any hashing, with an error wrapping ErrParamsOutOfRange.
+var DefaultArgon2Limits = Argon2Limits{MaxTime: 10, MaxMemoryKiB: 256 << 10, MaxThreads: 8, MaxCost: 1 << 20}
 
 // Check reports whether p is valid and within lim (zero lim means
 // DefaultArgon2Limits).

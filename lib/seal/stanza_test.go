@@ -414,9 +414,10 @@ func TestArgon2Caps(t *testing.T) {
 	for _, p := range []Argon2Params{
 		{Time: 11, MemoryKiB: 64, Threads: 1},
 		{Time: 0xffffffff, MemoryKiB: 0xffffffff, Threads: 255},
-		{Time: 1, MemoryKiB: 1<<20 + 1, Threads: 1},
-		{Time: 1, MemoryKiB: 64, Threads: 17},
-		{Time: 10, MemoryKiB: 1 << 20, Threads: 4}, // each within its cap, cost above
+		{Time: 1, MemoryKiB: 256<<10 + 1, Threads: 1},
+		{Time: 1, MemoryKiB: 64, Threads: 9},
+		{Time: 10, MemoryKiB: 256 << 10, Threads: 4}, // each within its cap, cost above
+		{Time: 4, MemoryKiB: 1 << 20, Threads: 16},   // issue 14's hostile header: 1 GiB before a wrong password is known
 		{Time: 0, MemoryKiB: 64, Threads: 1},
 		{Time: 1, MemoryKiB: 64, Threads: 0},
 		{Time: 1, MemoryKiB: 7, Threads: 1},
@@ -444,7 +445,7 @@ func TestArgon2Caps(t *testing.T) {
 	if err := DefaultArgon2Params.Check(Argon2Limits{}); err != nil {
 		t.Error(err)
 	}
-	if err := (Argon2Params{Time: 4, MemoryKiB: 1 << 20, Threads: 4}).Check(DefaultArgon2Limits); err != nil {
+	if err := (Argon2Params{Time: 4, MemoryKiB: 256 << 10, Threads: 4}).Check(DefaultArgon2Limits); err != nil {
 		t.Error(err)
 	}
 	if _, err := UnwrapFileKey([]Stanza{{Type: "argon2id", Args: [][]byte{make([]byte, 16), {1, 2}}, Body: make([]byte, 48)}}, id); !errors.Is(err, ErrMalformed) {
