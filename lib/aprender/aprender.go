@@ -21,8 +21,11 @@ package aprender
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/tensor"
@@ -149,4 +152,45 @@ func Read(data []byte) (*File, error) {
 	}
 	n := min(len(data), 4)
 	return nil, fmt.Errorf("%w: magic %q, expected \"APRN\" (version 1) or \"APR\\x00\" (version 2)", ErrNotAprender, data[:n])
+}
+
+// ReadAll reads an aprender file from r, whose first bytes Detect recognized, in
+// bounded memory: the header is checked before anything else is buffered (an APR\0
+// header's CRC and tensor count; an APRN v1 header's sizes, which give the file's exact
+// length, so no more than that is read), and the rest is read as it arrives up to
+// that length or MaxFileSize. Read then checks the whole.
+func ReadAll(r io.Reader) ([]byte, error) {
+	var head [apr0HeaderSize]byte
+	n, err := io.ReadFull(r, head[:])
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return nil, err
+	}
+	limit := int64(MaxFileSize)
+	switch layout, _ := Detect(head[:n]); {
+	case layout == LayoutAPRN && n >= aprnHeaderSize:
+		h := head[:aprnHeaderSize]
+		limit = aprnHeaderSize + int64(binary.LittleEndian.Uint32(h[8:])) + int64(binary.LittleEndian.Uint32(h[12:])) + 4
+		if h[21]&aprnFlagSigned != 0 {
+			limit += aprnSigSize
+		}
+	case layout == LayoutAPR0 && n == apr0HeaderSize:
+		hc := crc32.NewIEEE()
+		hc.Write(head[:40])
+		hc.Write(head[44:])
+		if want, got := binary.LittleEndian.Uint32(head[40:]), hc.Sum32(); want != got {
+			return nil, &ChecksumError{Layout: LayoutAPR0, Offset: 40, What: "header CRC32 over bytes 0-39 and 44-63", Expected: want, Actual: got}
+		}
+		if count := binary.LittleEndian.Uint32(head[8:]); count > MaxTensors {
+			return nil, apr0Err(8, "header.tensor_count", "%d, more than the cap of %d", count, MaxTensors)
+		}
+	}
+	if limit > MaxFileSize {
+		return nil, &FormatError{Layout: "aprender", Offset: 8, Field: "header", Msg: fmt.Sprintf("declares a %d-byte file, more than the cap of %d", limit, int64(MaxFileSize))}
+	}
+	// One byte past the limit, so that Read sees a longer file and says so.
+	rest, err := io.ReadAll(io.LimitReader(r, limit+1-int64(n)))
+	if err != nil {
+		return nil, err
+	}
+	return append(head[:n:n], rest...), nil
 }

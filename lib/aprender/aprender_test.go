@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"flag"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -730,4 +731,36 @@ func decodeModel(f *File) (model.Model, error) {
 		m[t.Name] = t
 	}
 	return model.Decode(f.ModelType, f.Config, m)
+}
+
+// countingZeros is an endless stream of zeros that counts what is read from it.
+type countingZeros struct{ n int64 }
+
+func (z *countingZeros) Read(p []byte) (int, error) {
+	clear(p)
+	z.n += int64(len(p))
+	return len(p), nil
+}
+
+// TestReadAllBounded: a stream that starts with an aprender magic is not buffered
+// before its header is checked, and never past the length an APRN header declares.
+func TestReadAllBounded(t *testing.T) {
+	z := &countingZeros{}
+	_, err := ReadAll(io.MultiReader(bytes.NewReader([]byte("APR\x00\x02")), z))
+	var ce *ChecksumError
+	if !errors.As(err, &ce) || z.n > 64 {
+		t.Fatalf("APR\\0 with a zero header: %v after reading %d bytes", err, z.n)
+	}
+	mnist := readMNIST(t)
+	z = &countingZeros{}
+	b, err := ReadAll(io.MultiReader(bytes.NewReader(mnist), z))
+	if err != nil || len(b) != len(mnist)+1 || z.n > 1<<16 {
+		t.Fatalf("APRN with endless bytes after it: %d bytes, %v, %d read past the file", len(b), err, z.n)
+	}
+	if _, err := Read(b); err == nil {
+		t.Error("a file with a byte after its declared end is accepted")
+	}
+	if b, err := ReadAll(bytes.NewReader(mnist)); err != nil || !bytes.Equal(b, mnist) {
+		t.Fatalf("a whole file: %v", err)
+	}
 }

@@ -59,13 +59,13 @@ func Stream(m model.Model, opts EncodeOptions) (stream.Stream, error) {
 
 // Read decodes a model of type want from r: an APR v2 stream (the type is checked
 // before any tensor data is read, and every byte is verified on the way) or an
-// aprender file (read whole, up to aprender.MaxFileSize). Quantized and half-precision
+// aprender file (read whole, its header checked first; see aprender.ReadAll). Quantized and half-precision
 // tensors come back as F32.
 func Read(r io.Reader, want modeltype.Type) (model.Model, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	prefix, _ := br.Peek(5)
 	if _, ok := aprender.Detect(prefix); ok {
-		b, err := io.ReadAll(io.LimitReader(br, aprender.MaxFileSize+1))
+		b, err := aprender.ReadAll(br)
 		if err != nil {
 			return nil, err
 		}

@@ -26,7 +26,12 @@ func Inspect(path string) (*Info, error) {
 		}
 		return &Info{Format: "APR v2", Info: ci}, nil
 	}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := aprender.ReadAll(f)
 	if err != nil {
 		return nil, err
 	}

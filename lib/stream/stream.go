@@ -190,6 +190,6 @@ func sniff(r io.Reader) (*bufio.Reader, []byte, error) {
 	if _, ok := aprender.Detect(prefix); !ok {
 		return br, nil, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(br, aprender.MaxFileSize+1))
+	b, err := aprender.ReadAll(br)
 	return nil, b, err
 }
