@@ -44,13 +44,27 @@ func FromMetadata(md container.Metadata) (*Checkpoint, bool, error) {
 	cp := &Checkpoint{Arch: arch, KVs: kvs}
 	for key, dst := range map[string]*int{"attention.head_count": &cp.Hparams.Heads, "attention.head_count_kv": &cp.Hparams.KVHeads} {
 		v, ok := h.Get(name + "." + key)
+		if !ok && dst == &cp.Hparams.KVHeads {
+			continue // llama.cpp's default: as many as the attention heads
+		}
 		n, isInt := v.AsUint64()
 		if !ok || !isInt || n == 0 || n > 1<<20 {
 			return nil, false, fmt.Errorf("metadata %s: %s.%s is missing or not a positive integer", gguf.MetadataKey, name, key)
 		}
 		*dst = int(n)
 	}
+	if cp.Hparams.KVHeads == 0 {
+		cp.Hparams.KVHeads = cp.Hparams.Heads
+	}
 	return cp, true, nil
+}
+
+// HasVocab reports whether the description holds a tokenizer (tokenizer.ggml.model):
+// a whole language model rather than a set of its tensors.
+func (cp *Checkpoint) HasVocab() bool {
+	h := gguf.Header{KVs: cp.KVs}
+	_, ok := h.Get("tokenizer.ggml.model")
+	return ok
 }
 
 // HFStream returns s, a model in llama.cpp's form, in the Hugging Face layout it was

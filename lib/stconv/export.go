@@ -125,6 +125,12 @@ func hfLayout(src *Source) (*Source, error) {
 	if err != nil || !ok {
 		return src, err
 	}
+	return hfSource(src, cp)
+}
+
+// hfSource is src, a language model in llama.cpp's form, as a stream in Hugging Face's
+// layout.
+func hfSource(src *Source, cp *llm.Checkpoint) (*Source, error) {
 	s, closer := src.s, src.closer
 	if s == nil {
 		cr, err := container.NewReader(io.NewSectionReader(src.f, 0, src.size))
@@ -242,7 +248,15 @@ func copyTensor(w io.Writer, r io.Reader, name string, size, off int64, buf []by
 // written into a temporary directory beside dir and moved into place only when
 // complete; an existing dir keeps its other files, except stale shards and a stale
 // index of an earlier export, which are removed.
+//
+// A language model in llama.cpp's form imported from a GGUF file (so without kept
+// files) of an architecture lib/llm knows is written in Hugging Face's layout, with the
+// config and tokenizer files generated from its GGUF key-values (llm.HFFiles).
 func ExportDir(dir string, src *Source, opts ExportOptions) error {
+	gen, err := fromGGUF(src)
+	if err != nil {
+		return err
+	}
 	files, err := keptFiles(src.hdr)
 	if err != nil {
 		return err
@@ -250,6 +264,16 @@ func ExportDir(dir string, src *Source, opts ExportOptions) error {
 	meta, list, spooled, err := prepare(src, opts)
 	if err != nil {
 		return err
+	}
+	if gen != nil {
+		shapes := make([]llm.TensorShape, len(list))
+		for i, t := range list {
+			shapes[i] = llm.TensorShape{Name: t.spec.Name, DType: t.spec.DType, Shape: t.spec.Shape}
+		}
+		if files, err = gen.HFFiles(shapes); err != nil {
+			closeProvider(spooled)
+			return fmt.Errorf("writing the Hugging Face files: %w", err)
+		}
 	}
 	specs := specsOf(list)
 	limit := opts.ShardSize
@@ -301,6 +325,31 @@ func ExportDir(dir string, src *Source, opts ExportOptions) error {
 		written[name] = true
 	}
 	return commitDir(stage, dir, written)
+}
+
+// fromGGUF turns src, when it is a language model in llama.cpp's form without kept
+// checkpoint files (imported from a GGUF file) of an architecture lib/llm knows, into
+// its Hugging Face layout in place, with safetensors' "format": "pt" metadata as
+// transformers writes it, and returns the description the files are generated from.
+// Any other source, and a GGUF without a tokenizer (a set of tensors rather than a
+// model), is left as it is (nil).
+func fromGGUF(src *Source) (*llm.Checkpoint, error) {
+	if HasFiles(src.hdr) {
+		return nil, nil
+	}
+	cp, ok, err := llm.FromMetadata(src.hdr.Metadata)
+	if err != nil || !ok || !cp.HasVocab() {
+		return nil, err
+	}
+	hf, err := hfSource(src, cp)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := hf.hdr.Metadata.Extra[KeyMetadata]; !ok {
+		hf.hdr.Metadata.Extra[KeyMetadata] = []any{[]any{"format", "pt"}}
+	}
+	*src = *hf
+	return cp, nil
 }
 
 var shardName = regexp.MustCompile(`^model-[0-9]{5}-of-[0-9]{5}\.safetensors$`)

@@ -1,0 +1,463 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/gguf"
+)
+
+// The Hugging Face class a llama GGUF comes back as. GGUF does not record whether the
+// model was a LlamaForCausalLM or a MistralForCausalLM (the converter writes both as
+// "llama"); transformers' Llama class runs both (Mistral's sliding window is not in
+// the GGUF either).
+var hfClass = map[string][2]string{
+	"llama": {"LlamaForCausalLM", "llama"},
+}
+
+// HFFiles generates the Hugging Face checkpoint files of a model in llama.cpp's form
+// that came from a GGUF file, so has no checkpoint files of its own: config.json,
+// generation_config.json, tokenizer_config.json, special_tokens_map.json and a
+// SentencePiece tokenizer.model, all from the GGUF key-values. tensors are the
+// checkpoint's tensors as the export writes them (Hugging Face names, output dtypes):
+// they give vocab_size, tie_word_embeddings (no lm_head.weight) and torch_dtype.
+func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) {
+	cls, ok := hfClass[cp.Arch.GGUF]
+	if !ok {
+		return nil, fmt.Errorf("no Hugging Face class for GGUF architecture %q", cp.Arch.GGUF)
+	}
+	g := ggufKVs{h: gguf.Header{KVs: cp.KVs}, arch: cp.Arch.GGUF}
+	if m, _ := g.str("tokenizer.ggml.model"); m != "llama" {
+		if m == "" {
+			return nil, fmt.Errorf("the GGUF has no tokenizer (tokenizer.ggml.model); a Hugging Face checkpoint needs one (apr-st export -o FILE.safetensors writes the tensors alone)")
+		}
+		return nil, fmt.Errorf("tokenizer.ggml.model %q: only SentencePiece (\"llama\") vocabularies are written back as a Hugging Face tokenizer yet (apr-st export -o FILE.safetensors writes the tensors alone)", m)
+	}
+	shapes := map[string]TensorShape{}
+	types := map[dtype.DType]int{}
+	for _, t := range tensors {
+		shapes[t.Name] = t
+		if len(t.Shape) >= 2 {
+			types[t.DType]++
+		}
+	}
+	emb, ok := shapes["model.embed_tokens.weight"]
+	if !ok || len(emb.Shape) != 2 {
+		return nil, fmt.Errorf("the model has no 2-D token embedding (token_embd.weight)")
+	}
+	_, hasHead := shapes["lm_head.weight"]
+	torchDType := "float32"
+	if len(types) == 1 {
+		switch {
+		case types[dtype.F16] > 0:
+			torchDType = "float16"
+		case types[dtype.BF16] > 0:
+			torchDType = "bfloat16"
+		}
+	}
+
+	cfg := jsonObject{}
+	cfg.set("architectures", []string{cls[0]})
+	cfg.set("model_type", cls[1])
+	cfg.set("vocab_size", emb.Shape[0])
+	cfg.set("hidden_size", emb.Shape[1])
+	if n, ok := g.archUint("feed_forward_length"); ok {
+		cfg.set("intermediate_size", n)
+	} else if up, ok := shapes["model.layers.0.mlp.up_proj.weight"]; ok && len(up.Shape) == 2 {
+		cfg.set("intermediate_size", up.Shape[0])
+	}
+	n, ok := g.archUint("block_count")
+	if !ok {
+		return nil, fmt.Errorf("the GGUF has no %s.block_count", cp.Arch.GGUF)
+	}
+	cfg.set("num_hidden_layers", n)
+	cfg.set("num_attention_heads", cp.Hparams.Heads)
+	cfg.set("num_key_value_heads", cp.Hparams.KVHeads)
+	if n, ok := g.archUint("attention.key_length"); ok {
+		cfg.set("head_dim", n)
+	}
+	if n, ok := g.archUint("context_length"); ok {
+		cfg.set("max_position_embeddings", n)
+	}
+	if f, ok := g.archFloat("attention.layer_norm_rms_epsilon"); ok {
+		cfg.set("rms_norm_eps", f)
+	}
+	if f, ok := g.archFloat("rope.freq_base"); ok {
+		cfg.set("rope_theta", f)
+	}
+	if t, _ := g.str(cp.Arch.GGUF + ".rope.scaling.type"); t != "" && t != "none" {
+		f, ok := g.archFloat("rope.scaling.factor")
+		if t != "linear" || !ok {
+			return nil, fmt.Errorf("%s.rope.scaling.type %q: only linear rope scaling is written back yet", cp.Arch.GGUF, t)
+		}
+		rs := jsonObject{}
+		rs.set("type", "linear")
+		rs.set("factor", f)
+		cfg.set("rope_scaling", rs)
+	}
+	cfg.set("hidden_act", "silu")
+	cfg.set("tie_word_embeddings", !hasHead)
+
+	tok, err := g.tokenizer()
+	if err != nil {
+		return nil, err
+	}
+	gen := jsonObject{}
+	stm := jsonObject{}
+	tc := jsonObject{}
+	tc.set("add_bos_token", tok.addBOS)
+	tc.set("add_eos_token", tok.addEOS)
+	for _, sp := range []struct {
+		typ string
+		id  int
+	}{{"bos", tok.bos}, {"eos", tok.eos}, {"unk", tok.unk}, {"pad", tok.pad}} {
+		if sp.id < 0 {
+			continue
+		}
+		if sp.typ != "unk" {
+			cfg.set(sp.typ+"_token_id", sp.id)
+			gen.set(sp.typ+"_token_id", sp.id)
+		}
+		tc.set(sp.typ+"_token", tok.pieces[sp.id].Text)
+		stm.set(sp.typ+"_token", tok.pieces[sp.id].Text)
+	}
+	cfg.set("torch_dtype", torchDType)
+	if n, ok := g.archUint("context_length"); ok {
+		tc.set("model_max_length", n)
+	}
+	tc.set("tokenizer_class", "LlamaTokenizer")
+	tc.set("legacy", false)
+	tc.set("clean_up_tokenization_spaces", false)
+	if t, ok := g.str("tokenizer.chat_template"); ok {
+		tc.set("chat_template", t)
+	}
+	files := map[string][]byte{"tokenizer.model": tok.model()}
+	for name, o := range map[string]jsonObject{"config.json": cfg, "generation_config.json": gen,
+		"tokenizer_config.json": tc, "special_tokens_map.json": stm} {
+		if files[name], err = o.marshal(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return files, nil
+}
+
+// ggufKVs reads typed values of one model's key-values.
+type ggufKVs struct {
+	h    gguf.Header
+	arch string
+}
+
+func (g ggufKVs) str(key string) (string, bool) {
+	v, ok := g.h.Get(key)
+	s, isStr := v.AsString()
+	return s, ok && isStr
+}
+
+func (g ggufKVs) uint(key string) (int64, bool) {
+	v, ok := g.h.Get(key)
+	if !ok {
+		return 0, false
+	}
+	if n, ok := v.AsUint64(); ok && n <= math.MaxInt32 {
+		return int64(n), true
+	}
+	if n, ok := v.AsInt64(); ok && n >= 0 && n <= math.MaxInt32 {
+		return n, true
+	}
+	return 0, false
+}
+
+func (g ggufKVs) archUint(key string) (int64, bool) { return g.uint(g.arch + "." + key) }
+
+// archFloat returns a float key as the shortest decimal of its own width (an f32
+// 1e-5 is 1e-05, not 9.999999747378752e-06).
+func (g ggufKVs) archFloat(key string) (jsonFloat, bool) {
+	v, ok := g.h.Get(g.arch + "." + key)
+	f, isFloat := v.AsFloat64()
+	if !ok || !isFloat || math.IsNaN(f) || math.IsInf(f, 0) {
+		return jsonFloat{}, false
+	}
+	bits := 64
+	if v.Type() == gguf.TypeFloat32 {
+		bits = 32
+	}
+	return jsonFloat{f, bits}, true
+}
+
+func (g ggufKVs) boolean(key string, def bool) bool {
+	v, ok := g.h.Get(key)
+	b, isBool := v.AsBool()
+	if !ok || !isBool {
+		return def
+	}
+	return b
+}
+
+// spmTokenizer is a SentencePiece vocabulary recovered from tokenizer.ggml.*.
+type spmTokenizer struct {
+	pieces                  []Piece
+	unk, bos, eos, pad      int // -1: none
+	addBOS, addEOS          bool
+	byteFallback            bool
+	dummyPrefix, removeMore bool
+}
+
+// tokenizer reads the SentencePiece vocabulary: the pieces with their scores and types
+// (the converter's padding, trailing "[PADn]" UNUSED pieces, dropped: they were not in
+// tokenizer.model), the special token ids, and add_bos/add_eos as llama.cpp reads them
+// (true and false when absent).
+func (g ggufKVs) tokenizer() (*spmTokenizer, error) {
+	v, _ := g.h.Get("tokenizer.ggml.tokens")
+	texts, ok := v.Strings()
+	if !ok || len(texts) == 0 {
+		return nil, fmt.Errorf("tokenizer.ggml.tokens is missing or not an array of strings")
+	}
+	if len(texts) > MaxPieces {
+		return nil, fmt.Errorf("tokenizer.ggml.tokens: more than %d pieces", MaxPieces)
+	}
+	sv, hasScores := g.h.Get("tokenizer.ggml.scores")
+	tv, hasTypes := g.h.Get("tokenizer.ggml.token_type")
+	if hasScores && sv.Len() != len(texts) || hasTypes && tv.Len() != len(texts) {
+		return nil, fmt.Errorf("tokenizer.ggml.scores/token_type do not have the %d elements of tokenizer.ggml.tokens", len(texts))
+	}
+	t := &spmTokenizer{unk: -1, bos: -1, eos: -1, pad: -1}
+	t.pieces = make([]Piece, len(texts))
+	for i, s := range texts {
+		p := Piece{Text: s, Type: TokenNormal}
+		if hasScores {
+			f, ok := sv.Index(i).AsFloat64()
+			if !ok {
+				return nil, fmt.Errorf("tokenizer.ggml.scores is not an array of floats")
+			}
+			p.Score = float32(f)
+		}
+		if hasTypes {
+			e := tv.Index(i)
+			n, ok := e.AsInt64()
+			if !ok {
+				u, isU := e.AsUint64()
+				n, ok = int64(u), isU && u <= TokenByte
+			}
+			if !ok || n < TokenNormal || n > TokenByte {
+				return nil, fmt.Errorf("tokenizer.ggml.token_type[%d] (%q) is not a token type 1..6", i, s)
+			}
+			p.Type = int32(n)
+		}
+		t.pieces[i] = p
+	}
+	for n := len(t.pieces); n > 1; n-- {
+		if p := t.pieces[n-1]; p.Type != TokenUnused || p.Text != fmt.Sprintf("[PAD%d]", n-1) {
+			break
+		}
+		t.pieces = t.pieces[:n-1]
+	}
+	seen := make(map[string]int, len(t.pieces))
+	bytePieces := 0
+	for i, p := range t.pieces {
+		if p.Text == "" {
+			return nil, fmt.Errorf("tokenizer.ggml.tokens[%d] is empty; SentencePiece pieces are not", i)
+		}
+		if j, dup := seen[p.Text]; dup {
+			return nil, fmt.Errorf("tokenizer.ggml.tokens: %q is both token %d and %d; SentencePiece pieces are unique", p.Text, j, i)
+		}
+		seen[p.Text] = i
+		if p.Type == TokenUnknown && t.unk < 0 {
+			t.unk = i
+		}
+		if p.Type == TokenByte {
+			bytePieces++
+		}
+	}
+	for _, sp := range []struct {
+		key string
+		dst *int
+	}{{"unknown", &t.unk}, {"bos", &t.bos}, {"eos", &t.eos}, {"padding", &t.pad}} {
+		if id, ok := g.uint("tokenizer.ggml." + sp.key + "_token_id"); ok && id < int64(len(t.pieces)) {
+			*sp.dst = int(id)
+		}
+	}
+	if t.unk < 0 || t.pieces[t.unk].Type != TokenUnknown {
+		return nil, fmt.Errorf("tokenizer.ggml.token_type: no UNKNOWN token (SentencePiece needs exactly one)")
+	}
+	if t.pad == t.unk || t.pad == t.bos || t.pad == t.eos {
+		t.pad = -1 // SentencePiece gives each special role its own piece
+	}
+	for i := range 256 {
+		j, ok := seen[fmt.Sprintf("<0x%02X>", i)]
+		if !ok || t.pieces[j].Type != TokenByte {
+			bytePieces = -1
+			break
+		}
+	}
+	t.byteFallback = bytePieces == 256
+	t.addBOS = g.boolean("tokenizer.ggml.add_bos_token", true)
+	t.addEOS = g.boolean("tokenizer.ggml.add_eos_token", false)
+	t.dummyPrefix = g.boolean("tokenizer.ggml.add_space_prefix", true)
+	t.removeMore = g.boolean("tokenizer.ggml.remove_extra_whitespaces", false)
+	return t, nil
+}
+
+// model serializes the vocabulary as a SentencePiece ModelProto in the form of Llama's
+// tokenizer.model: the pieces (1); a TrainerSpec (2) with model_type BPE, the
+// vocabulary size, byte_fallback, whitespace-only pieces and split digits as Llama's
+// has them, and the special ids and pieces; a NormalizerSpec (3) "identity" with no
+// character map, a dummy prefix and extra whitespace kept.
+func (t *spmTokenizer) model() []byte {
+	var b protoWriter
+	for _, p := range t.pieces {
+		var pb protoWriter
+		pb.str(1, p.Text)
+		pb.fixed32(2, math.Float32bits(p.Score))
+		if p.Type != TokenNormal {
+			pb.varint(3, uint64(p.Type))
+		}
+		b.bytes(1, pb.b)
+	}
+	var ts protoWriter
+	ts.varint(3, 2) // model_type BPE
+	ts.varint(4, uint64(len(t.pieces)))
+	ts.varint(25, 1) // split_digits
+	ts.varint(26, 1) // allow_whitespace_only_pieces
+	if t.byteFallback {
+		ts.varint(35, 1)
+	}
+	ids := []struct {
+		field, pieceField int
+		id                int
+	}{{40, 45, t.unk}, {41, 46, t.bos}, {42, 47, t.eos}, {43, 48, t.pad}}
+	for _, x := range ids {
+		ts.varint(x.field, uint64(int64(x.id))) // -1 as protobuf's ten-byte int32
+		if x.id >= 0 {
+			ts.str(x.pieceField, t.pieces[x.id].Text)
+		}
+	}
+	b.bytes(2, ts.b)
+	var ns protoWriter
+	ns.str(1, "identity")
+	ns.bytes(2, nil)
+	ns.varint(3, boolBit(t.dummyPrefix))
+	ns.varint(4, boolBit(t.removeMore))
+	b.bytes(3, ns.b)
+	return b.b
+}
+
+func boolBit(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// protoWriter appends protobuf's wire format.
+type protoWriter struct{ b []byte }
+
+func (w *protoWriter) key(field, wire int) { w.b = appendUvarint(w.b, uint64(field<<3|wire)) }
+
+func (w *protoWriter) varint(field int, v uint64) {
+	w.key(field, 0)
+	w.b = appendUvarint(w.b, v)
+}
+
+func (w *protoWriter) fixed32(field int, v uint32) {
+	w.key(field, 5)
+	w.b = append(w.b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+}
+
+func (w *protoWriter) bytes(field int, v []byte) {
+	w.key(field, 2)
+	w.b = appendUvarint(w.b, uint64(len(v)))
+	w.b = append(w.b, v...)
+}
+
+func (w *protoWriter) str(field int, s string) { w.bytes(field, []byte(s)) }
+
+func appendUvarint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// jsonObject is a JSON object whose keys keep their order, written as transformers
+// writes its files: two-space indent, non-ASCII and <>& as they are, a final newline.
+type jsonObject struct {
+	keys []string
+	vals map[string]any
+}
+
+func (o *jsonObject) set(k string, v any) {
+	if o.vals == nil {
+		o.vals = map[string]any{}
+	}
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+func (o jsonObject) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, err := marshalPlain(k)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		vb, err := marshalPlain(o.vals[k])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func (o jsonObject) marshal() ([]byte, error) {
+	raw, err := o.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// jsonFloat is a float written as Python writes it: the shortest decimal of its width,
+// with ".0" when it would read as an integer.
+type jsonFloat struct {
+	f    float64
+	bits int
+}
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	s := strconv.FormatFloat(f.f, 'g', -1, f.bits)
+	if !strings.ContainsAny(s, ".eEn") {
+		s += ".0"
+	}
+	return []byte(s), nil
+}
