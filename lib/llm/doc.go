@@ -15,6 +15,12 @@
 // LlamaForCausalLM and MistralForCausalLM (grouped-query attention, tied or untied
 // embeddings, sharded checkpoints), with a SentencePiece tokenizer.model.
 //
+// And back: a model in llama.cpp's form returns to the Hugging Face layout
+// (Checkpoint.HFStream); one imported from a GGUF file, with no checkpoint files of
+// its own, gets its config, generation config, tokenizer config, special tokens map
+// and SentencePiece tokenizer.model generated from its GGUF key-values
+// (Checkpoint.HFFiles, hfgen.go).
+//
 // Layer: a transform (layer 4). It imports the formats (container, gguf), the stream
 // and the kernels; lib/stconv calls it on import and export.
 package llm

@@ -51,7 +51,9 @@
 // is not Custom gets {"apr.model_type": TYPE, "apr.model_config": JSON} so that
 // LoadModel and a re-import know its type; otherwise the file has no __metadata__.
 // ExportDir writes a checkpoint directory: model.safetensors, or with a shard size
-// Hugging Face's shards and model.safetensors.index.json, plus the "hf_files".
+// Hugging Face's shards and model.safetensors.index.json, plus the "hf_files"; for a
+// Llama-family model imported from a GGUF file (no "hf_files"), the Hugging Face
+// layout and the config and tokenizer files lib/llm generates from its GGUF keys.
 package stconv
 
 // Metadata keys and values of this package.
