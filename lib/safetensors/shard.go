@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/apr-go/apr/lib/cleanup"
+	"github.com/apr-go/apr/lib/atomicfile"
 )
 
 // Hugging Face checkpoint file names.
@@ -501,21 +501,13 @@ func (p *ShardPlan) WriteDir(dir string, data func(TensorInfo) (io.Reader, error
 }
 
 func writeAtomic(path string, fill func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	defer cleanup.Register(tmp)()
-	err = fill(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	defer f.Abort()
+	if err := fill(f); err != nil {
+		return err
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return f.Commit()
 }
