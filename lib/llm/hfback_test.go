@@ -24,8 +24,10 @@ import (
 	"github.com/apr-go/apr/lib/tensor"
 )
 
-// toGGUF is `apr-st import DIR | apr-quant TYPE | apr-gguf export`.
+// toGGUF is `apr-st import DIR | apr-quant TYPE | apr-gguf export`; TYPE may be a
+// llama-quantize preset.
 func toGGUF(t *testing.T, dir, typ string) []byte {
+	t.Helper()
 	s, err := stconv.Open(dir, stconv.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +37,8 @@ func toGGUF(t *testing.T, dir, typ string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := quant.New(apr(t, s), quant.Options{Type: target})
+	preset, _ := quant.Preset(typ)
+	q, err := quant.New(apr(t, s), quant.Options{Type: target, Preset: preset})
 	if err != nil {
 		t.Fatal(err)
 	}

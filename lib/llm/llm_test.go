@@ -68,32 +68,19 @@ func TestConverterBytes(t *testing.T) {
 }
 
 func converterBytes(t *testing.T, name, typ string) {
-	sums := refSums(t, name)
-	s, err := stconv.Open("../../testdata/hf/"+name, stconv.ImportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	target, err := quant.ParseType(typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := quant.New(apr(t, s), quant.Options{Type: target})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()}); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(out.Bytes())
-	want := sums["ref/"+name+"."+typ+".gguf"]
+	want := refSums(t, name)["ref/"+name+"."+typ+".gguf"]
 	if want == "" {
 		t.Fatalf("no reference sum for %s %s", name, typ)
 	}
-	if got := hex.EncodeToString(sum[:]); got != want {
-		t.Errorf("SHA-256 of the export %s, llama.cpp's converter wrote %s (%d bytes)", got, want, out.Len())
+	out := toGGUF(t, "../../testdata/hf/"+name, typ)
+	if got := sha256Hex(out); got != want {
+		t.Errorf("SHA-256 of the export %s, llama.cpp's converter wrote %s (%d bytes)", got, want, len(out))
 	}
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // TestPresetBytes: apr-st import DIR | apr-quant PRESET | apr-gguf export gives the
@@ -116,26 +103,11 @@ func TestPresetBytes(t *testing.T) {
 			}
 			n++
 			t.Run(c.name+"/"+p, func(t *testing.T) {
-				s, err := stconv.Open("../../testdata/hf/"+c.name, stconv.ImportOptions{})
-				if err != nil {
-					t.Fatal(err)
+				if _, ok := quant.Preset(p); !ok {
+					t.Fatalf("%s is not a preset", p)
 				}
-				defer s.Close()
-				preset, ok := quant.Preset(p)
-				target, err := quant.ParseType(p)
-				if !ok || err != nil {
-					t.Fatalf("%s: preset %v, %v", p, ok, err)
-				}
-				q, err := quant.New(apr(t, s), quant.Options{Type: target, Preset: preset})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var out bytes.Buffer
-				if err := ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()}); err != nil {
-					t.Fatal(err)
-				}
-				sum := sha256.Sum256(out.Bytes())
-				got := hex.EncodeToString(sum[:])
+				out := toGGUF(t, "../../testdata/hf/"+c.name, p)
+				got := sha256Hex(out)
 				if iq4nl[c.name+"/"+p] {
 					if got == want {
 						t.Errorf("equal to llama-quantize's file, which has IQ4_NL fallbacks: drop the exception")
@@ -143,7 +115,7 @@ func TestPresetBytes(t *testing.T) {
 					return
 				}
 				if got != want {
-					t.Errorf("SHA-256 of the export %s, llama-quantize wrote %s (%d bytes)", got, want, out.Len())
+					t.Errorf("SHA-256 of the export %s, llama-quantize wrote %s (%d bytes)", got, want, len(out))
 				}
 			})
 		}
