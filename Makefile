@@ -88,7 +88,8 @@ fuzz:
 demo: build
 	PATH="$(BIN):$$PATH" pipelines/demo.sh
 
-# Whole-process benchmarks on generated 1 GiB models (results: docs/BENCHMARKS.md), and
+# Whole-process benchmarks on generated 1 GiB models and a 2.2 GB TinyLlama-shaped
+# checkpoint (results: docs/BENCHMARKS.md), and
 # distillation on digits beside PyTorch (.ci/bench-distill, needs python3-torch).
 # Each script prints its own table; BENCH_DIR keeps and reuses the generated inputs.
 bench: build
