@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/apr-go/apr/lib/cleanup"
 	"github.com/apr-go/apr/lib/container"
@@ -183,6 +185,9 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 		}
 		n, err := copyBuffer(spool, r, buf)
 		if err != nil {
+			if strings.Contains(err.Error(), strconv.Quote(info.Name)) {
+				return err // the reader named the tensor already
+			}
 			return fmt.Errorf("tensor %q: %w", info.Name, err)
 		}
 		if n != size {

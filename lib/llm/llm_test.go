@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -278,5 +279,65 @@ func TestCheckpointErrors(t *testing.T) {
 	defer s.Close()
 	if _, ok := s.Header().Metadata.Extra["gguf"]; ok {
 		t.Error("a checkpoint without architectures got a GGUF description")
+	}
+}
+
+// fromGGUF is `apr-gguf import | apr-quant PRESET | apr-gguf export` on GGUF bytes;
+// with plan the quantizer knows the tensor list first, as for a file with an index.
+func fromGGUF(t *testing.T, in []byte, preset string, plan bool) ([]byte, error) {
+	t.Helper()
+	imp := func() stream.Stream {
+		s, err := ggufconv.NewStream(bytes.NewReader(in), ggufconv.ImportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return apr(t, s)
+	}
+	o := quant.Options{Preset: preset}
+	o.Type, _ = quant.ParseType(preset)
+	if plan {
+		s := imp()
+		for {
+			info, r, err := s.Next()
+			if err != nil {
+				break
+			}
+			io.Copy(io.Discard, r)
+			o.Plan = append(o.Plan, info)
+		}
+	}
+	q, err := quant.New(imp(), o)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	err = ggufconv.Export(&out, q, ggufconv.ExportOptions{TempDir: t.TempDir()})
+	return out.Bytes(), err
+}
+
+// TestPresetFromGGUF: a preset from a llama.cpp GGUF gives llama-quantize's file
+// (testdata/gguf's tiny-llama Q4_0, made by llama-quantize from the F32 file), through
+// a pipe and from a file. A tied model (no output.weight) through a pipe that lists
+// token_embd first is refused at the end rather than given the wrong type; with the
+// tensor list first it gives llama-quantize's bytes.
+func TestPresetFromGGUF(t *testing.T) {
+	f32, err := os.ReadFile("../../testdata/gguf/tiny-llama.f32.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile("../../testdata/gguf/tiny-llama.Q4_0.gguf")
+	for _, plan := range []bool{false, true} {
+		got, err := fromGGUF(t, f32, "q4_0", plan)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("plan %v: %d bytes, %v; want llama-quantize's %d bytes", plan, len(got), err, len(want))
+		}
+	}
+	tied := toGGUF(t, "../../testdata/hf/small-mistral", "f32")
+	if _, err := fromGGUF(t, tied, "q4_k_m", false); err == nil || !strings.Contains(err.Error(), "tied embeddings") {
+		t.Errorf("tied model through a pipe: %v", err)
+	}
+	got, err := fromGGUF(t, tied, "q4_k_m", true)
+	if sum := sha256Hex(got); err != nil || sum != refSums(t, "small-mistral")["ref/small-mistral.Q4_K_M.gguf"] {
+		t.Errorf("tied model with its tensor list: %v, SHA-256 %s", err, sum)
 	}
 }

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -61,10 +62,14 @@ func PresetFileType(name string) (uint32, bool) {
 
 // llmModel is what the rules need to know of a language model.
 type llmModel struct {
-	arch                     string
-	layers, heads, kvHeads   int
-	experts                  int
-	hasOutput, outputDecided bool // output.weight exists; known from the plan or seen before token_embd
+	arch                   string
+	layers, heads, kvHeads int
+	experts                int
+	// hasOutput: the model has output.weight (llama.cpp's has_output), known from the
+	// plan or the checkpoint's config; otherwise it is assumed when token_embd.weight
+	// comes first (a pipe from a GGUF), and checked at the end (assumed).
+	hasOutput, outputKnown, assumed bool
+	sawOutput                       bool
 }
 
 // llmFromHeader reads the model's description from the metadata's GGUF key-values; nil
@@ -100,7 +105,32 @@ func llmFromHeader(h container.Header) *llmModel {
 	if m.kvHeads == 0 {
 		m.kvHeads = m.heads
 	}
+	if files, ok := h.Metadata.Extra["hf_files"].(map[string]any); ok { // a checkpoint says whether it ties
+		var raw []byte
+		switch b := files["config.json"].(type) {
+		case []byte:
+			raw = b
+		case string:
+			raw = []byte(b)
+		}
+		var cfg struct {
+			Tie *bool `json:"tie_word_embeddings"`
+		}
+		if json.Unmarshal(raw, &cfg) == nil && cfg.Tie != nil {
+			m.hasOutput, m.outputKnown = !*cfg.Tie, true
+		}
+	}
 	return m
+}
+
+// checkEnd reports a wrong assumption about output.weight once the stream has ended.
+func (m *llmModel) checkEnd(sawOutput bool) error {
+	if m.assumed && !sawOutput {
+		return fmt.Errorf("the model has no output.weight (tied embeddings), so llama-quantize would give token_embd.weight " +
+			"the output's type; a stream that lists token_embd first cannot know that in time: quantize the file " +
+			"(apr-quant PRESET MODEL.apr, whose index lists the tensors) instead of a pipe")
+	}
+	return nil
 }
 
 // gqa is n_head / n_head_kv, as llama.cpp's n_gqa().
@@ -138,6 +168,9 @@ func (m *llmModel) presetType(p preset, name string, rowLen int64) dtype.DType {
 	ft := p.name
 	i, n := layerOf(name), m.layers
 	falcon := m.arch == "falcon"
+	if name == "token_embd.weight" && !m.outputKnown && !m.hasOutput {
+		m.hasOutput, m.assumed = true, true // most models have one; checked at the end
+	}
 	switch {
 	case name == "output.weight" || (!m.hasOutput && name == "token_embd.weight"):
 		if falcon || rowLen%int64(t.Info().BlockElems) != 0 {

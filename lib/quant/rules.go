@@ -151,6 +151,7 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 	d := Decision{From: t.DType, To: t.DType}
 	if o.llm != nil && t.Name == "output.weight" {
 		o.llm.hasOutput = true // llama.cpp's has_output: token_embd then keeps the default type
+		o.llm.sawOutput = true
 	}
 	info := t.DType.Info()
 	if p, ok := match(o.Exclude, t.Name); ok {

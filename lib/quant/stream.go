@@ -166,7 +166,8 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		s.free <- &job{}
 	}
 	if _, ok := lookupPreset(o.Preset); ok {
-		if o.llm = llmFromHeader(src.Header()); o.llm != nil {
+		if o.llm = llmFromHeader(src.Header()); o.llm != nil && o.Plan != nil {
+			o.llm.hasOutput, o.llm.outputKnown = false, true
 			for _, t := range o.Plan {
 				o.llm.hasOutput = o.llm.hasOutput || t.Name == "output.weight"
 			}
@@ -288,6 +289,11 @@ func (s *Stream) Next() (container.TensorInfo, io.Reader, error) {
 		if s.planned != nil && s.i != len(s.planned) {
 			s.err = fmt.Errorf("the input has %d tensors, its index listed %d", s.i, len(s.planned))
 			return container.TensorInfo{}, nil, s.err
+		}
+		if m := s.opts.llm; m != nil {
+			if s.err = m.checkEnd(m.sawOutput); s.err != nil {
+				return container.TensorInfo{}, nil, s.err
+			}
 		}
 		return t, r, err
 	}
