@@ -150,7 +150,7 @@ func setFileType(gh *gguf.Header, prov map[string]any) {
 			gh.KVs = append(gh.KVs, gguf.KV{Key: KeyQuantVersion, Value: gguf.Uint32(2)})
 		}
 	}
-	if _, ok := quant.PresetFileType(typ); ok {
+	if presetOf(prov) { // llama-quantize sets these two after copying the other keys
 		moveToEnd(gh, KeyQuantVersion, gguf.Uint32(2))
 		moveToEnd(gh, KeyFileType, gguf.Uint32(ft))
 	}

@@ -315,21 +315,37 @@ func fromGGUF(t *testing.T, in []byte, preset string, plan bool) ([]byte, error)
 	return out.Bytes(), err
 }
 
-// TestPresetFromGGUF: a preset from a llama.cpp GGUF gives llama-quantize's file
-// (testdata/gguf's tiny-llama Q4_0, made by llama-quantize from the F32 file), through
-// a pipe and from a file. A tied model (no output.weight) through a pipe that lists
+// TestPresetFromGGUF: a target for a model imported from a GGUF (a preset, or q8_0,
+// f16, bf16) gives llama-quantize's file of the same F32 GGUF byte for byte, through a
+// pipe and from a file. A tied model (no output.weight) through a pipe that lists
 // token_embd first is refused at the end rather than given the wrong type; with the
 // tensor list first it gives llama-quantize's bytes.
 func TestPresetFromGGUF(t *testing.T) {
-	f32, err := os.ReadFile("../../testdata/gguf/tiny-llama.f32.gguf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := os.ReadFile("../../testdata/gguf/tiny-llama.Q4_0.gguf")
-	for _, plan := range []bool{false, true} {
-		got, err := fromGGUF(t, f32, "q4_0", plan)
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("plan %v: %d bytes, %v; want llama-quantize's %d bytes", plan, len(got), err, len(want))
+	// testdata/gguf: llama-quantize's files of gguf-py's F32 files (its README); Q4_K
+	// is llama-quantize's alias of Q4_K_M.
+	for src, types := range map[string][]string{
+		"tiny-llama": {"Q8_0", "Q4_0"},
+		"small":      {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q6_K", "F16", "BF16"},
+	} {
+		f32, err := os.ReadFile("../../testdata/gguf/" + src + ".f32.gguf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range types {
+			want, err := os.ReadFile("../../testdata/gguf/" + src + "." + typ + ".gguf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := strings.ToLower(typ)
+			if target == "q4_k" {
+				target = "q4_k_m"
+			}
+			for _, plan := range []bool{false, true} {
+				got, err := fromGGUF(t, f32, target, plan)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("%s %s (plan %v): %d bytes, %v; want llama-quantize's %d bytes", src, typ, plan, len(got), err, len(want))
+				}
+			}
 		}
 	}
 	tied := toGGUF(t, "../../testdata/hf/small-mistral", "f32")

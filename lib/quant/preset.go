@@ -70,6 +70,7 @@ type llmModel struct {
 	// comes first (a pipe from a GGUF), and checked at the end (assumed).
 	hasOutput, outputKnown, assumed bool
 	sawOutput                       bool
+	fromCheckpoint                  bool // imported from a Hugging Face checkpoint (hf_files)
 }
 
 // llmFromHeader reads the model's description from the metadata's GGUF key-values; nil
@@ -106,6 +107,7 @@ func llmFromHeader(h container.Header) *llmModel {
 		m.kvHeads = m.heads
 	}
 	if files, ok := h.Metadata.Extra["hf_files"].(map[string]any); ok { // a checkpoint says whether it ties
+		m.fromCheckpoint = true
 		var raw []byte
 		switch b := files["config.json"].(type) {
 		case []byte:
@@ -121,6 +123,20 @@ func llmFromHeader(h container.Header) *llmModel {
 		}
 	}
 	return m
+}
+
+// llamaQuantizeLayout reports whether a plain target (q8_0, f16, bf16, f32) of model h
+// is what llama-quantize would make: for a language model imported from a GGUF, the
+// export is then laid out as llama-quantize writes it (no per-tensor rules apply to
+// these types). From a checkpoint these targets are the converter's --outtype, laid out
+// as the converter writes.
+func llamaQuantizeLayout(t dtype.DType, h container.Header) bool {
+	switch t {
+	case dtype.Q8_0, dtype.F16, dtype.BF16, dtype.F32:
+		m := llmFromHeader(h)
+		return m != nil && !m.fromCheckpoint
+	}
+	return false
 }
 
 // checkEnd reports a wrong assumption about output.weight once the stream has ended.

@@ -226,10 +226,13 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		rules["exclude"] = toAny(o.Exclude)
 	}
 	typ := o.Type.String()
-	if o.llm != nil && !o.Pure {
+	switch {
+	case o.llm != nil && !o.Pure:
 		typ = strings.ToUpper(o.Preset) // llama-quantize's file type, e.g. Q4_K_M
 		rules["preset"] = typ
 		rules["selection"] = "llama.cpp, with llama-quantize's per-tensor rules of " + typ
+	case !o.Pure && llamaQuantizeLayout(o.Type, src.Header()):
+		rules["preset"] = typ // llama-quantize's layout, no per-tensor rules for this type
 	}
 	q := map[string]any{"type": typ, "producer": producer, "rules": rules}
 	if o.Plan != nil {
