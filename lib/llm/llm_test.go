@@ -284,7 +284,7 @@ func TestCheckpointErrors(t *testing.T) {
 
 // fromGGUF is `apr-gguf import | apr-quant PRESET | apr-gguf export` on GGUF bytes;
 // with plan the quantizer knows the tensor list first, as for a file with an index.
-func fromGGUF(t *testing.T, in []byte, preset string, plan bool) ([]byte, error) {
+func fromGGUF(t *testing.T, in []byte, preset string, plan bool, pure ...bool) ([]byte, error) {
 	t.Helper()
 	imp := func() stream.Stream {
 		s, err := ggufconv.NewStream(bytes.NewReader(in), ggufconv.ImportOptions{})
@@ -293,7 +293,7 @@ func fromGGUF(t *testing.T, in []byte, preset string, plan bool) ([]byte, error)
 		}
 		return apr(t, s)
 	}
-	o := quant.Options{Preset: preset}
+	o := quant.Options{Preset: preset, Pure: len(pure) > 0 && pure[0]}
 	o.Type, _ = quant.ParseType(preset)
 	if plan {
 		s := imp()
@@ -347,6 +347,12 @@ func TestPresetFromGGUF(t *testing.T) {
 				}
 			}
 		}
+	}
+	// llama-quantize --pure: every weight Q4_0, its layout still.
+	f32, _ := os.ReadFile("../../testdata/gguf/tiny-llama.f32.gguf")
+	want, _ := os.ReadFile("../../testdata/gguf/tiny-llama.Q4_0.pure.gguf")
+	if got, err := fromGGUF(t, f32, "q4_0", false, true); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("q4_0 --pure: %d bytes, %v; want llama-quantize's %d bytes", len(got), err, len(want))
 	}
 	tied := toGGUF(t, "../../testdata/hf/small-mistral", "f32")
 	if _, err := fromGGUF(t, tied, "q4_k_m", false); err == nil || !strings.Contains(err.Error(), "tied embeddings") {

@@ -226,13 +226,14 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		rules["exclude"] = toAny(o.Exclude)
 	}
 	typ := o.Type.String()
-	switch {
-	case o.llm != nil && !o.Pure:
+	if o.llm != nil {
 		typ = strings.ToUpper(o.Preset) // llama-quantize's file type, e.g. Q4_K_M
-		rules["preset"] = typ
-		rules["selection"] = "llama.cpp, with llama-quantize's per-tensor rules of " + typ
-	case !o.Pure && llamaQuantizeLayout(o.Type, src.Header()):
-		rules["preset"] = typ // llama-quantize's layout, no per-tensor rules for this type
+		if !o.Pure {
+			rules["selection"] = "llama.cpp, with llama-quantize's per-tensor rules of " + typ
+		}
+	}
+	if o.llm != nil || llamaQuantizeLayout(o.Type, src.Header()) {
+		rules["preset"] = typ // the export is laid out as llama-quantize writes this file type
 	}
 	q := map[string]any{"type": typ, "producer": producer, "rules": rules}
 	if o.Plan != nil {
