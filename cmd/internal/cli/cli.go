@@ -18,6 +18,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/atomicfile"
 )
@@ -110,7 +111,7 @@ func Run(env *Env, description string, grammar any, args []string, opts ...kong.
 		kong.Description(description),
 		kong.Writers(env.Stdout, env.Stderr),
 		kong.Exit(func(c int) { panic(exitCode(c)) }),
-		kong.Vars{"version": env.Name + " " + apr.Version},
+		kong.Vars{"version": env.Name + " " + apr.Version + " (" + kernelsText() + ")"},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 	}, opts...)
 	parser, err := kong.New(grammar, opts...)
@@ -156,6 +157,16 @@ type terminalStdin struct{ name string }
 
 func (t terminalStdin) Read([]byte) (int, error) {
 	return 0, Usagef("stdin is a terminal: give %s a FILE argument, or pipe or redirect a model into it", t.name)
+}
+
+// kernelsText says which kernels the build runs, since a plain `go install` (without
+// GOEXPERIMENT=simd) gets the pure-Go ones, several times slower (make build and make
+// install set it).
+func kernelsText() string {
+	if fp := kernels.FastPath(); fp != "" {
+		return "kernels: " + fp
+	}
+	return "kernels: pure Go; make build, with GOEXPERIMENT=simd, has the AVX2/AVX-512 fast paths"
 }
 
 // SilentError fails the program without printing (the command printed its own report).

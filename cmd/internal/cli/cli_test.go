@@ -59,7 +59,7 @@ func TestExitCodesAndVoice(t *testing.T) {
 		}
 	}
 	code, out, _ := runTest("--version")
-	if code != 0 || out != "apr-test "+apr.Version+"\n" {
+	if code != 0 || out != "apr-test "+apr.Version+" ("+kernelsText()+")\n" || !strings.Contains(out, "kernels: ") {
 		t.Errorf("--version: %d %q", code, out)
 	}
 	code, out, _ = runTest("--help")
