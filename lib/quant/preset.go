@@ -140,8 +140,8 @@ func llamaQuantizeLayout(t dtype.DType, h container.Header) bool {
 }
 
 // checkEnd reports a wrong assumption about output.weight once the stream has ended.
-func (m *llmModel) checkEnd(sawOutput bool) error {
-	if m.assumed && !sawOutput {
+func (m *llmModel) checkEnd() error {
+	if m.assumed && !m.sawOutput {
 		return fmt.Errorf("the model has no output.weight (tied embeddings), so llama-quantize would give token_embd.weight " +
 			"the output's type; a stream that lists token_embd first cannot know that in time: quantize the file " +
 			"(apr-quant PRESET MODEL.apr, whose index lists the tensors) instead of a pipe")
@@ -290,8 +290,8 @@ func (m *llmModel) presetType(p preset, name string, rowLen int64) dtype.DType {
 }
 
 // presetReason names the rule for reports.
-func presetReason(p preset, def, got dtype.DType) string {
-	if got == def {
+func presetReason(p preset, got dtype.DType) string {
+	if got == p.def {
 		return fmt.Sprintf("%s default", strings.ToUpper(p.name))
 	}
 	return fmt.Sprintf("%s rule: %v", strings.ToUpper(p.name), got)

@@ -193,7 +193,7 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 	to := o.Type
 	if p, ok := lookupPreset(o.Preset); ok && o.llm != nil && !o.Pure && o.Type != dtype.F32 {
 		to = o.llm.presetType(p, t.Name, row)
-		d.Reason = d.Reason + "; " + presetReason(p, p.def, to)
+		d.Reason = d.Reason + "; " + presetReason(p, to)
 	}
 	if bs := int64(to.Info().BlockElems); row%bs != 0 {
 		fb, ok := fallbacks[to]

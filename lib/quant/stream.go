@@ -295,7 +295,7 @@ func (s *Stream) Next() (container.TensorInfo, io.Reader, error) {
 			return container.TensorInfo{}, nil, s.err
 		}
 		if m := s.opts.llm; m != nil {
-			if s.err = m.checkEnd(m.sawOutput); s.err != nil {
+			if s.err = m.checkEnd(); s.err != nil {
 				return container.TensorInfo{}, nil, s.err
 			}
 		}
