@@ -430,3 +430,29 @@ func TestMetadataDuplicateKeys(t *testing.T) {
 		t.Errorf("one key in two sibling maps: %v", err)
 	}
 }
+
+// TestMetadataKeepsFloat32: a float32 (a GGUF key's f32) decodes as float32 and
+// re-encodes to the same bytes, so re-encoding or sealing a file leaves its metadata as
+// it was; integers decode as int64 (uint64 when encoded unsigned).
+func TestMetadataKeepsFloat32(t *testing.T) {
+	md := Metadata{Name: "m", Extra: map[string]any{"f32": float32(1e-5), "f64": 0.1, "i": int64(-3), "u": uint64(1 << 63),
+		"list": []any{float32(10000), int64(7)}}}
+	b, err := md.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeMetadata(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := back.Extra["f32"].(float32); !ok {
+		t.Errorf("f32 decodes as %T", back.Extra["f32"])
+	}
+	if _, ok := back.Extra["i"].(int64); !ok {
+		t.Errorf("an integer decodes as %T", back.Extra["i"])
+	}
+	again, err := back.Encode()
+	if err != nil || !bytes.Equal(again, b) {
+		t.Fatalf("re-encoding changed the metadata: %d -> %d bytes, %v", len(b), len(again), err)
+	}
+}

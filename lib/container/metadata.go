@@ -98,7 +98,6 @@ func DecodeMetadata(b []byte) (*Metadata, error) {
 	}
 	rd := bytes.NewReader(b)
 	dec := msgpack.NewDecoder(rd)
-	dec.UseLooseInterfaceDecoding(true)
 	var raw map[string]any
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
@@ -106,7 +105,41 @@ func DecodeMetadata(b []byte) (*Metadata, error) {
 	if rd.Len() != 0 {
 		return nil, fmt.Errorf("metadata: trailing bytes after the map")
 	}
-	return MetadataFromMap(raw)
+	return MetadataFromMap(plain(raw).(map[string]any))
+}
+
+// plain gives decoded values their documented types: every integer int64 (uint64 when
+// it is encoded unsigned), floats as they were encoded, float32 included, so that
+// re-encoding metadata gives back its bytes (the decoder's loose mode would widen a
+// float32, a GGUF key's f32, to float64 and change the file).
+func plain(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plain(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = plain(e)
+		}
+	case int8:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case int:
+		return int64(x)
+	case uint8:
+		return uint64(x)
+	case uint16:
+		return uint64(x)
+	case uint32:
+		return uint64(x)
+	case uint:
+		return uint64(x)
+	}
+	return v
 }
 
 // MetadataFromMap builds Metadata from a decoded map, checking the types of the
