@@ -254,6 +254,18 @@ func TestVerifyPass(t *testing.T) {
 	if got, _ := os.ReadFile(outFile); !bytes.Equal(got, signed) {
 		t.Error("-o did not write the verified model")
 	}
+	// --pass and -o FILE name two outputs: a usage error, nothing written anywhere.
+	both := filepath.Join(dir, "both.apr")
+	out, errs, code := runIt(t, signed, "verify", "-p", pub, "--pass", "-o", both)
+	if code != 2 || out != "" || !strings.Contains(errs, "give one") {
+		t.Errorf("--pass -o FILE: exit %d, %d bytes on stdout, %q", code, len(out), errs)
+	}
+	if _, err := os.Stat(both); err == nil {
+		t.Error("--pass -o FILE wrote FILE")
+	}
+	if out, _ := mustRun(t, signed, "verify", "-p", pub, "--pass", "-o", "-"); out != string(signed) {
+		t.Error("--pass -o - did not pass the model through")
+	}
 }
 
 func TestLicense(t *testing.T) {
