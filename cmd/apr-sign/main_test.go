@@ -101,6 +101,19 @@ func TestKeygen(t *testing.T) {
 	if kb2, _ := os.ReadFile(key); !bytes.Equal(kb, kb2) {
 		t.Fatal("the existing key was overwritten")
 	}
+	// Not through a symbolic link, even with --force: the file it points to stays.
+	if runtime.GOOS != "windows" && runtime.GOOS != "js" && runtime.GOOS != "wasip1" {
+		victim := filepath.Join(dir, "victim")
+		os.WriteFile(victim, []byte("keep me"), 0o644)
+		os.Symlink(victim, filepath.Join(dir, "planted.key"))
+		_, errs, code := runIt(t, nil, "keygen", "--force", "-o", filepath.Join(dir, "planted"))
+		if code != 1 || !strings.Contains(errs, "symbolic link") {
+			t.Errorf("keygen through a symlink: exit %d, %s", code, errs)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+			t.Error("keygen --force wrote the private key through a symlink")
+		}
+	}
 	// minisign formats.
 	mkey, mpub := keygen(t, dir, "mini", "--minisign")
 	mk, err := sign.ParsePrivateKey(must(os.ReadFile(mkey)), nil)
