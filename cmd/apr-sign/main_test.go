@@ -101,6 +101,19 @@ func TestKeygen(t *testing.T) {
 	if kb2, _ := os.ReadFile(key); !bytes.Equal(kb, kb2) {
 		t.Fatal("the existing key was overwritten")
 	}
+	// Not through a symbolic link, even with --force: the file it points to stays.
+	if runtime.GOOS != "windows" && runtime.GOOS != "js" && runtime.GOOS != "wasip1" {
+		victim := filepath.Join(dir, "victim")
+		os.WriteFile(victim, []byte("keep me"), 0o644)
+		os.Symlink(victim, filepath.Join(dir, "planted.key"))
+		_, errs, code := runIt(t, nil, "keygen", "--force", "-o", filepath.Join(dir, "planted"))
+		if code != 1 || !strings.Contains(errs, "symbolic link") {
+			t.Errorf("keygen through a symlink: exit %d, %s", code, errs)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+			t.Error("keygen --force wrote the private key through a symlink")
+		}
+	}
 	// minisign formats.
 	mkey, mpub := keygen(t, dir, "mini", "--minisign")
 	mk, err := sign.ParsePrivateKey(must(os.ReadFile(mkey)), nil)
@@ -253,6 +266,18 @@ func TestVerifyPass(t *testing.T) {
 	mustRun(t, signed, "verify", "-p", pub, "-o", outFile)
 	if got, _ := os.ReadFile(outFile); !bytes.Equal(got, signed) {
 		t.Error("-o did not write the verified model")
+	}
+	// --pass and -o FILE name two outputs: a usage error, nothing written anywhere.
+	both := filepath.Join(dir, "both.apr")
+	out, errs, code := runIt(t, signed, "verify", "-p", pub, "--pass", "-o", both)
+	if code != 2 || out != "" || !strings.Contains(errs, "give one") {
+		t.Errorf("--pass -o FILE: exit %d, %d bytes on stdout, %q", code, len(out), errs)
+	}
+	if _, err := os.Stat(both); err == nil {
+		t.Error("--pass -o FILE wrote FILE")
+	}
+	if out, _ := mustRun(t, signed, "verify", "-p", pub, "--pass", "-o", "-"); out != string(signed) {
+		t.Error("--pass -o - did not pass the model through")
 	}
 }
 

@@ -103,6 +103,11 @@ func (c *keygenCmd) Run(env *cli.Env) error {
 			}
 		}
 	}
+	// Not through a symbolic link, even with --force: a link planted in a shared
+	// directory would have the private key replace the file it points to.
+	if fi, err := os.Lstat(keyPath); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link: a private key is not written through one (remove it first)", keyPath)
+	}
 	k, err := sign.GenerateKey(nil)
 	if err != nil {
 		return err

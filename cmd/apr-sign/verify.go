@@ -68,6 +68,10 @@ func (c *verifyCmd) Run(env *cli.Env) error {
 	if c.SigFile != "" {
 		return cli.Usagef("-x is the signature file of --minisign")
 	}
+	if c.Pass && c.Output != "" && c.Output != "-" {
+		// Two destinations for one model: refused rather than one silently ignored.
+		return cli.Usagef("--pass writes the verified model to stdout and -o FILE to FILE: give one (--pass is -o -)")
+	}
 	in, name, err := env.Input(c.Input)
 	if err != nil {
 		return err

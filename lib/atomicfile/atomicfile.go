@@ -10,6 +10,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,7 +82,12 @@ func Create(path string, perm os.FileMode) (*File, error) {
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return nil, err
+		// Named by the path asked for, not the temporary file's name.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	forget := cleanup.Register(f.Name())
 	if err := f.Chmod(perm); err != nil {

@@ -1,8 +1,11 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -33,5 +36,15 @@ func TestCommitAndAbort(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Fatalf("abort left files: %v", entries)
+	}
+}
+
+// TestMissingDirectoryNamesThePath: a path in a directory that does not exist is an
+// error naming the path asked for, not the temporary file's name.
+func TestMissingDirectoryNamesThePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nodir", "out.apr")
+	_, err := Create(path, 0o644)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), path+": ") || strings.Contains(err.Error(), ".tmp-") {
+		t.Errorf("Create in a missing directory: %v", err)
 	}
 }

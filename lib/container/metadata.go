@@ -75,15 +75,39 @@ func (m *Metadata) toMap() map[string]any {
 
 // Encode returns the deterministic MessagePack encoding: map keys sorted at every
 // level, integers in their shortest form, so equal metadata gives equal bytes.
+// Metadata over MaxMetadata is an error as soon as the encoding passes the cap, so a
+// hostile source (a SafeTensors header of long tensor names) never costs a buffer
+// larger than the cap.
 func (m *Metadata) Encode() ([]byte, error) {
-	var buf bytes.Buffer
+	var buf cappedBuffer
 	enc := msgpack.NewEncoder(&buf)
 	enc.SetSortMapKeys(true)
 	enc.UseCompactInts(true)
 	if err := enc.Encode(m.toMap()); err != nil {
+		if errors.Is(err, errMetadataCap) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("encoding metadata: %w", err)
 	}
-	return buf.Bytes(), nil
+	return buf.b, nil
+}
+
+var errMetadataCap = fmt.Errorf("metadata is over the cap of %d bytes", MaxMetadata)
+
+// cappedBuffer collects an encoding of at most MaxMetadata bytes.
+type cappedBuffer struct{ b []byte }
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if len(c.b)+len(p) > MaxMetadata {
+		return 0, errMetadataCap
+	}
+	if len(c.b)+len(p) > cap(c.b) {
+		nb := make([]byte, len(c.b), min(MaxMetadata, max(2*cap(c.b), len(c.b)+len(p), 4096)))
+		copy(nb, c.b)
+		c.b = nb
+	}
+	c.b = append(c.b, p...)
+	return len(p), nil
 }
 
 // DecodeMetadata parses metadata bytes. It checks the structure first (nesting depth,

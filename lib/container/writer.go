@@ -62,6 +62,7 @@ type Writer struct {
 	blocks  []Block
 	sealed  TensorSealer // nil unless WithSealer
 	pool    *bufPool     // chunk buffers, made with the first chunked tensor
+	plain   []byte       // copy buffer of uncompressed tensors, made with the first one that needs it
 	shift   crcShift     // folds frame CRCs into tensor CRCs
 	err     error
 	closed  bool
@@ -254,7 +255,12 @@ func (w *Writer) writePlain(e *Entry, data io.Reader, dataCRC *uint32) error {
 			return err
 		}
 	}
-	buf := make([]byte, 256<<10)
+	// One buffer for the whole file: a buffer a tensor was 16 GB of garbage for a
+	// header of 65,536 empty tensors, too fast for the collector under ulimit -v.
+	if w.plain == nil && e.RawSize > 0 {
+		w.plain = make([]byte, 256<<10)
+	}
+	buf := w.plain
 	for left := e.RawSize; left > 0; {
 		n := int(min(left, int64(len(buf))))
 		if _, err := io.ReadFull(data, buf[:n]); err != nil {

@@ -24,14 +24,19 @@ type Limits struct {
 }
 
 // DefaultLimits are far above any real model (the largest vocabularies have ~256k
-// tokens; the largest models a few tens of thousands of tensors).
+// tokens, a header of about 10 MB; the largest models a few tens of thousands of
+// tensors; 4M elements in an array are 16 of the largest vocabularies). The header cap bounds memory: decoded, a header costs up to about four
+// times its bytes (an array of empty strings, 8 bytes each in the file, is 16 bytes of
+// Go string each, and its slice grows by doubling), so 64 MiB keeps a hostile header
+// to a few hundred MB, where 1 GiB (the cap until issue 14) let one crash a program
+// under ulimit -v 2000000.
 var DefaultLimits = Limits{
 	MaxTensors:     1 << 22,
 	MaxKVs:         1 << 20,
 	MaxStringLen:   1 << 26,
-	MaxArrayLen:    1 << 24,
+	MaxArrayLen:    1 << 22,
 	MaxArrayDepth:  4,
-	MaxHeaderBytes: 1 << 30,
+	MaxHeaderBytes: 64 << 20,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -446,7 +451,7 @@ func (d *decoder) array(depth int) (Value, error) {
 			if err != nil {
 				return Value{}, err
 			}
-			a = append(a, s)
+			a = appendUpTo(a, s, n)
 		}
 		return arrayValue(a), nil
 	case TypeArray:
@@ -456,7 +461,7 @@ func (d *decoder) array(depth int) (Value, error) {
 			if err != nil {
 				return Value{}, err
 			}
-			a = append(a, v)
+			a = appendUpTo(a, v, n)
 		}
 		return arrayValue(a), nil
 	}
@@ -465,6 +470,20 @@ func (d *decoder) array(depth int) (Value, error) {
 		return Value{}, err
 	}
 	return decodeFixedArray(et, raw, at, d)
+}
+
+// appendUpTo appends v to a slice that will hold n elements: it doubles up to exactly
+// n, so the slice costs what the elements read so far need and at most n, and the
+// garbage of its growth is less than the final slice (append grows by a quarter past
+// 256 elements and rounds up, several large blocks that a limited address space, as
+// under ulimit -v, cannot hold at once).
+func appendUpTo[T any](a []T, v T, n uint64) []T {
+	if len(a) == cap(a) {
+		b := make([]T, len(a), min(n, 2*uint64(cap(a))+1))
+		copy(b, a)
+		a = b
+	}
+	return append(a, v)
 }
 
 func decodeFixedArray(et ValueType, raw []byte, at int64, d *decoder) (Value, error) {

@@ -102,8 +102,8 @@ func TestHostile(t *testing.T) {
 		{"unknown value type", newGB(3, 0, 1).str("k").u32(13).b, ErrUnsupported, nil, []string{`key "k"`, "unknown value type 13", "offset 33"}},
 		{"unknown array element type", newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(99).u64(0).b, ErrUnsupported, nil, []string{"unknown array element type 99"}},
 		{"huge array", newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(TypeUint64)).u64(1 << 40).b, ErrLimit, nil, []string{`key "k"`, "array of 1099511627776 u64"}},
-		{"array at the cap beyond bytes", newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(TypeUint64)).u64(1 << 24).u64(1).b, ErrFormat, nil, []string{`key "k"`}},
-		{"string array beyond bytes", newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(TypeString)).u64(1 << 24).str("a").b, ErrFormat, nil, []string{`key "k"`}},
+		{"array at the cap beyond bytes", newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(TypeUint64)).u64(1 << 22).u64(1).b, ErrFormat, nil, []string{`key "k"`}},
+		{"string array beyond bytes", newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(TypeString)).u64(1 << 22).str("a").b, ErrFormat, nil, []string{`key "k"`}},
 		{"deep nested arrays", func() []byte {
 			g := newGB(3, 0, 1).str("k").u32(uint32(TypeArray))
 			for range 6 {
@@ -158,9 +158,9 @@ func TestHostile(t *testing.T) {
 // delivers little makes the reader allocate little.
 func TestHostileStreamAllocation(t *testing.T) {
 	for name, b := range map[string][]byte{
-		"string":       newGB(3, 0, 1).str("k").u32(uint32(TypeString)).u64(1 << 26).raw(make([]byte, 1000)...).b,
-		"u64 array":    newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(TypeUint64)).u64(1 << 24).raw(make([]byte, 1000)...).b,
-		"string array": newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(TypeString)).u64(1 << 24).u64(0).u64(0).b,
+		"string":       newGB(3, 0, 1).str("k").u32(uint32(TypeString)).u64(1 << 25).raw(make([]byte, 1000)...).b,
+		"u64 array":    newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(TypeUint64)).u64(1 << 22).raw(make([]byte, 1000)...).b,
+		"string array": newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(TypeString)).u64(1 << 22).u64(0).u64(0).b,
 		"tensors":      newGB(3, 1<<22, 0).tensor("a", []uint64{1}, 0, 0).b,
 		"kvs":          newGB(3, 0, 1<<20).kvU32("a", 1).b,
 	} {
@@ -174,6 +174,35 @@ func TestHostileStreamAllocation(t *testing.T) {
 				t.Errorf("allocated %d bytes for a %d-byte stream", got, len(b))
 			}
 		})
+	}
+}
+
+// TestArrayGrowth: an array of n strings grows to exactly n elements by doubling, so
+// reading it allocates less than four times its final slice, the reader's own buffers
+// included (append's growth by a quarter made it eight times, in blocks a limited
+// address space could not hold at once).
+// A header over the 64 MiB default cap is refused before it is read.
+func TestArrayGrowth(t *testing.T) {
+	const n = 1 << 20
+	g := newGB(3, 0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(TypeString)).u64(n)
+	g.b = append(g.b, make([]byte, 8*n)...) // n empty strings
+	g.pad(32)
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	h, err := ReadHeader(io.MultiReader(bytes.NewReader(g.b)))
+	runtime.ReadMemStats(&ms1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := h.KVs[0].Value; v.ElemType() != TypeString || v.Len() != n {
+		t.Fatalf("read %d %s, want %d strings", v.Len(), v.ElemType(), n)
+	}
+	if got, max := ms1.TotalAlloc-ms0.TotalAlloc, uint64(4*16*n); got > max {
+		t.Errorf("reading %d strings allocated %d bytes, want under %d", n, got, max)
+	}
+	big := newGB(3, 0, 1).str("k").u32(uint32(TypeString)).u64(DefaultLimits.MaxStringLen).b
+	if _, err := ReadHeader(io.MultiReader(bytes.NewReader(big))); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "Limits.MaxHeaderBytes") {
+		t.Errorf("a string at the length cap, over the header cap: %v", err)
 	}
 }
 

@@ -37,8 +37,14 @@
 //   - Dtypes are crate v0.6.2's 19; the 0.8 additions (C64, F8_E4M3FNUZ,
 //     F8_E5M2FNUZ) are unknown, as in v0.6.2, and lib/dtype has no code for them.
 //
+// Decisions where apr is stricter than the crate, to bound memory (OverLimit, see
+// MaxTensors, MaxMetadataEntries, MaxMetadataSize and MaxDims): a header of more than
+// 65,536 tensors, a __metadata__ of more than 65,536 keys or 16 MiB, a shape of more
+// than 32 dimensions.
+//
 // Memory: ReadHeader never allocates more than 1 MiB ahead of the header bytes
-// actually read; parsing keeps memory proportional to N. Reader streams each tensor's
+// actually read, and its buffer ends exactly N bytes long; parsing keeps memory
+// proportional to N and within the caps above. Reader streams each tensor's
 // data through an io.Reader; File maps the file (unix) or uses ReadAt (js/wasm,
 // wasip1, windows).
 //

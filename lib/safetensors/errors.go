@@ -42,6 +42,10 @@ const (
 	InvalidTensor
 	// InvalidIndex: a sharded checkpoint's index is malformed or does not match its shards.
 	InvalidIndex
+	// OverLimit: a header the crate accepts but that is over one of apr's caps
+	// (MaxMetadataSize, MaxMetadataEntries, MaxTensors, MaxDims), which bound the memory
+	// a hostile header can cost; no real checkpoint comes near them.
+	OverLimit
 )
 
 var kindNames = [...]string{
@@ -58,6 +62,7 @@ var kindNames = [...]string{
 	TensorNotFound:               "TensorNotFound",
 	InvalidTensor:                "InvalidTensor",
 	InvalidIndex:                 "InvalidIndex",
+	OverLimit:                    "OverLimit",
 }
 
 // String returns the crate's variant name ("InvalidOffset").

@@ -14,6 +14,23 @@ import (
 // MaxHeaderSize is the crate's cap on the JSON header length N.
 const MaxHeaderSize = 100_000_000
 
+// Caps on what a header may hold beyond the crate's own rules. The crate accepts any
+// header up to MaxHeaderSize; these bound the memory a hostile one can cost (a header
+// of millions of tiny entries costs ten times its size once parsed) and are far above
+// what real checkpoints need (a few hundred tensors of a few dimensions a file, a
+// __metadata__ of a few keys, at most some kilobytes of training notes). A header over
+// one of them is refused as OverLimit; docs/SAFETENSORS.md lists these refusals.
+const (
+	// MaxMetadataSize is the most bytes of JSON the "__metadata__" value may span.
+	MaxMetadataSize = 16 << 20
+	// MaxMetadataEntries is the most keys "__metadata__" may hold.
+	MaxMetadataEntries = 1 << 16
+	// MaxTensors is the most tensor entries a header may hold.
+	MaxTensors = 1 << 16
+	// MaxDims is the most dimensions a shape may have (an APR tensor's cap too).
+	MaxDims = 32
+)
+
 // MetadataKey is the reserved header key holding the string-to-string metadata map.
 const MetadataKey = "__metadata__"
 
@@ -192,6 +209,9 @@ func parseHeaderJSON(hdr []byte, base int64) (Metadata, []*rawTensor, error) {
 			tensors[i] = t
 			return nil
 		}
+		if len(tensors) >= MaxTensors {
+			return errf(OverLimit, p.base+int64(keyOff), "more than %d tensors (apr's cap, MaxTensors)", MaxTensors)
+		}
 		byName[key] = len(tensors)
 		tensors = append(tensors, t)
 		return nil
@@ -212,13 +232,20 @@ func parseMetadata(p *jsonParser) (Metadata, error) {
 	}
 	meta := Metadata{}
 	pos := map[string]int{}
-	err := p.object("__metadata__", func(key string, _ int) error {
+	start := p.i
+	err := p.object("__metadata__", func(key string, keyOff int) error {
+		if len(meta) >= MaxMetadataEntries {
+			return errf(OverLimit, p.base+int64(keyOff), "__metadata__ has more than %d keys (apr's cap, MaxMetadataEntries)", MaxMetadataEntries)
+		}
 		if p.peek() != '"' {
 			return p.errAt(p.i, "invalid type: %s, expected a string as the value of __metadata__ key %q", p.describe(p.i), key)
 		}
 		v, err := p.str()
 		if err != nil {
 			return err
+		}
+		if p.i-start > MaxMetadataSize {
+			return errf(OverLimit, p.base+int64(keyOff), "__metadata__ is over %d bytes of JSON (apr's cap, MaxMetadataSize)", MaxMetadataSize)
 		}
 		// A HashMap<String, String> in the crate: the last of repeated keys wins.
 		if i, ok := pos[key]; ok {
@@ -244,7 +271,10 @@ func parseTensorEntry(p *jsonParser, name string) (*rawTensor, error) {
 			return parseDType(p, t)
 		case 1:
 			t.shape = []int64{}
-			return p.array("shape", func(int) error {
+			return p.array("shape", func(k int) error {
+				if k >= MaxDims {
+					return errf(OverLimit, p.base+int64(p.i), "shape of tensor %q has more than %d dimensions (apr's cap, MaxDims)", name, MaxDims)
+				}
 				v, err := p.uint("a shape dimension")
 				t.shape = append(t.shape, int64(v))
 				return err

@@ -1,7 +1,6 @@
 package safetensors
 
 import (
-	"bytes"
 	"io"
 	"strconv"
 )
@@ -23,18 +22,26 @@ func ReadHeader(r io.Reader) (*Header, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if n <= 1<<20 {
-		buf.Grow(int(n))
-	}
-	got, err := io.CopyN(&buf, r, n)
-	if err != nil {
-		if err == io.EOF {
-			return nil, errf(InvalidHeaderLength, 8, "header length %d runs past the end of the stream (%d header bytes present)", n, got)
+	// The buffer doubles from 1 MiB up to exactly n as bytes arrive: a short stream
+	// costs what it sent, and a full one at most n plus the half it grew from (a
+	// bytes.Buffer overshot to the next power of two, 128 MiB for a 90 MB header).
+	buf := make([]byte, 0, min(n, 1<<20))
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(n, 2*int64(cap(buf))))
+			copy(nb, buf)
+			buf = nb
 		}
-		return nil, err
+		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, errf(InvalidHeaderLength, 8, "header length %d runs past the end of the stream (%d header bytes present)", n, len(buf))
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return parseHeader(buf.Bytes())
+	return parseHeader(buf)
 }
 
 // Reader reads a SafeTensors stream: the header, then each tensor's data in offset

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -274,4 +275,61 @@ func err2str(_ *File, err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestOverLimit: headers the crate accepts but that pass one of apr's caps are refused
+// as OverLimit (docs/SAFETENSORS.md, "Files the crate accepts and apr refuses"), from a
+// stream and from a file; one entry fewer is accepted.
+func TestOverLimit(t *testing.T) {
+	tensors := func(n int) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"t%d":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}`, i)
+		}
+		return b.String() + "}"
+	}
+	keys := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"__metadata__":{`)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"k%d":""`, i)
+		}
+		return b.String() + "}}"
+	}
+	value := func(n int) string { return `{"__metadata__":{"k":"` + strings.Repeat("v", n) + `"}}` }
+	shape := func(n int) string {
+		return `{"w":{"dtype":"U8","shape":[` + strings.TrimSuffix(strings.Repeat("1,", n), ",") + `],"data_offsets":[0,1]}}`
+	}
+	for _, c := range []struct {
+		name      string
+		over, cap string
+		data      int
+		msg       string
+	}{
+		{"tensors", tensors(MaxTensors + 1), tensors(MaxTensors), 0, "MaxTensors"},
+		{"metadata keys", keys(MaxMetadataEntries + 1), keys(MaxMetadataEntries), 0, "MaxMetadataEntries"},
+		// `"k":"` and `"}` frame the value: 7 bytes of JSON besides it.
+		{"metadata bytes", value(MaxMetadataSize - 6), value(MaxMetadataSize - 7), 0, "MaxMetadataSize"},
+		{"dimensions", shape(MaxDims + 1), shape(MaxDims), 1, "MaxDims"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewReader(bytes.NewReader(mk(c.over, make([]byte, c.data))))
+			if !errors.Is(err, OverLimit) || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("stream: %v, want OverLimit naming %s", err, c.msg)
+			}
+			if _, err := Decode(mk(c.over, make([]byte, c.data))); !errors.Is(err, OverLimit) {
+				t.Errorf("Decode: %v, want OverLimit", err)
+			}
+			if _, err := Decode(mk(c.cap, make([]byte, c.data))); err != nil {
+				t.Errorf("at the cap: %v", err)
+			}
+		})
+	}
 }

@@ -139,7 +139,7 @@ func TestVerdicts(t *testing.T) {
 }
 
 func kindByName(s string) Kind {
-	for k := HeaderTooSmall; k <= InvalidIndex; k++ {
+	for k := HeaderTooSmall; k <= OverLimit; k++ {
 		if k.String() == s {
 			return k
 		}

@@ -523,3 +523,53 @@ func TestHostileFilesMetadata(t *testing.T) {
 		t.Errorf("bad %s: %v", KeyMetadata, err)
 	}
 }
+
+// TestCrateValidRefused: SafeTensors files the crate accepts that apr refuses, each with
+// the reason docs/SAFETENSORS.md gives ("Files the crate accepts and apr refuses"),
+// from a stream and from a file (a program leaves no output: its -o is atomic).
+func TestCrateValidRefused(t *testing.T) {
+	st := func(hdr string, data int) []byte {
+		b := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
+		return append(append(b, hdr...), make([]byte, data)...)
+	}
+	f32 := func(name string) string {
+		return `{"` + name + `":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`
+	}
+	withMeta := func(k, v string) string {
+		return `{"__metadata__":{"` + k + `":"` + v + `"},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`
+	}
+	for _, c := range []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"tensor named \"\"", st(f32(""), 4), "tensor name must be 1 to 4096 bytes, got 0"},
+		{"tensor name of 4097 bytes", st(f32(strings.Repeat("n", 4097)), 4), "tensor name must be 1 to 4096 bytes, got 4097"},
+		{"unknown apr.model_type", st(withMeta(MetaModelType, "Nope"), 4), `unknown model type "Nope"`},
+		{"apr.model_config not an object", st(withMeta(MetaModelConfig, "[1]"), 4), "not a JSON object"},
+		{"apr.model_config with NaN", st(withMeta(MetaModelConfig, `{\"x\": NaN}`), 4), "not a JSON object"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := safetensors.Decode(c.file); err != nil {
+				t.Fatalf("not a crate-valid file: %v", err)
+			}
+			var out bytes.Buffer
+			err := func() error {
+				s, err := NewStream(bytes.NewReader(c.file), ImportOptions{})
+				if err != nil {
+					return err
+				}
+				return stream.Reencode(&out, s, nil, false)
+			}()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("stream: %v, want %q", err, c.want)
+			}
+			p := writeTemp(t, "f.safetensors", c.file)
+			out.Reset()
+			err = ImportFile(&out, p, ImportOptions{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("file: %v, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "./cmd/...")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build does (Makefile)
 	build.Dir = root
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -191,7 +192,44 @@ func applyGlobals(env *Env, ctx *kong.Context) error {
 			env.ForceProgress = f.Target.Bool()
 		}
 	}
+	if err := checkEmptyNames(ctx); err != nil {
+		return err
+	}
 	return applyDeprecated(env, ctx)
+}
+
+// nameFlags are the flags that name a file, a directory, a key or a variable.
+var nameFlags = map[string]bool{
+	"output": true, "temp-dir": true, "tmp-dir": true, "identity": true, "recipient": true,
+	"key": true, "pubkey": true, "sig-file": true, "passphrase-file": true, "passphrase-env": true,
+	"key-passphrase-file": true, "key-passphrase-env": true, "password-file": true, "password-env": true,
+}
+
+// checkEmptyNames refuses a naming flag given as "": -o "$OUT" with OUT unset would
+// otherwise write the model to stdout, and --temp-dir "" spool to $TMPDIR.
+func checkEmptyNames(ctx *kong.Context) error {
+	given := map[*kong.Flag]int{}
+	for _, p := range ctx.Path {
+		if p.Flag != nil && nameFlags[p.Flag.Name] {
+			given[p.Flag]++
+		}
+	}
+	for f, n := range given {
+		v := f.Target
+		empty := v.Kind() == reflect.String && v.String() == ""
+		if v.Kind() == reflect.Slice {
+			// kong makes no element of "": a flag given more often than it has
+			// elements was given empty.
+			empty = v.Len() < n
+			for i := range v.Len() {
+				empty = empty || v.Index(i).Kind() == reflect.String && v.Index(i).String() == ""
+			}
+		}
+		if empty {
+			return Usagef("--%s is empty: give a name (an unset variable?)", f.Name)
+		}
+	}
+	return nil
 }
 
 // Program is one program: its name, its description and its kong grammar (a fresh

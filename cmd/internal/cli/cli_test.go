@@ -229,3 +229,38 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+type namesCmd struct {
+	Globals
+	OutputFlag
+	IdentityFlag
+	TempDirFlag
+}
+
+func (c *namesCmd) Run(env *Env) error { return nil }
+
+// TestEmptyNames: a flag that names a file or a key given as "" (-o "$OUT" with OUT
+// unset) is a usage error, never stdout or the default directory; not giving it, or
+// giving "-", is fine.
+func TestEmptyNames(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{nil, 0},
+		{[]string{"-o", "-"}, 0},
+		{[]string{"-o", "x", "-i", "id", "--temp-dir", "d"}, 0},
+		{[]string{"-o", ""}, 2},
+		{[]string{"--output="}, 2},
+		{[]string{"-i", ""}, 2},
+		{[]string{"-i", "id", "-i", ""}, 2},
+		{[]string{"--temp-dir", ""}, 2},
+	} {
+		var out, errb bytes.Buffer
+		env := &Env{Name: "apr-test", Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}
+		code := Run(env, "a test program", &namesCmd{}, c.args)
+		if code != c.code || c.code == 2 && !strings.Contains(errb.String(), "is empty") {
+			t.Errorf("%q: exit %d, %q; want %d", c.args, code, errb.String(), c.code)
+		}
+	}
+}
