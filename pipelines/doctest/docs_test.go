@@ -90,6 +90,9 @@ var expectations = []struct{ file, command, want, then string }{
 	{"docs/SEALING.md", "apr-seal keygen -o alice.key", "age1", `test "$(stat -c %a alice.key)" = 600 && test -f alice.key.pub`},
 	{"docs/SEALING.md", "apr-decode inspect sealed.apr", "sealed for        2 X25519 recipient(s); 2 stanza(s)", ""},
 	{"docs/DISTILL.md", "--json | jq .validation", `"accuracy"`, ""},
+	{"docs/PREDICT.md", "apr-predict softmax.apr < digits.csv", "0\n1\n2\n3\n4\n", ""},
+	{"docs/PREDICT.md", "-o labels.npy", "", `test "$(head -c 6 labels.npy | tail -c 5)" = NUMPY`},
+	{"docs/PREDICT.md", "-p ci.pub signed.apr", "0\n1\n2\n3\n4\n", ""},
 }
 
 // setups prepare each doc's work directory with the files its examples read: shell
@@ -139,6 +142,11 @@ mv bob.key.pub bob.pub
 printf 'correct horse\n' > pw.txt
 echo "MODEL_PW=correct horse"
 echo "AGE_RECIPIENT=$(apr-seal keygen -o carol.key)"
+`},
+	"docs/PREDICT.md": {npy: digitsNPZ, shell: `
+zcat "$TESTDATA/digits/digits.csv.gz" | awk -F, -v OFS=, 'NR <= 5 {NF=64; for(i=1;i<=NF;i++) $i=$i/16; print}' > digits.csv
+apr-distill fit-logistic --data x.npz -o softmax.apr 2> /dev/null
+apr-distill fit --data x.npz --student 64-16-10 --epochs 2 --seed 1 -o net.apr 2> /dev/null
 `},
 	"docs/DISTILL.md": {npy: digitsNPZ, shell: `
 cp "$TESTDATA/digits/digits.csv.gz" .

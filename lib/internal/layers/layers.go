@@ -22,7 +22,7 @@ var Layer = map[string]int{
 	// 4: transforms of a stream, and models to and from files.
 	"lib/quant": 4, "lib/manifest": 4, "lib/modelfile": 4, "lib/llm": 4, "lib/sealed": 4,
 	// 5: converters and trainers, and signatures (on manifest's digests).
-	"lib/stconv": 5, "lib/ggufconv": 5, "lib/distill": 5, "lib/signed": 5,
+	"lib/stconv": 5, "lib/ggufconv": 5, "lib/distill": 5, "lib/signed": 5, "lib/predict": 5,
 	// 6: the façade for library users.
 	"lib/apr": 6,
 	// 7: the programs' shared kit; 8: the programs' own packages; 9: the programs.
@@ -30,7 +30,7 @@ var Layer = map[string]int{
 	"cmd/internal/ggufcmd": 8, "cmd/internal/stcmd": 8,
 	"cmd/apr-decode": 9, "cmd/apr-distill": 9, "cmd/apr-encode": 9, "cmd/apr-gguf": 9,
 	"cmd/apr-gguf-export": 9, "cmd/apr-gguf-import": 9, "cmd/apr-quant": 9, "cmd/apr-seal": 9,
-	"cmd/apr-sign": 9, "cmd/apr-st": 9, "cmd/apr-st-export": 9, "cmd/apr-st-import": 9,
+	"cmd/apr-predict": 9, "cmd/apr-sign": 9, "cmd/apr-st": 9, "cmd/apr-st-export": 9, "cmd/apr-st-import": 9,
 	// Programs of the example pipelines (data generation, training).
 	"pipelines/gen": 9, "pipelines/train": 9,
 }

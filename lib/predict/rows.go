@@ -1,0 +1,394 @@
+package predict
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/npy"
+)
+
+// Format is a file family of features and predictions.
+type Format int
+
+const (
+	CSV Format = iota + 1
+	NPY
+	NPZ
+)
+
+func (f Format) String() string {
+	switch f {
+	case CSV:
+		return "csv"
+	case NPY:
+		return "npy"
+	case NPZ:
+		return "npz"
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// ParseFormat reads csv, npy or npz.
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "csv":
+		return CSV, nil
+	case "npy":
+		return NPY, nil
+	case "npz":
+		return NPZ, nil
+	}
+	return 0, fmt.Errorf("format %q: expected csv, npy or npz", s)
+}
+
+// Sniff tells the format of a stream from its first bytes: .npy's magic, a zip
+// archive (.npz), else CSV (plain or gzip).
+func Sniff(prefix []byte) Format {
+	switch {
+	case bytes.HasPrefix(prefix, []byte("\x93NUMPY")):
+		return NPY
+	case bytes.HasPrefix(prefix, []byte("PK\x03\x04")), bytes.HasPrefix(prefix, []byte("PK\x05\x06")):
+		return NPZ
+	}
+	return CSV
+}
+
+// Rows reads feature rows in batches.
+type Rows interface {
+	// Cols is the number of features of every row.
+	Cols() int
+	// Total is the number of rows when the input says it up front (.npy, .npz), else -1.
+	Total() int64
+	// Next returns the next batch of at most max rows, reusing dst's storage; after the
+	// last row it returns io.EOF.
+	Next(dst model.Matrix, max int) (model.Matrix, error)
+}
+
+// MaxCSVLine caps one CSV line.
+const MaxCSVLine = 64 << 20
+
+// CSVRows reads comma-separated (or space-separated, as lib/model's ReadCSV) rows of
+// numbers, one per line, plain or gzip. A first line that is not all numbers is a
+// header and is skipped. Blank lines are skipped.
+type CSVRows struct {
+	sc     *bufio.Scanner
+	line   int
+	cols   int
+	Header []string // the header's fields, nil when there was none
+	first  []float64
+	fields [][]byte
+}
+
+// NewCSVRows reads up to the first row (so Cols is known).
+func NewCSVRows(r io.Reader) (*CSVRows, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("csv: gzip: %w", err)
+		}
+		br = bufio.NewReaderSize(zr, 1<<16)
+	}
+	c := &CSVRows{sc: bufio.NewScanner(br)}
+	c.sc.Buffer(make([]byte, 0, 64<<10), MaxCSVLine)
+	for {
+		fields, err := c.nextLine()
+		if err == io.EOF {
+			return c, nil // no rows at all: Cols is 0
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.cols = len(fields)
+		vals := make([]float64, len(fields))
+		if err := c.parse(vals, fields); err != nil {
+			if c.Header != nil || c.line > 1 && c.first != nil {
+				return nil, err
+			}
+			for _, f := range fields {
+				c.Header = append(c.Header, string(bytes.TrimSpace(f)))
+			}
+			continue
+		}
+		c.first = vals
+		return c, nil
+	}
+}
+
+// nextLine returns the fields of the next non-blank line.
+func (c *CSVRows) nextLine() ([][]byte, error) {
+	for c.sc.Scan() {
+		c.line++
+		text := bytes.TrimSpace(c.sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		c.fields = c.fields[:0]
+		if bytes.IndexByte(text, ',') >= 0 {
+			for {
+				i := bytes.IndexByte(text, ',')
+				if i < 0 {
+					c.fields = append(c.fields, text)
+					break
+				}
+				c.fields = append(c.fields, text[:i])
+				text = text[i+1:]
+			}
+		} else {
+			c.fields = append(c.fields, bytes.Fields(text)...)
+		}
+		return c.fields, nil
+	}
+	if err := c.sc.Err(); err != nil {
+		return nil, fmt.Errorf("csv: after line %d: %w", c.line, err)
+	}
+	return nil, io.EOF
+}
+
+func (c *CSVRows) parse(dst []float64, fields [][]byte) error {
+	for j, f := range fields {
+		v, err := strconv.ParseFloat(string(bytes.TrimSpace(f)), 64)
+		if err != nil {
+			return fmt.Errorf("csv: line %d field %d: %q is not a number", c.line, j+1, f)
+		}
+		dst[j] = v
+	}
+	return nil
+}
+
+// Cols implements Rows.
+func (c *CSVRows) Cols() int { return c.cols }
+
+// Total implements Rows: a CSV stream does not say.
+func (c *CSVRows) Total() int64 { return -1 }
+
+// Next implements Rows.
+func (c *CSVRows) Next(dst model.Matrix, max int) (model.Matrix, error) {
+	dst.Rows, dst.Cols, dst.Data = 0, c.cols, dst.Data[:0]
+	if c.first != nil {
+		dst.Data = append(dst.Data, c.first...)
+		dst.Rows, c.first = 1, nil
+	}
+	for dst.Rows < max {
+		fields, err := c.nextLine()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return dst, err
+		}
+		if len(fields) != c.cols {
+			return dst, fmt.Errorf("csv: line %d: %d fields, expected %d like the first row", c.line, len(fields), c.cols)
+		}
+		n := len(dst.Data)
+		dst.Data = append(dst.Data, make([]float64, c.cols)...)
+		if err := c.parse(dst.Data[n:], fields); err != nil {
+			return dst, err
+		}
+		dst.Rows++
+	}
+	if dst.Rows == 0 {
+		return dst, io.EOF
+	}
+	return dst, nil
+}
+
+// NPYRows streams the rows of a 2-D .npy array of any plain numeric dtype.
+type NPYRows struct {
+	r     io.Reader
+	h     npy.Header
+	size  int // bytes per element
+	left  int64
+	buf   []byte
+	cols  int
+	total int64
+}
+
+// NewNPYRows reads the header of the .npy stream r; name is used in errors.
+func NewNPYRows(r io.Reader, name string) (*NPYRows, error) {
+	nr, err := npy.NewReader(r, name)
+	if err != nil {
+		return nil, err
+	}
+	return npyRows(nr, name)
+}
+
+func npyRows(nr *npy.Reader, name string) (*NPYRows, error) {
+	h := nr.Header()
+	if len(h.Shape) != 2 {
+		return nil, fmt.Errorf("%s: shape %v, expected two dimensions (rows, features)", name, h.Shape)
+	}
+	info, ok := dtype.Lookup(h.DType)
+	if !ok || info.BlockElems != 1 || !numeric(h.DType) {
+		return nil, fmt.Errorf("%s: dtype %v, expected a float or integer type", name, h.DType)
+	}
+	if h.Shape[1] > math.MaxInt32 {
+		return nil, fmt.Errorf("%s: %d features is too many", name, h.Shape[1])
+	}
+	return &NPYRows{r: nr, h: h, size: info.BlockBytes, left: h.Shape[0], cols: int(h.Shape[1]), total: h.Shape[0]}, nil
+}
+
+func numeric(d dtype.DType) bool {
+	switch d {
+	case dtype.F64, dtype.F32, dtype.F16, dtype.BF16, dtype.I8, dtype.U8, dtype.Bool, dtype.I16, dtype.U16, dtype.I32, dtype.U32, dtype.I64, dtype.U64:
+		return true
+	}
+	return false
+}
+
+// Cols implements Rows.
+func (n *NPYRows) Cols() int { return n.cols }
+
+// Total implements Rows.
+func (n *NPYRows) Total() int64 { return n.total }
+
+// Next implements Rows.
+func (n *NPYRows) Next(dst model.Matrix, max int) (model.Matrix, error) {
+	rows := int(min(int64(max), n.left))
+	if rows <= 0 {
+		// read to the end, so that the reader checks that nothing follows the data
+		// (and an .npz member's CRC)
+		if _, err := io.Copy(io.Discard, n.r); err != nil {
+			return dst, err
+		}
+		return model.Matrix{Cols: n.cols}, io.EOF
+	}
+	cnt := rows * n.cols
+	need := cnt * n.size
+	if cap(n.buf) < need {
+		n.buf = make([]byte, need)
+	}
+	b := n.buf[:need]
+	if _, err := io.ReadFull(n.r, b); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return dst, err
+	}
+	if cap(dst.Data) < cnt {
+		dst.Data = make([]float64, cnt)
+	}
+	dst.Rows, dst.Cols, dst.Data = rows, n.cols, dst.Data[:cnt]
+	convert(dst.Data, b, n.h.DType)
+	n.left -= int64(rows)
+	return dst, nil
+}
+
+// convert decodes little-endian values of d into float64.
+func convert(out []float64, b []byte, d dtype.DType) {
+	le := binary.LittleEndian
+	switch d {
+	case dtype.F64:
+		for i := range out {
+			out[i] = math.Float64frombits(le.Uint64(b[8*i:]))
+		}
+	case dtype.F32:
+		for i := range out {
+			out[i] = float64(math.Float32frombits(le.Uint32(b[4*i:])))
+		}
+	case dtype.F16:
+		for i := range out {
+			out[i] = float64(f16(le.Uint16(b[2*i:])))
+		}
+	case dtype.BF16:
+		for i := range out {
+			out[i] = float64(math.Float32frombits(uint32(le.Uint16(b[2*i:])) << 16))
+		}
+	case dtype.I8:
+		for i := range out {
+			out[i] = float64(int8(b[i]))
+		}
+	case dtype.U8, dtype.Bool:
+		for i := range out {
+			out[i] = float64(b[i])
+		}
+	case dtype.I16:
+		for i := range out {
+			out[i] = float64(int16(le.Uint16(b[2*i:])))
+		}
+	case dtype.U16:
+		for i := range out {
+			out[i] = float64(le.Uint16(b[2*i:]))
+		}
+	case dtype.I32:
+		for i := range out {
+			out[i] = float64(int32(le.Uint32(b[4*i:])))
+		}
+	case dtype.U32:
+		for i := range out {
+			out[i] = float64(le.Uint32(b[4*i:]))
+		}
+	case dtype.I64:
+		for i := range out {
+			out[i] = float64(int64(le.Uint64(b[8*i:])))
+		}
+	case dtype.U64:
+		for i := range out {
+			out[i] = float64(le.Uint64(b[8*i:]))
+		}
+	}
+}
+
+// f16 decodes an IEEE half.
+func f16(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0:
+		return float32(math.Ldexp(float64(frac), -24)) * (1 - 2*float32(sign>>31))
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
+}
+
+// NPZRows opens the features of an .npz archive: the member named member, or with
+// member "" the one called "x" (or "X"), or the only member.
+func NPZRows(r io.ReaderAt, size int64, name, member string) (Rows, io.Closer, error) {
+	z, err := npy.OpenNPZ(r, size, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if member == "" {
+		for _, c := range []string{"x", "X"} {
+			if _, ok := z.Lookup(c); ok {
+				member = c
+				break
+			}
+		}
+	}
+	if member == "" {
+		es := z.Entries()
+		if len(es) != 1 {
+			var names []string
+			for _, e := range es {
+				names = append(names, e.Name)
+			}
+			return nil, nil, fmt.Errorf("%s: %d arrays %v and none is called x: name the features' array", name, len(es), names)
+		}
+		member = es[0].Name
+	}
+	a, err := z.Open(member)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := npyRows(a.Reader, name+":"+member)
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	rows.r = a
+	return rows, a, nil
+}
