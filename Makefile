@@ -12,7 +12,7 @@ PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
 .PHONY: all build test test-native test-purego test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
-        test-docs golden lint demo bench fuzz install clean
+        test-docs golden lint demo models bench fuzz install clean
 
 all: build
 
@@ -91,6 +91,12 @@ fuzz:
 
 demo: build
 	PATH="$(BIN):$$PATH" pipelines/demo.sh
+
+# The Make-driven model build (pipelines/README.md): signed .apr, GGUF, SafeTensors,
+# sealed copies and a manifest under pipelines/build (MODELS_OUT), then checked.
+MODELS_OUT ?= build
+models: build
+	PATH="$(BIN):$$PATH" $(MAKE) -C pipelines OUT=$(MODELS_OUT) check
 
 # Whole-process benchmarks on generated 1 GiB models and a 2.2 GB TinyLlama-shaped
 # checkpoint (results: docs/BENCHMARKS.md), and

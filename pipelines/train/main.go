@@ -10,6 +10,9 @@
 // scored on the rest; the scores go into the file's metrics.
 //
 //	go run ./pipelines/train -data testdata/datasets -out /tmp/models
+//
+// -model diabetes (or breast_cancer) fits only that model, so a build system can make
+// each file from its own data set (pipelines/Makefile does).
 package main
 
 import (
@@ -26,17 +29,31 @@ import (
 func main() {
 	data := flag.String("data", "testdata/datasets", "directory of the data sets")
 	out := flag.String("out", ".", "directory for the .apr files")
+	only := flag.String("model", "", "fit only this model: diabetes or breast_cancer (default: both)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("train: ")
+	fits := []struct {
+		name string
+		fit  func(dir, out string) error
+	}{{"diabetes", diabetes}, {"breast_cancer", breastCancer}}
+	known := *only == ""
+	for _, f := range fits {
+		known = known || f.name == *only
+	}
+	if !known {
+		log.Fatalf("unknown model %q: diabetes or breast_cancer", *only)
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	if err := diabetes(*data, *out); err != nil {
-		log.Fatal(err)
-	}
-	if err := breastCancer(*data, *out); err != nil {
-		log.Fatal(err)
+	for _, f := range fits {
+		if *only != "" && f.name != *only {
+			continue
+		}
+		if err := f.fit(*data, *out); err != nil {
+			log.Fatal(err)
+		}
 	}
 }
 
