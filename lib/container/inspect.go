@@ -2,6 +2,8 @@ package container
 
 import (
 	"io"
+
+	"github.com/apr-go/apr/lib/internal/iocount"
 )
 
 // Info is everything Inspect reports: header, metadata, index and blocks, without
@@ -32,7 +34,7 @@ func (f *File) Info() *Info {
 // InspectStream reads a whole stream that cannot seek (a pipe), checking every frame
 // and record CRC but decompressing nothing, and reports the same Info.
 func InspectStream(r io.Reader) (*Info, error) {
-	cr := &countReader{r: r}
+	cr := &iocount.Reader{R: r}
 	rd, err := NewReader(cr)
 	if err != nil {
 		return nil, err
@@ -41,16 +43,5 @@ func InspectStream(r io.Reader) (*Info, error) {
 	if err := rd.Each(func(*Tensor) error { return nil }); err != nil {
 		return nil, err
 	}
-	return &Info{FileHeader: rd.Header(), Size: cr.n, Tensors: rd.Entries(), Blocks: rd.Blocks()}, nil
-}
-
-type countReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
+	return &Info{FileHeader: rd.Header(), Size: cr.N, Tensors: rd.Entries(), Blocks: rd.Blocks()}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/internal/iocount"
 )
 
 // Check reads a whole APR v2 stream or aprender file from r and verifies every
@@ -11,10 +12,10 @@ import (
 // chunk CRCs, which cover the ciphertext, so no key is needed. It returns the number of
 // tensors and of bytes read.
 func Check(r io.Reader) (tensors int, size int64, err error) {
-	cr := &countingReader{r: r}
+	cr := &iocount.Reader{R: r}
 	s, err := Open(cr)
 	if err != nil {
-		return 0, cr.n, err
+		return 0, cr.N, err
 	}
 	defer s.Close()
 	err = Each(s, func(_ container.TensorInfo, tr io.Reader) error {
@@ -25,16 +26,5 @@ func Check(r io.Reader) (tensors int, size int64, err error) {
 		_, err := io.Copy(io.Discard, tr)
 		return err
 	})
-	return tensors, cr.n, err
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
+	return tensors, cr.N, err
 }
