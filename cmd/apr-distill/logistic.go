@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -93,15 +92,10 @@ func (c *logitCmd) Run(env *cli.Env) error {
 		}
 	}
 	so := apr.SaveOptions{Name: f.Name, Hyperparameters: hyper, Metrics: metrics, Compression: in.comp, Custom: in.custom}
-	if err := distill.Encode(out, m, so, map[string]any{"training": training}); err != nil {
-		return fmt.Errorf("%s: %w", out.Name, err)
-	}
-	if err := out.Commit(); err != nil {
+	if err := save(out, m, so, map[string]any{"training": training}); err != nil {
 		return err
 	}
 	if f.JSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
 		params := 0
 		for _, t := range m.Tensors() {
 			params += len(t.Data) / 4 // F32
@@ -113,7 +107,7 @@ func (c *logitCmd) Run(env *cli.Env) error {
 		if in.val.X.Rows > 0 {
 			r["validation"] = sets(valAcc, in.val.X.Rows)
 		}
-		return enc.Encode(r)
+		return printJSON(env.Stdout, r)
 	}
 	return nil
 }

@@ -75,18 +75,28 @@ func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Me
 		hyper["temperature"], hyper["alpha"] = opt.Temperature, opt.Alpha
 	}
 	so := apr.SaveOptions{Name: f.Name, Hyperparameters: hyper, Metrics: distill.Metrics(res), Compression: comp, Custom: in.custom}
-	if err := distill.Encode(out, student, so, prov); err != nil {
-		return fmt.Errorf("%s: %w", out.Name, err)
-	}
-	if err := out.Commit(); err != nil {
+	if err := save(out, student, so, prov); err != nil {
 		return err
 	}
 	if f.JSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(jsonReport(method, opt, res, elapsed, teachers, student, f.Output))
+		return printJSON(env.Stdout, jsonReport(method, opt, res, elapsed, teachers, student, f.Output))
 	}
 	return nil
+}
+
+// save writes a trained model with its provenance to out and commits it.
+func save(out *cli.Output, m model.Model, so apr.SaveOptions, provenance map[string]any) error {
+	if err := distill.Encode(out, m, so, provenance); err != nil {
+		return fmt.Errorf("%s: %w", out.Name, err)
+	}
+	return out.Commit()
+}
+
+// printJSON writes the --json report, indented.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // check validates the data flags that need no file.
