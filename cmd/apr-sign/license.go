@@ -34,20 +34,12 @@ func (c *licenseCmd) Run(env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	in, name, err := env.Input(c.Input)
+	in, name, out, u, err := c.modelIO(env, c.Input, c.Output)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := env.Create(c.Output, true)
-	if err != nil {
-		return err
-	}
 	defer out.Abort()
-	u, err := c.unsealer()
-	if err != nil {
-		return err
-	}
 	signed, replaced, err := apr.LicenseStream(out, in, lic, key, apr.WithSealedInput(u))
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)

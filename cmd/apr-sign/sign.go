@@ -28,20 +28,12 @@ func (c *signCmd) Run(env *cli.Env) error {
 	if c.Detached {
 		return c.detached(env, key)
 	}
-	in, name, err := env.Input(c.Input)
+	in, name, out, u, err := c.modelIO(env, c.Input, c.Output)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := env.Create(c.Output, true)
-	if err != nil {
-		return err
-	}
 	defer out.Abort()
-	u, err := c.unsealer()
-	if err != nil {
-		return err
-	}
 	sig, err := apr.SignStream(out, in, key, apr.WithComment(c.Comment), apr.WithSealedInput(u))
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)

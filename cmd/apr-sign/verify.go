@@ -14,6 +14,22 @@ import (
 	"github.com/apr-go/apr/lib/sign"
 )
 
+// modelIO opens a command's input and output and the unsealer of a sealed input; the
+// caller closes in and aborts out (a no-op after Commit).
+func (s *sealedFlags) modelIO(env *cli.Env, input, output string) (in io.ReadCloser, name string, out *cli.Output, u container.Unsealer, err error) {
+	if u, err = s.unsealer(); err != nil {
+		return nil, "", nil, nil, err
+	}
+	if in, name, err = env.Input(input); err != nil {
+		return nil, "", nil, nil, err
+	}
+	if out, err = env.Create(output, true); err != nil {
+		in.Close()
+		return nil, "", nil, nil, err
+	}
+	return in, name, out, u, nil
+}
+
 // unsealer returns nil when no identity and no password was asked for: a sealed
 // input is then refused with a message saying what to give.
 func (s *sealedFlags) unsealer() (container.Unsealer, error) {
