@@ -10,7 +10,6 @@ import (
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/cleanup"
 	"github.com/apr-go/apr/lib/container"
-	"github.com/apr-go/apr/lib/seal"
 	"github.com/apr-go/apr/lib/sign"
 )
 
@@ -30,47 +29,10 @@ func (s *sealedFlags) modelIO(env *cli.Env, input, output string) (in io.ReadClo
 	return in, name, out, u, nil
 }
 
-// unsealer returns nil when no identity and no password was asked for: a sealed
+// unsealer returns nil when no identity and no passphrase was asked for: a sealed
 // input is then refused with a message saying what to give.
 func (s *sealedFlags) unsealer() (container.Unsealer, error) {
-	if s.PassphraseFile != "" && s.PassphraseEnv != "" {
-		return nil, cli.Usagef("give the passphrase once: --passphrase-file or --passphrase-env")
-	}
-	if len(s.Identity) == 0 && !s.Wanted() {
-		return nil, nil
-	}
-	ids, err := s.Identities()
-	if err != nil {
-		return nil, err
-	}
-	return &passwordUnsealer{ids: ids, flags: s}, nil
-}
-
-// passwordUnsealer reads the passphrase only once the input turns out to be sealed
-// for one, so that an unsealed input never prompts.
-type passwordUnsealer struct {
-	ids   []seal.Identity
-	flags *sealedFlags
-}
-
-func (u *passwordUnsealer) Begin(header, metadata, section []byte) (container.TensorOpener, error) {
-	ids := u.ids
-	if u.flags.Wanted() {
-		si, err := apr.ParseSealInfo(section)
-		if err != nil {
-			return nil, err
-		}
-		if !si.Password {
-			return nil, fmt.Errorf("%w: the input is not sealed for a passphrase (it is for %d X25519 recipient(s); give -i IDENTITY)",
-				apr.ErrDecryptionFailed, si.X25519)
-		}
-		pw, err := u.flags.Read("Passphrase of the sealed input: ", false)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids[:len(ids):len(ids)], seal.NewPasswordIdentity(pw))
-	}
-	return apr.NewUnsealer(ids...).Begin(header, metadata, section)
+	return cli.Unsealer(&s.IdentityFlag, &s.PassphraseFlags)
 }
 
 func (c *verifyCmd) Run(env *cli.Env) error {
