@@ -105,6 +105,7 @@ models: build
 # Each script prints its own table; BENCH_DIR keeps and reuses the generated inputs.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/
+	$(GO) test -run '^$$' -bench EmbeddedColdStart -benchtime 500x ./pipelines/
 	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec .ci/bench-distill .ci/bench-llm .ci/bench-predict; do \
 		[ ! -x $$b ] || PATH="$(BIN):$$PATH" $$b || exit 1; \
 	done

@@ -58,6 +58,8 @@ var skips = []struct{ file, command, reason string }{
 	{"README.md", "make test", "runs every test leg, this test included"},
 	{"README.md", "make models", "builds the programs and runs pipelines/Makefile, which pipelines' TestMakeBuild runs"},
 	{"README.md", "make -f pipelines/Makefile", "runs pipelines/Makefile from the repository's root, which pipelines' TestMakeBuild runs"},
+	{"README.md", "./pipelines/embedded", "builds pipelines/embedded from the repository's root, which pipelines' TestEmbeddedBinary builds and runs"},
+	{"README.md", "./classify --proba", "runs the binary of the line before; pipelines' TestEmbeddedBinary runs it on the same row (labels; lib tests cover --proba through lib/predict)"},
 }
 
 // substitutions make a doc's placeholder concrete, in every command of the file that

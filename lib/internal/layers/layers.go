@@ -33,5 +33,5 @@ var Layer = map[string]int{
 	"cmd/apr-gguf-export": 9, "cmd/apr-gguf-import": 9, "cmd/apr-quant": 9, "cmd/apr-seal": 9,
 	"cmd/apr-predict": 9, "cmd/apr-sign": 9, "cmd/apr-st": 9, "cmd/apr-st-export": 9, "cmd/apr-st-import": 9,
 	// Programs of the example pipelines (data generation, training).
-	"pipelines/gen": 9, "pipelines/train": 9,
+	"pipelines/gen": 9, "pipelines/train": 9, "pipelines/embedded": 9,
 }
