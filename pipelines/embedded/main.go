@@ -6,8 +6,10 @@
 //	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o classify ./pipelines/embedded
 //	echo '17.99,10.38,122.8,...' | ./classify          # 30 features -> 0 or 1
 //
-// The model is the demo's LogisticRegression on the Wisconsin breast-cancer data
-// (pipelines/train), signed with a key whose private half was discarded. --proba
+// The model is the demo's LogisticRegression on the Wisconsin breast-cancer data:
+// model.apr was made by `go run ./pipelines/train -model breast_cancer` and
+// `apr-sign -k signer.key`, with a key from `apr-sign keygen -o signer` whose private
+// half was then discarded; signer.pub is its public half. --proba
 // prints the probability of each class; --check only verifies the embedded model.
 package main
 
