@@ -6,6 +6,10 @@ var (
 	quantQ8_0 = quantQ8_0Generic
 	quantQ4_0 = quantQ4_0Generic
 	quantQ4_1 = quantQ4_1Generic
+	quantQ2_K = quantQ2_KGeneric
+	quantQ4_K = quantQ4_KGeneric
+	quantQ5_K = quantQ5_KGeneric
+	quantQ6_K = quantQ6_KGeneric
 	f32ToF16  = f32ToF16Generic
 	f16ToF32  = f16ToF32Generic
 	dotF32    = dotGeneric

@@ -231,7 +231,15 @@ func scaleMinK4(j int, q []byte) (sc, m uint8) {
 
 // ---- Q2_K: scales[16] · qs[64] · d · dmin (84 bytes)
 
-func quantQ2_KGeneric(dst []byte, src []float32) {
+// kx2Func is makeQKX2Quants' signature, so that a fast path can stand in for it.
+type kx2Func func(nmax int32, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMad bool) (scale, theMin float32)
+
+// qxFunc is makeQXQuants' signature.
+type qxFunc func(nmax int32, x []float32, L []int8) float32
+
+func quantQ2_KGeneric(dst []byte, src []float32) { quantQ2_KWith(dst, src, makeQKX2Quants) }
+
+func quantQ2_KWith(dst []byte, src []float32, kx2 kx2Func) {
 	var L [qkK]uint8
 	var Laux [16]uint8
 	var weights [16]float32
@@ -246,7 +254,7 @@ func quantQ2_KGeneric(dst []byte, src []float32) {
 			for l, v := range xs {
 				weights[l] = abs32(v)
 			}
-			scales[j], mins[j] = makeQKX2Quants(3, xs, weights[:], L[16*j:16*j+16], Laux[:], -0.5, 0.1, 15, true)
+			scales[j], mins[j] = kx2(3, xs, weights[:], L[16*j:16*j+16], Laux[:], -0.5, 0.1, 15, true)
 			if scales[j] > maxScale {
 				maxScale = scales[j]
 			}
@@ -431,7 +439,7 @@ func dequantQ3_K(dst []float32, src []byte) {
 // quantKX2 runs the shared first half of Q4_K and Q5_K: per 32-element
 // sub-block fits, 6-bit packed scales and mins, d and dmin, then the final
 // re-quantization of L against the stored (rounded) scales.
-func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep int) {
+func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep int, kx2 kx2Func) {
 	var Laux [32]uint8
 	var weights [32]float32
 	var mins, scales [8]float32
@@ -446,7 +454,7 @@ func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep 
 		for l, v := range xs {
 			weights[l] = avX + abs32(v)
 		}
-		scales[j], mins[j] = makeQKX2Quants(nmax, xs, weights[:], L[32*j:32*j+32], Laux[:], rmin, 0.1, nstep, false)
+		scales[j], mins[j] = kx2(nmax, xs, weights[:], L[32*j:32*j+32], Laux[:], rmin, 0.1, nstep, false)
 		if scales[j] > maxScale {
 			maxScale = scales[j]
 		}
@@ -491,12 +499,14 @@ func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep 
 	}
 }
 
-func quantQ4_KGeneric(dst []byte, src []float32) {
+func quantQ4_KGeneric(dst []byte, src []float32) { quantQ4_KWith(dst, src, makeQKX2Quants) }
+
+func quantQ4_KWith(dst []byte, src []float32, kx2 kx2Func) {
 	var L [qkK]uint8
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[144:] {
 		y := dst[:144]
 		clear(y[4:16])
-		quantKX2(y, src[:qkK], L[:], 15, -1, 20)
+		quantKX2(y, src[:qkK], L[:], 15, -1, 20, kx2)
 		q := y[16:144]
 		for j := 0; j < qkK; j += 64 {
 			for l := range 32 {
@@ -525,12 +535,14 @@ func dequantQ4_K(dst []float32, src []byte) {
 	}
 }
 
-func quantQ5_KGeneric(dst []byte, src []float32) {
+func quantQ5_KGeneric(dst []byte, src []float32) { quantQ5_KWith(dst, src, makeQKX2Quants) }
+
+func quantQ5_KWith(dst []byte, src []float32, kx2 kx2Func) {
 	var L [qkK]uint8
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[176:] {
 		y := dst[:176]
 		clear(y[4:16])
-		quantKX2(y, src[:qkK], L[:], 31, -0.5, 15)
+		quantKX2(y, src[:qkK], L[:], 31, -0.5, 15, kx2)
 		qh := y[16:48]
 		clear(qh)
 		ql := y[48:176]
@@ -586,7 +598,9 @@ func dequantQ5_K(dst []float32, src []byte) {
 
 // ---- Q6_K: ql[128] · qh[64] · scales int8[16] · d (210 bytes)
 
-func quantQ6_KGeneric(dst []byte, src []float32) {
+func quantQ6_KGeneric(dst []byte, src []float32) { quantQ6_KWith(dst, src, makeQXQuants) }
+
+func quantQ6_KWith(dst []byte, src []float32, qx qxFunc) {
 	var L [qkK]int8
 	var scales [16]float32
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[210:] {
@@ -594,7 +608,7 @@ func quantQ6_KGeneric(dst []byte, src []float32) {
 		y := dst[:210]
 		var maxScale, maxAbs float32
 		for ib := range 16 {
-			s := makeQXQuants(32, x[16*ib:16*ib+16], L[16*ib:16*ib+16])
+			s := qx(32, x[16*ib:16*ib+16], L[16*ib:16*ib+16])
 			scales[ib] = s
 			if a := abs32(s); a > maxAbs {
 				maxAbs, maxScale = a, s

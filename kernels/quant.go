@@ -54,15 +54,15 @@ func codec(t dtype.DType) (rowFunc, bool) {
 	case dtype.Q5_1:
 		return rowFunc{quantQ5_1Generic, dequantQ5_1}, true
 	case dtype.Q2_K:
-		return rowFunc{quantQ2_KGeneric, dequantQ2_K}, true
+		return rowFunc{quantQ2_K, dequantQ2_K}, true
 	case dtype.Q3_K:
 		return rowFunc{quantQ3_KGeneric, dequantQ3_K}, true
 	case dtype.Q4_K:
-		return rowFunc{quantQ4_KGeneric, dequantQ4_K}, true
+		return rowFunc{quantQ4_K, dequantQ4_K}, true
 	case dtype.Q5_K:
-		return rowFunc{quantQ5_KGeneric, dequantQ5_K}, true
+		return rowFunc{quantQ5_K, dequantQ5_K}, true
 	case dtype.Q6_K:
-		return rowFunc{quantQ6_KGeneric, dequantQ6_K}, true
+		return rowFunc{quantQ6_K, dequantQ6_K}, true
 	case dtype.Q8_K:
 		return rowFunc{quantQ8_KGeneric, dequantQ8_K}, true
 	case dtype.IQ4_NL:
