@@ -709,3 +709,7 @@ func dequantQ8_K(dst []float32, src []byte) {
 		}
 	}
 }
+
+// kquantNarrow, when a fast path has vectors of two widths, switches it to
+// the narrower one (for tests) and returns the function that switches back.
+var kquantNarrow func() (restore func())

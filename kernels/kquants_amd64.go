@@ -23,13 +23,23 @@ import (
 // the candidates after it are evaluated again with the new one.
 
 func init() {
-	if archsimd.X86.AVX512() {
-		quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, makeQKX2QuantsAVX512) }
-		quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, makeQKX2QuantsAVX512) }
-		quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, makeQKX2QuantsAVX512) }
-		quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, makeQXQuantsAVX512) }
+	switch {
+	case archsimd.X86.AVX512():
+		kquantWide = true
+	case archsimd.X86.AVX2():
+	default:
+		return
 	}
+	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, makeQKX2QuantsSIMD) }
+	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, makeQKX2QuantsSIMD) }
+	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, makeQKX2QuantsSIMD) }
+	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, makeQXQuantsSIMD) }
 }
+
+// kquantWide selects 16-lane (AVX-512) passes; without it every pass has 8
+// lanes (AVX2). With it, passes with at most 8 candidates left still take 8
+// lanes, which cost less.
+var kquantWide bool
 
 // kx2Lanes holds 16 candidates' results: weighted error (+Inf where the
 // reference skips the candidate, D <= 0), scale and min.
@@ -37,9 +47,9 @@ type kx2Lanes struct {
 	mad, scale, min [16]float32
 }
 
-// makeQKX2QuantsAVX512 is makeQKX2Quants with the candidate passes on 16
+// makeQKX2QuantsSIMD is makeQKX2Quants with the candidate passes on 16 or 8
 // lanes; same arguments, same results.
-func makeQKX2QuantsAVX512(nmax int32, x, weights []float32, L, Laux []uint8,
+func makeQKX2QuantsSIMD(nmax int32, x, weights []float32, L, Laux []uint8,
 	rmin, rdelta float32, nstep int, useMad bool) (scale, theMin float32) {
 	n := len(x)
 	if n > 32 || nstep > 47 || nstep < 1 {
@@ -95,9 +105,15 @@ func makeQKX2QuantsAVX512(nmax int32, x, weights []float32, L, Laux []uint8,
 	best, bestMin := -1, minv
 	for is := 0; is <= nstep; is++ {
 		if is >= hi {
-			kx2Pass(&out, f32bits(x), f32bits(xm[:n]), f32bits(weights[:n]), &num, is,
-				math.Float32bits(maxv-minv), math.Float32bits(sumW), math.Float32bits(sumX), nmax, useMad)
-			lo, hi = is, is+16
+			// (direct calls: through a func value, out and num would escape)
+			rb, wb, xb := math.Float32bits(maxv-minv), math.Float32bits(sumW), math.Float32bits(sumX)
+			lo, hi = is, is+8
+			if kquantWide && nstep-is >= 8 {
+				kx2Pass(&out, f32bits(x), f32bits(xm[:n]), f32bits(weights[:n]), &num, is, rb, wb, xb, nmax, useMad)
+				hi = is + 16
+			} else {
+				kx2Pass8(&out, f32bits(x), f32bits(xm[:n]), f32bits(weights[:n]), &num, is, rb, wb, xb, nmax, useMad)
+			}
 		}
 		k := is - lo
 		if out.mad[k] < bestMad {
@@ -175,9 +191,9 @@ func kx2Pass(o *kx2Lanes, x, xm, w []uint32, num *[64]float32, is0 int,
 	archsimd.ClearAVXUpperBits()
 }
 
-// makeQXQuantsAVX512 is makeQXQuants with its 18 candidate passes on 16
-// lanes (two passes); same arguments, same results.
-func makeQXQuantsAVX512(nmax int32, x []float32, L []int8) float32 {
+// makeQXQuantsSIMD is makeQXQuants with its 18 candidate passes on 16 or 8
+// lanes; same arguments, same results.
+func makeQXQuantsSIMD(nmax int32, x []float32, L []int8) float32 {
 	if len(x) > 32 {
 		return makeQXQuants(nmax, x, L)
 	}
@@ -212,8 +228,13 @@ func makeQXQuantsAVX512(nmax int32, x []float32, L []int8) float32 {
 	}
 	var slx, sl2 [32]float32
 	xb := f32bits(x)
-	qxPass(slx[0:16], sl2[0:16], xb, isc[0:16], nmax)
-	qxPass(slx[16:32], sl2[16:32], xb, isc[16:32], nmax)
+	if kquantWide {
+		qxPass(slx[0:16], sl2[0:16], xb, isc[0:16], nmax)
+	} else {
+		qxPass8(slx[0:8], sl2[0:8], xb, isc[0:8], nmax)
+		qxPass8(slx[8:16], sl2[8:16], xb, isc[8:16], nmax)
+	}
+	qxPass8(slx[16:24], sl2[16:24], xb, isc[16:24], nmax)
 	chosen := -1
 	for k := range 18 {
 		if sl2[k] > 0 && float32(slx[k]*slx[k]) > float32(best*sl2[k]) {
@@ -255,4 +276,89 @@ func qxPass(slx, sl2 []float32, x []uint32, isc []float32, nmax int32) {
 	sumlx.StoreSlice(slx[:16])
 	suml2.StoreSlice(sl2[:16])
 	archsimd.ClearAVXUpperBits()
+}
+
+// kx2Pass8 is kx2Pass on 8 lanes (AVX2): candidates is0..is0+7 into the
+// first 8 entries of o.
+//
+//go:noinline
+func kx2Pass8(o *kx2Lanes, x, xm, w []uint32, num *[64]float32, is0 int,
+	rangeBits, sumWBits, sumXBits uint32, nmax int32, useMad bool) {
+	iscale := archsimd.LoadFloat32x8Slice(num[is0 : is0+8]).Div(archsimd.BroadcastUint32x8(rangeBits).AsFloat32x8())
+	magic := archsimd.BroadcastFloat32x8(12582912)
+	mant := archsimd.BroadcastInt32x8(0x007fffff)
+	off := archsimd.BroadcastInt32x8(0x00400000)
+	zeroI := archsimd.BroadcastInt32x8(0)
+	top := archsimd.BroadcastInt32x8(nmax)
+	zero := zeroI.AsFloat32x8()
+	level := func(d archsimd.Float32x8) archsimd.Float32x8 {
+		return iscale.Mul(d).Add(magic).AsInt32x8().And(mant).Sub(off).Max(zeroI).Min(top).ConvertToFloat32()
+	}
+	sumL, sumL2, sumXL := zero, zero, zero
+	for i := range xm {
+		fl := level(archsimd.BroadcastUint32x8(xm[i]).AsFloat32x8())
+		wfl := archsimd.BroadcastUint32x8(w[i]).AsFloat32x8().Mul(fl)
+		sumL = sumL.Add(wfl)
+		sumL2 = sumL2.Add(wfl.Mul(fl))
+		sumXL = sumXL.Add(wfl.Mul(archsimd.BroadcastUint32x8(x[i]).AsFloat32x8()))
+	}
+	sumW := archsimd.BroadcastUint32x8(sumWBits).AsFloat32x8()
+	sumX := archsimd.BroadcastUint32x8(sumXBits).AsFloat32x8()
+	D := sumW.Mul(sumL2).Sub(sumL.Mul(sumL))
+	sc := sumW.Mul(sumXL).Sub(sumX.Mul(sumL)).Div(D)
+	mn := sumL2.Mul(sumX).Sub(sumL.Mul(sumXL)).Div(D)
+	pos := mn.Greater(zero)
+	sc = sumXL.Div(sumL2).Merge(sc, pos)
+	mn = zero.Merge(mn, pos)
+	abs := archsimd.BroadcastUint32x8(0x7fffffff)
+	mad := zero
+	for i := range xm {
+		fl := level(archsimd.BroadcastUint32x8(xm[i]).AsFloat32x8())
+		diff := sc.Mul(fl).Add(mn).Sub(archsimd.BroadcastUint32x8(x[i]).AsFloat32x8())
+		if useMad {
+			diff = diff.AsUint32x8().And(abs).AsFloat32x8()
+		} else {
+			diff = diff.Mul(diff)
+		}
+		mad = mad.Add(archsimd.BroadcastUint32x8(w[i]).AsFloat32x8().Mul(diff))
+	}
+	inf := archsimd.BroadcastUint32x8(0x7f800000).AsFloat32x8()
+	mad = mad.Merge(inf, D.Greater(zero))
+	mad.Store((*[8]float32)(o.mad[:8]))
+	sc.Store((*[8]float32)(o.scale[:8]))
+	mn.Store((*[8]float32)(o.min[:8]))
+	archsimd.ClearAVXUpperBits()
+}
+
+// qxPass8 is qxPass on 8 lanes (AVX2).
+//
+//go:noinline
+func qxPass8(slx, sl2 []float32, x []uint32, isc []float32, nmax int32) {
+	iscale := archsimd.LoadFloat32x8Slice(isc[:8])
+	magic := archsimd.BroadcastFloat32x8(12582912)
+	mant := archsimd.BroadcastInt32x8(0x007fffff)
+	off := archsimd.BroadcastInt32x8(0x00400000)
+	lo := archsimd.BroadcastInt32x8(-nmax)
+	hi := archsimd.BroadcastInt32x8(nmax - 1)
+	zero := archsimd.BroadcastInt32x8(0).AsFloat32x8()
+	sumlx, suml2 := zero, zero
+	for _, b := range x {
+		v := archsimd.BroadcastUint32x8(b).AsFloat32x8()
+		fl := iscale.Mul(v).Add(magic).AsInt32x8().And(mant).Sub(off).Max(lo).Min(hi).ConvertToFloat32()
+		w := v.Mul(v)
+		sumlx = sumlx.Add(w.Mul(v).Mul(fl))
+		suml2 = suml2.Add(w.Mul(fl).Mul(fl))
+	}
+	sumlx.StoreSlice(slx[:8])
+	suml2.StoreSlice(sl2[:8])
+	archsimd.ClearAVXUpperBits()
+}
+
+func init() {
+	if kquantWide {
+		kquantNarrow = func() (restore func()) {
+			kquantWide = false
+			return func() { kquantWide = true }
+		}
+	}
 }
