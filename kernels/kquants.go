@@ -436,14 +436,15 @@ func dequantQ3_K(dst []float32, src []byte) {
 // ---- Q4_K: d · dmin · scales[12] · qs[128] (144 bytes)
 // ---- Q5_K: d · dmin · scales[12] · qh[32] · qs[128] (176 bytes)
 
-// quantKX2 runs the shared first half of Q4_K and Q5_K: per 32-element
-// sub-block fits, 6-bit packed scales and mins, d and dmin, then the final
-// re-quantization of L against the stored (rounded) scales.
-func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep int, kx2 kx2Func) {
+// kx2BlockFunc fits the 8 sub-blocks of 32 of a Q4_K or Q5_K super-block as
+// kx2Fits does.
+type kx2BlockFunc func(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin float32, nstep int)
+
+// kx2Fits fits each sub-block of 32 of x with kx2 (make_qkx2_quants),
+// weighting each value by the sub-block's RMS plus its magnitude.
+func kx2Fits(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin float32, nstep int, kx2 kx2Func) {
 	var Laux [32]uint8
 	var weights [32]float32
-	var mins, scales [8]float32
-	var maxScale, maxMin float32
 	for j := range 8 {
 		xs := x[32*j : 32*j+32]
 		var sumX2 float32
@@ -455,6 +456,21 @@ func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep 
 			weights[l] = avX + abs32(v)
 		}
 		scales[j], mins[j] = kx2(nmax, xs, weights[:], L[32*j:32*j+32], Laux[:], rmin, 0.1, nstep, false)
+	}
+}
+
+// quantKX2 runs the shared first half of Q4_K and Q5_K: per 32-element
+// sub-block fits, 6-bit packed scales and mins, d and dmin, then the final
+// re-quantization of L against the stored (rounded) scales.
+func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep int, kx2 kx2Func, kx2Block kx2BlockFunc) {
+	var mins, scales [8]float32
+	var maxScale, maxMin float32
+	if kx2Block != nil {
+		kx2Block(x, L, &scales, &mins, nmax, rmin, nstep)
+	} else {
+		kx2Fits(x, L, &scales, &mins, nmax, rmin, nstep, kx2)
+	}
+	for j := range 8 {
 		if scales[j] > maxScale {
 			maxScale = scales[j]
 		}
@@ -499,14 +515,14 @@ func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep 
 	}
 }
 
-func quantQ4_KGeneric(dst []byte, src []float32) { quantQ4_KWith(dst, src, makeQKX2Quants) }
+func quantQ4_KGeneric(dst []byte, src []float32) { quantQ4_KWith(dst, src, makeQKX2Quants, nil) }
 
-func quantQ4_KWith(dst []byte, src []float32, kx2 kx2Func) {
+func quantQ4_KWith(dst []byte, src []float32, kx2 kx2Func, kx2Block kx2BlockFunc) {
 	var L [qkK]uint8
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[144:] {
 		y := dst[:144]
 		clear(y[4:16])
-		quantKX2(y, src[:qkK], L[:], 15, -1, 20, kx2)
+		quantKX2(y, src[:qkK], L[:], 15, -1, 20, kx2, kx2Block)
 		q := y[16:144]
 		for j := 0; j < qkK; j += 64 {
 			for l := range 32 {
@@ -535,14 +551,14 @@ func dequantQ4_K(dst []float32, src []byte) {
 	}
 }
 
-func quantQ5_KGeneric(dst []byte, src []float32) { quantQ5_KWith(dst, src, makeQKX2Quants) }
+func quantQ5_KGeneric(dst []byte, src []float32) { quantQ5_KWith(dst, src, makeQKX2Quants, nil) }
 
-func quantQ5_KWith(dst []byte, src []float32, kx2 kx2Func) {
+func quantQ5_KWith(dst []byte, src []float32, kx2 kx2Func, kx2Block kx2BlockFunc) {
 	var L [qkK]uint8
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[176:] {
 		y := dst[:176]
 		clear(y[4:16])
-		quantKX2(y, src[:qkK], L[:], 31, -0.5, 15, kx2)
+		quantKX2(y, src[:qkK], L[:], 31, -0.5, 15, kx2, kx2Block)
 		qh := y[16:48]
 		clear(qh)
 		ql := y[48:176]

@@ -31,8 +31,8 @@ func init() {
 		return
 	}
 	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, makeQKX2QuantsSIMD) }
-	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, makeQKX2QuantsSIMD) }
-	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, makeQKX2QuantsSIMD) }
+	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, makeQKX2QuantsSIMD, kx2BlockSIMD) }
+	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, makeQKX2QuantsSIMD, kx2BlockSIMD) }
 	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, makeQXQuantsSIMD) }
 }
 

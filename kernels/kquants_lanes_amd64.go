@@ -1,0 +1,145 @@
+//go:build goexperiment.simd && amd64 && !purego && !noasm
+
+package kernels
+
+import (
+	"math"
+	"simd/archsimd"
+)
+
+// kx2BlockSIMD is kx2Fits (make_qkx2_quants on the 8 sub-blocks of 32 of a
+// Q4_K or Q5_K super-block) with one sub-block per lane of an AVX2 vector:
+// each lane runs the reference's whole search, candidates in order, with its
+// own min, so nothing is speculative. Every lane operation is the
+// reference's float32 operation in the reference's order. The block is
+// transposed first so that element i of the 8 sub-blocks is one load.
+func kx2BlockSIMD(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin float32, nstep int) {
+	if nstep > 63 {
+		kx2Fits(x, L, scales, mins, nmax, rmin, nstep, makeQKX2Quants)
+		return
+	}
+	var g kx2Group
+	xb := f32bits(x[:qkK])
+	for i := range 32 {
+		for j := range 8 {
+			g.xt[8*i+j] = xb[32*j+i]
+		}
+	}
+	fmax := float32(nmax)
+	for is := 0; is <= nstep; is++ {
+		g.num[is] = math.Float32bits(float32(rmin+float32(0.1*float32(is))) + fmax)
+	}
+	g.fmax = math.Float32bits(fmax)
+	kx2Lanes8(&g, nmax, nstep)
+	*scales, *mins = g.scale, g.min
+	for i := range 32 {
+		for j := range 8 {
+			L[32*j+i] = uint8(g.lt[8*i+j])
+		}
+	}
+}
+
+// kx2Group is kx2Lanes8's input and output.
+type kx2Group struct {
+	xt         [256]uint32 // element i of sub-block j at 8i+j, as bits
+	num        [64]uint32  // the numerators of the candidates' iscales
+	fmax       uint32
+	scale, min [8]float32 // results: scale and -min per sub-block
+	lt         [256]int32 // the chosen levels, transposed as xt
+}
+
+//go:noinline
+func kx2Lanes8(g *kx2Group, nmax int32, nstep int) {
+	magic := archsimd.BroadcastFloat32x8(12582912)
+	mant := archsimd.BroadcastInt32x8(0x007fffff)
+	off := archsimd.BroadcastInt32x8(0x00400000)
+	zeroI := archsimd.BroadcastInt32x8(0)
+	top := archsimd.BroadcastInt32x8(nmax)
+	zero := zeroI.AsFloat32x8()
+	abs := archsimd.BroadcastUint32x8(0x7fffffff)
+	load := func(i int) archsimd.Float32x8 {
+		return archsimd.LoadUint32x8Slice(g.xt[8*i : 8*i+8]).AsFloat32x8()
+	}
+	levels := func(iscale, v, minv archsimd.Float32x8) archsimd.Int32x8 {
+		return iscale.Mul(v.Sub(minv)).Add(magic).AsInt32x8().And(mant).Sub(off).Max(zeroI).Min(top)
+	}
+	// Weights: the RMS of the sub-block plus |x|.
+	sumX2 := zero
+	for i := range 32 {
+		v := load(i)
+		sumX2 = sumX2.Add(v.Mul(v))
+	}
+	avX := sumX2.Div(archsimd.BroadcastFloat32x8(32)).Sqrt()
+	weight := func(v archsimd.Float32x8) archsimd.Float32x8 {
+		return avX.Add(v.AsUint32x8().And(abs).AsFloat32x8())
+	}
+	v0 := load(0)
+	minv, maxv := v0, v0
+	sumW := weight(v0)
+	sumX := sumW.Mul(v0)
+	for i := 1; i < 32; i++ {
+		v := load(i)
+		minv = v.Merge(minv, v.Less(minv))
+		maxv = v.Merge(maxv, v.Greater(maxv))
+		w := weight(v)
+		sumW = sumW.Add(w)
+		sumX = sumX.Add(w.Mul(v))
+	}
+	minv = zero.Merge(minv, minv.Greater(zero))
+	flat := maxv.Equal(minv)
+	minv0 := minv
+	fmax := archsimd.BroadcastUint32x8(g.fmax).AsFloat32x8()
+	iscale := fmax.Div(maxv.Sub(minv))
+	scale := archsimd.BroadcastFloat32x8(1).Div(iscale)
+	bestMad := zero
+	for i := range 32 {
+		v := load(i)
+		fl := levels(iscale, v, minv).ConvertToFloat32()
+		diff := scale.Mul(fl).Add(minv).Sub(v)
+		bestMad = bestMad.Add(weight(v).Mul(diff.Mul(diff)))
+	}
+	bestNum, bestMin := fmax, minv
+	for is := 0; is <= nstep; is++ {
+		num := archsimd.BroadcastUint32x8(g.num[is]).AsFloat32x8()
+		iscale := num.Div(maxv.Sub(minv))
+		sumL, sumL2, sumXL := zero, zero, zero
+		for i := range 32 {
+			v := load(i)
+			fl := levels(iscale, v, minv).ConvertToFloat32()
+			wfl := weight(v).Mul(fl)
+			sumL = sumL.Add(wfl)
+			sumL2 = sumL2.Add(wfl.Mul(fl))
+			sumXL = sumXL.Add(wfl.Mul(v))
+		}
+		D := sumW.Mul(sumL2).Sub(sumL.Mul(sumL))
+		sc := sumW.Mul(sumXL).Sub(sumX.Mul(sumL)).Div(D)
+		mn := sumL2.Mul(sumX).Sub(sumL.Mul(sumXL)).Div(D)
+		pos := mn.Greater(zero)
+		sc = sumXL.Div(sumL2).Merge(sc, pos)
+		mn = zero.Merge(mn, pos)
+		mad := zero
+		for i := range 32 {
+			v := load(i)
+			fl := levels(iscale, v, minv).ConvertToFloat32()
+			diff := sc.Mul(fl).Add(mn).Sub(v)
+			mad = mad.Add(weight(v).Mul(diff.Mul(diff)))
+		}
+		take := D.Greater(zero).And(mad.Less(bestMad))
+		bestMad = mad.Merge(bestMad, take)
+		scale = sc.Merge(scale, take)
+		bestNum = num.Merge(bestNum, take)
+		bestMin = minv.Merge(bestMin, take)
+		minv = mn.Merge(minv, take)
+	}
+	// Flat sub-blocks: levels 0, scale 0, min as found.
+	scale = zero.Merge(scale, flat)
+	minv = minv0.Merge(minv, flat)
+	minv.AsUint32x8().Xor(archsimd.BroadcastUint32x8(0x80000000)).AsFloat32x8().Store(&g.min) // -min
+	scale.Store(&g.scale)
+	iscale = bestNum.Div(maxv.Sub(bestMin))
+	for i := range 32 {
+		l := levels(iscale, load(i), bestMin)
+		zeroI.Merge(l, flat).StoreSlice(g.lt[8*i : 8*i+8])
+	}
+	archsimd.ClearAVXUpperBits()
+}
