@@ -231,15 +231,14 @@ func scaleMinK4(j int, q []byte) (sc, m uint8) {
 
 // ---- Q2_K: scales[16] · qs[64] · d · dmin (84 bytes)
 
-// kx2Func is makeQKX2Quants' signature, so that a fast path can stand in for it.
-type kx2Func func(nmax int32, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMad bool) (scale, theMin float32)
-
 // qxFunc is makeQXQuants' signature.
 type qxFunc func(nmax int32, x []float32, L []int8) float32
 
-func quantQ2_KGeneric(dst []byte, src []float32) { quantQ2_KWith(dst, src, makeQKX2Quants) }
+func quantQ2_KGeneric(dst []byte, src []float32) { quantQ2_KWith(dst, src, nil) }
 
-func quantQ2_KWith(dst []byte, src []float32, kx2 kx2Func) {
+// quantQ2_KWith quantizes with fits16 fitting the 16 sub-blocks when it is
+// not nil, else with the reference.
+func quantQ2_KWith(dst []byte, src []float32, fits16 func(x []float32, L []uint8, scales, mins *[16]float32)) {
 	var L [qkK]uint8
 	var Laux [16]uint8
 	var weights [16]float32
@@ -249,12 +248,18 @@ func quantQ2_KWith(dst []byte, src []float32, kx2 kx2Func) {
 		x := src[:qkK]
 		y := dst[:84]
 		var maxScale, maxMin float32
-		for j := range 16 {
-			xs := x[16*j : 16*j+16]
-			for l, v := range xs {
-				weights[l] = abs32(v)
+		if fits16 != nil {
+			fits16(x, L[:], &scales, &mins)
+		} else {
+			for j := range 16 {
+				xs := x[16*j : 16*j+16]
+				for l, v := range xs {
+					weights[l] = abs32(v)
+				}
+				scales[j], mins[j] = makeQKX2Quants(3, xs, weights[:], L[16*j:16*j+16], Laux[:], -0.5, 0.1, 15, true)
 			}
-			scales[j], mins[j] = kx2(3, xs, weights[:], L[16*j:16*j+16], Laux[:], -0.5, 0.1, 15, true)
+		}
+		for j := range 16 {
 			if scales[j] > maxScale {
 				maxScale = scales[j]
 			}
@@ -440,9 +445,9 @@ func dequantQ3_K(dst []float32, src []byte) {
 // kx2Fits does.
 type kx2BlockFunc func(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin float32, nstep int)
 
-// kx2Fits fits each sub-block of 32 of x with kx2 (make_qkx2_quants),
+// kx2Fits fits each sub-block of 32 of x with make_qkx2_quants,
 // weighting each value by the sub-block's RMS plus its magnitude.
-func kx2Fits(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin float32, nstep int, kx2 kx2Func) {
+func kx2Fits(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin float32, nstep int) {
 	var Laux [32]uint8
 	var weights [32]float32
 	for j := range 8 {
@@ -455,20 +460,20 @@ func kx2Fits(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin 
 		for l, v := range xs {
 			weights[l] = avX + abs32(v)
 		}
-		scales[j], mins[j] = kx2(nmax, xs, weights[:], L[32*j:32*j+32], Laux[:], rmin, 0.1, nstep, false)
+		scales[j], mins[j] = makeQKX2Quants(nmax, xs, weights[:], L[32*j:32*j+32], Laux[:], rmin, 0.1, nstep, false)
 	}
 }
 
 // quantKX2 runs the shared first half of Q4_K and Q5_K: per 32-element
 // sub-block fits, 6-bit packed scales and mins, d and dmin, then the final
 // re-quantization of L against the stored (rounded) scales.
-func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep int, kx2 kx2Func, kx2Block kx2BlockFunc) {
+func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep int, kx2Block kx2BlockFunc) {
 	var mins, scales [8]float32
 	var maxScale, maxMin float32
 	if kx2Block != nil {
 		kx2Block(x, L, &scales, &mins, nmax, rmin, nstep)
 	} else {
-		kx2Fits(x, L, &scales, &mins, nmax, rmin, nstep, kx2)
+		kx2Fits(x, L, &scales, &mins, nmax, rmin, nstep)
 	}
 	for j := range 8 {
 		if scales[j] > maxScale {
@@ -515,14 +520,14 @@ func quantKX2(y []byte, x []float32, L []uint8, nmax int32, rmin float32, nstep 
 	}
 }
 
-func quantQ4_KGeneric(dst []byte, src []float32) { quantQ4_KWith(dst, src, makeQKX2Quants, nil) }
+func quantQ4_KGeneric(dst []byte, src []float32) { quantQ4_KWith(dst, src, nil) }
 
-func quantQ4_KWith(dst []byte, src []float32, kx2 kx2Func, kx2Block kx2BlockFunc) {
+func quantQ4_KWith(dst []byte, src []float32, kx2Block kx2BlockFunc) {
 	var L [qkK]uint8
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[144:] {
 		y := dst[:144]
 		clear(y[4:16])
-		quantKX2(y, src[:qkK], L[:], 15, -1, 20, kx2, kx2Block)
+		quantKX2(y, src[:qkK], L[:], 15, -1, 20, kx2Block)
 		q := y[16:144]
 		for j := 0; j < qkK; j += 64 {
 			for l := range 32 {
@@ -551,14 +556,14 @@ func dequantQ4_K(dst []float32, src []byte) {
 	}
 }
 
-func quantQ5_KGeneric(dst []byte, src []float32) { quantQ5_KWith(dst, src, makeQKX2Quants, nil) }
+func quantQ5_KGeneric(dst []byte, src []float32) { quantQ5_KWith(dst, src, nil) }
 
-func quantQ5_KWith(dst []byte, src []float32, kx2 kx2Func, kx2Block kx2BlockFunc) {
+func quantQ5_KWith(dst []byte, src []float32, kx2Block kx2BlockFunc) {
 	var L [qkK]uint8
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[176:] {
 		y := dst[:176]
 		clear(y[4:16])
-		quantKX2(y, src[:qkK], L[:], 31, -0.5, 15, kx2, kx2Block)
+		quantKX2(y, src[:qkK], L[:], 31, -0.5, 15, kx2Block)
 		qh := y[16:48]
 		clear(qh)
 		ql := y[48:176]

@@ -15,7 +15,7 @@ import (
 // transposed first so that element i of the 8 sub-blocks is one load.
 func kx2BlockSIMD(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin float32, nstep int) {
 	if nstep > 63 {
-		kx2Fits(x, L, scales, mins, nmax, rmin, nstep, makeQKX2Quants)
+		kx2Fits(x, L, scales, mins, nmax, rmin, nstep)
 		return
 	}
 	var g kx2Group
@@ -30,7 +30,7 @@ func kx2BlockSIMD(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, 
 		g.num[is] = math.Float32bits(float32(rmin+float32(0.1*float32(is))) + fmax)
 	}
 	g.fmax = math.Float32bits(fmax)
-	kx2Lanes8(&g, nmax, nstep)
+	kx2Lanes8(&g, 32, nmax, nstep, false)
 	*scales, *mins = g.scale, g.min
 	for i := range 32 {
 		for j := range 8 {
@@ -49,7 +49,7 @@ type kx2Group struct {
 }
 
 //go:noinline
-func kx2Lanes8(g *kx2Group, nmax int32, nstep int) {
+func kx2Lanes8(g *kx2Group, n int, nmax int32, nstep int, q2 bool) {
 	magic := archsimd.BroadcastFloat32x8(12582912)
 	mant := archsimd.BroadcastInt32x8(0x007fffff)
 	off := archsimd.BroadcastInt32x8(0x00400000)
@@ -63,21 +63,35 @@ func kx2Lanes8(g *kx2Group, nmax int32, nstep int) {
 	levels := func(iscale, v, minv archsimd.Float32x8) archsimd.Int32x8 {
 		return iscale.Mul(v.Sub(minv)).Add(magic).AsInt32x8().And(mant).Sub(off).Max(zeroI).Min(top)
 	}
-	// Weights: the RMS of the sub-block plus |x|.
-	sumX2 := zero
-	for i := range 32 {
-		v := load(i)
-		sumX2 = sumX2.Add(v.Mul(v))
+	// Weights: the RMS of the sub-block plus |x| (Q4_K, Q5_K) or |x| (Q2_K).
+	avX := zero
+	if !q2 {
+		sumX2 := zero
+		for i := range n {
+			v := load(i)
+			sumX2 = sumX2.Add(v.Mul(v))
+		}
+		avX = sumX2.Div(archsimd.BroadcastFloat32x8(float32(n))).Sqrt()
 	}
-	avX := sumX2.Div(archsimd.BroadcastFloat32x8(32)).Sqrt()
 	weight := func(v archsimd.Float32x8) archsimd.Float32x8 {
-		return avX.Add(v.AsUint32x8().And(abs).AsFloat32x8())
+		a := v.AsUint32x8().And(abs).AsFloat32x8()
+		if q2 {
+			return a
+		}
+		return avX.Add(a)
+	}
+	// err is the reference's error of one value: |diff| (Q2_K) or diff².
+	err := func(diff archsimd.Float32x8) archsimd.Float32x8 {
+		if q2 {
+			return diff.AsUint32x8().And(abs).AsFloat32x8()
+		}
+		return diff.Mul(diff)
 	}
 	v0 := load(0)
 	minv, maxv := v0, v0
 	sumW := weight(v0)
 	sumX := sumW.Mul(v0)
-	for i := 1; i < 32; i++ {
+	for i := 1; i < n; i++ {
 		v := load(i)
 		minv = v.Merge(minv, v.Less(minv))
 		maxv = v.Merge(maxv, v.Greater(maxv))
@@ -92,18 +106,18 @@ func kx2Lanes8(g *kx2Group, nmax int32, nstep int) {
 	iscale := fmax.Div(maxv.Sub(minv))
 	scale := archsimd.BroadcastFloat32x8(1).Div(iscale)
 	bestMad := zero
-	for i := range 32 {
+	for i := range n {
 		v := load(i)
 		fl := levels(iscale, v, minv).ConvertToFloat32()
 		diff := scale.Mul(fl).Add(minv).Sub(v)
-		bestMad = bestMad.Add(weight(v).Mul(diff.Mul(diff)))
+		bestMad = bestMad.Add(weight(v).Mul(err(diff)))
 	}
 	bestNum, bestMin := fmax, minv
 	for is := 0; is <= nstep; is++ {
 		num := archsimd.BroadcastUint32x8(g.num[is]).AsFloat32x8()
 		iscale := num.Div(maxv.Sub(minv))
 		sumL, sumL2, sumXL := zero, zero, zero
-		for i := range 32 {
+		for i := range n {
 			v := load(i)
 			fl := levels(iscale, v, minv).ConvertToFloat32()
 			wfl := weight(v).Mul(fl)
@@ -118,11 +132,11 @@ func kx2Lanes8(g *kx2Group, nmax int32, nstep int) {
 		sc = sumXL.Div(sumL2).Merge(sc, pos)
 		mn = zero.Merge(mn, pos)
 		mad := zero
-		for i := range 32 {
+		for i := range n {
 			v := load(i)
 			fl := levels(iscale, v, minv).ConvertToFloat32()
 			diff := sc.Mul(fl).Add(mn).Sub(v)
-			mad = mad.Add(weight(v).Mul(diff.Mul(diff)))
+			mad = mad.Add(weight(v).Mul(err(diff)))
 		}
 		take := D.Greater(zero).And(mad.Less(bestMad))
 		bestMad = mad.Merge(bestMad, take)
@@ -137,9 +151,37 @@ func kx2Lanes8(g *kx2Group, nmax int32, nstep int) {
 	minv.AsUint32x8().Xor(archsimd.BroadcastUint32x8(0x80000000)).AsFloat32x8().Store(&g.min) // -min
 	scale.Store(&g.scale)
 	iscale = bestNum.Div(maxv.Sub(bestMin))
-	for i := range 32 {
+	for i := range n {
 		l := levels(iscale, load(i), bestMin)
 		zeroI.Merge(l, flat).StoreSlice(g.lt[8*i : 8*i+8])
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// q2Fits16SIMD is the sub-block loop of Q2_K (make_qkx2_quants on the 16
+// sub-blocks of 16, weights |x|, absolute error) as kx2BlockSIMD does it: two
+// groups of 8 sub-blocks, one per lane.
+func q2Fits16SIMD(x []float32, L []uint8, scales, mins *[16]float32) {
+	var g kx2Group
+	xb := f32bits(x[:qkK])
+	const nmax, nstep = 3, 15
+	for is := 0; is <= nstep; is++ {
+		g.num[is] = math.Float32bits(float32(-0.5+float32(0.1*float32(is))) + nmax)
+	}
+	g.fmax = math.Float32bits(nmax)
+	for h := range 2 {
+		for i := range 16 {
+			for j := range 8 {
+				g.xt[8*i+j] = xb[16*(8*h+j)+i]
+			}
+		}
+		kx2Lanes8(&g, 16, nmax, nstep, true)
+		copy(scales[8*h:], g.scale[:])
+		copy(mins[8*h:], g.min[:])
+		for i := range 16 {
+			for j := range 8 {
+				L[16*(8*h+j)+i] = uint8(g.lt[8*i+j])
+			}
+		}
+	}
 }
