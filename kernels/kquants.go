@@ -231,9 +231,6 @@ func scaleMinK4(j int, q []byte) (sc, m uint8) {
 
 // ---- Q2_K: scales[16] · qs[64] · d · dmin (84 bytes)
 
-// qxFunc is makeQXQuants' signature.
-type qxFunc func(nmax int32, x []float32, L []int8) float32
-
 func quantQ2_KGeneric(dst []byte, src []float32) { quantQ2_KWith(dst, src, nil) }
 
 // quantQ2_KWith quantizes with fits16 fitting the 16 sub-blocks when it is
@@ -619,18 +616,26 @@ func dequantQ5_K(dst []float32, src []byte) {
 
 // ---- Q6_K: ql[128] · qh[64] · scales int8[16] · d (210 bytes)
 
-func quantQ6_KGeneric(dst []byte, src []float32) { quantQ6_KWith(dst, src, makeQXQuants) }
+func quantQ6_KGeneric(dst []byte, src []float32) { quantQ6_KWith(dst, src, nil) }
 
-func quantQ6_KWith(dst []byte, src []float32, qx qxFunc) {
+// quantQ6_KWith quantizes with fits16 fitting the 16 sub-blocks when it is
+// not nil, else with the reference.
+func quantQ6_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8, scales *[16]float32)) {
 	var L [qkK]int8
 	var scales [16]float32
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[210:] {
 		x := src[:qkK]
 		y := dst[:210]
 		var maxScale, maxAbs float32
+		if fits16 != nil {
+			fits16(x, L[:], &scales)
+		} else {
+			for ib := range 16 {
+				scales[ib] = makeQXQuants(32, x[16*ib:16*ib+16], L[16*ib:16*ib+16])
+			}
+		}
 		for ib := range 16 {
-			s := qx(32, x[16*ib:16*ib+16], L[16*ib:16*ib+16])
-			scales[ib] = s
+			s := scales[ib]
 			if a := abs32(s); a > maxAbs {
 				maxAbs, maxScale = a, s
 			}
@@ -730,7 +735,3 @@ func dequantQ8_K(dst []float32, src []byte) {
 		}
 	}
 }
-
-// kquantNarrow, when a fast path has vectors of two widths, switches it to
-// the narrower one (for tests) and returns the function that switches back.
-var kquantNarrow func() (restore func())

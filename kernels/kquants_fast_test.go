@@ -77,14 +77,6 @@ func TestKQuantFastMatchesReference(t *testing.T) {
 		nb, _ = strconv.Atoi(s)
 	}
 	r := rand.New(rand.NewPCG(16, 1))
-	kquantFastMatches(t, r, nb)
-	if kquantNarrow != nil { // the same kernels with the narrower vectors only
-		defer kquantNarrow()()
-		kquantFastMatches(t, r, nb/4)
-	}
-}
-
-func kquantFastMatches(t *testing.T, r *rand.Rand, nb int) {
 	for _, k := range []struct {
 		name      string
 		fast, ref func([]byte, []float32)

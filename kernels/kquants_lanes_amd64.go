@@ -7,12 +7,22 @@ import (
 	"simd/archsimd"
 )
 
+// The K-quant searches (make_qkx2_quants for Q2_K, Q4_K and Q5_K,
+// make_qx_quants for Q6_K) with one sub-block per lane of an AVX2 vector:
+// each lane runs the reference's whole search for its sub-block, candidates
+// in order, accepting or not by a per-lane mask, so nothing is speculative
+// (make_qkx2_quants cannot be split by candidate: accepting one replaces the
+// min that later candidates use). Every lane operation is the reference's
+// float32 operation in the reference's order (Mul then Add, never fused;
+// nearest_int by its 1.5·2^23 trick on the bits), so the results are the
+// reference's bit for bit; the tests compare bytes. A block is transposed
+// first, so that element i of 8 sub-blocks is one load, and the chosen
+// levels are transposed back. The vector functions hold no scalar float
+// code and clear the upper vector state before they return (see
+// simd_amd64.go).
+
 // kx2BlockSIMD is kx2Fits (make_qkx2_quants on the 8 sub-blocks of 32 of a
-// Q4_K or Q5_K super-block) with one sub-block per lane of an AVX2 vector:
-// each lane runs the reference's whole search, candidates in order, with its
-// own min, so nothing is speculative. Every lane operation is the
-// reference's float32 operation in the reference's order. The block is
-// transposed first so that element i of the 8 sub-blocks is one load.
+// Q4_K or Q5_K super-block), one sub-block per lane.
 func kx2BlockSIMD(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin float32, nstep int) {
 	if nstep > 63 {
 		kx2Fits(x, L, scales, mins, nmax, rmin, nstep)
@@ -184,4 +194,100 @@ func q2Fits16SIMD(x []float32, L []uint8, scales, mins *[16]float32) {
 			}
 		}
 	}
+}
+
+// q6Fits16SIMD is the sub-block loop of Q6_K (make_qx_quants with nmax 32 on
+// the 16 sub-blocks of 16) with one sub-block per lane, two groups of 8:
+// each lane runs the reference's whole search in order.
+func q6Fits16SIMD(x []float32, L []int8, scales *[16]float32) {
+	var g qxGroup
+	xb := f32bits(x[:qkK])
+	const nmax = 32
+	k := 0
+	for is := int32(-9); is <= 9; is++ {
+		if is != 0 {
+			g.num[k] = math.Float32bits(-(float32(nmax) + float32(0.1*float32(is))))
+			k++
+		}
+	}
+	for h := range 2 {
+		for i := range 16 {
+			for j := range 8 {
+				g.xt[8*i+j] = xb[16*(8*h+j)+i]
+			}
+		}
+		qxLanes8(&g, nmax)
+		copy(scales[8*h:], g.scale[:])
+		for i := range 16 {
+			for j := range 8 {
+				L[16*(8*h+j)+i] = int8(g.lt[8*i+j])
+			}
+		}
+	}
+}
+
+// qxGroup is qxLanes8's input and output.
+type qxGroup struct {
+	xt    [128]uint32 // element i of sub-block j at 8i+j, as bits
+	num   [18]uint32  // the numerators of the candidates' iscales
+	scale [8]float32
+	lt    [128]int32 // the chosen levels (0..2·nmax-1), transposed as xt
+}
+
+//go:noinline
+func qxLanes8(g *qxGroup, nmax int32) {
+	magic := archsimd.BroadcastFloat32x8(12582912)
+	mant := archsimd.BroadcastInt32x8(0x007fffff)
+	off := archsimd.BroadcastInt32x8(0x00400000)
+	lo := archsimd.BroadcastInt32x8(-nmax)
+	hi := archsimd.BroadcastInt32x8(nmax - 1)
+	zeroI := archsimd.BroadcastInt32x8(0)
+	zero := zeroI.AsFloat32x8()
+	abs := archsimd.BroadcastUint32x8(0x7fffffff)
+	load := func(i int) archsimd.Float32x8 {
+		return archsimd.LoadUint32x8Slice(g.xt[8*i : 8*i+8]).AsFloat32x8()
+	}
+	levels := func(iscale, v archsimd.Float32x8) archsimd.Int32x8 {
+		return iscale.Mul(v).Add(magic).AsInt32x8().And(mant).Sub(off).Max(lo).Min(hi)
+	}
+	maxv, amax := zero, zero
+	for i := range 16 {
+		v := load(i)
+		a := v.AsUint32x8().And(abs).AsFloat32x8()
+		gt := a.Greater(amax)
+		amax = a.Merge(amax, gt)
+		maxv = v.Merge(maxv, gt)
+	}
+	flat := amax.Less(archsimd.BroadcastFloat32x8(groupMaxEps))
+	sums := func(iscale archsimd.Float32x8) (sumlx, suml2 archsimd.Float32x8) {
+		sumlx, suml2 = zero, zero
+		for i := range 16 {
+			v := load(i)
+			fl := levels(iscale, v).ConvertToFloat32()
+			w := v.Mul(v)
+			sumlx = sumlx.Add(w.Mul(v).Mul(fl))
+			suml2 = suml2.Add(w.Mul(fl).Mul(fl))
+		}
+		return sumlx, suml2
+	}
+	iscale := archsimd.BroadcastInt32x8(-nmax).ConvertToFloat32().Div(maxv)
+	sumlx, suml2 := sums(iscale)
+	scale := zero.Merge(sumlx.Div(suml2), suml2.Equal(zero))
+	best := scale.Mul(sumlx)
+	bestIscale := iscale
+	for _, n := range g.num {
+		iscale := archsimd.BroadcastUint32x8(n).AsFloat32x8().Div(maxv)
+		sumlx, suml2 := sums(iscale)
+		take := suml2.Greater(zero).And(sumlx.Mul(sumlx).Greater(best.Mul(suml2)))
+		scale = sumlx.Div(suml2).Merge(scale, take)
+		best = scale.Mul(sumlx).Merge(best, take)
+		bestIscale = iscale.Merge(bestIscale, take)
+	}
+	zero.Merge(scale, flat).Store(&g.scale)
+	top := archsimd.BroadcastInt32x8(nmax)
+	for i := range 16 {
+		l := levels(bestIscale, load(i)).Add(top)
+		zeroI.Merge(l, flat).StoreSlice(g.lt[8*i : 8*i+8])
+	}
+	archsimd.ClearAVXUpperBits()
 }
