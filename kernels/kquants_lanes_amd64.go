@@ -56,6 +56,8 @@ type kx2Group struct {
 	fmax       uint32
 	scale, min [8]float32 // results: scale and -min per sub-block
 	lt         [256]int32 // the chosen levels, transposed as xt
+	// scratch: each element's weights, and its levels in the current pass
+	w, fl [32]archsimd.Float32x8
 }
 
 //go:noinline
@@ -97,6 +99,10 @@ func kx2Lanes8(g *kx2Group, n int, nmax int32, nstep int, q2 bool) {
 		}
 		return diff.Mul(diff)
 	}
+	wt, flt := &g.w, &g.fl
+	for i := range n {
+		wt[i] = weight(load(i))
+	}
 	v0 := load(0)
 	minv, maxv := v0, v0
 	sumW := weight(v0)
@@ -120,7 +126,7 @@ func kx2Lanes8(g *kx2Group, n int, nmax int32, nstep int, q2 bool) {
 		v := load(i)
 		fl := levels(iscale, v, minv).ConvertToFloat32()
 		diff := scale.Mul(fl).Add(minv).Sub(v)
-		bestMad = bestMad.Add(weight(v).Mul(err(diff)))
+		bestMad = bestMad.Add(wt[i].Mul(err(diff)))
 	}
 	bestNum, bestMin := fmax, minv
 	for is := 0; is <= nstep; is++ {
@@ -130,7 +136,8 @@ func kx2Lanes8(g *kx2Group, n int, nmax int32, nstep int, q2 bool) {
 		for i := range n {
 			v := load(i)
 			fl := levels(iscale, v, minv).ConvertToFloat32()
-			wfl := weight(v).Mul(fl)
+			flt[i] = fl
+			wfl := wt[i].Mul(fl)
 			sumL = sumL.Add(wfl)
 			sumL2 = sumL2.Add(wfl.Mul(fl))
 			sumXL = sumXL.Add(wfl.Mul(v))
@@ -143,10 +150,8 @@ func kx2Lanes8(g *kx2Group, n int, nmax int32, nstep int, q2 bool) {
 		mn = zero.Merge(mn, pos)
 		mad := zero
 		for i := range n {
-			v := load(i)
-			fl := levels(iscale, v, minv).ConvertToFloat32()
-			diff := sc.Mul(fl).Add(mn).Sub(v)
-			mad = mad.Add(weight(v).Mul(err(diff)))
+			diff := sc.Mul(flt[i]).Add(mn).Sub(load(i))
+			mad = mad.Add(wt[i].Mul(err(diff)))
 		}
 		take := D.Greater(zero).And(mad.Less(bestMad))
 		bestMad = mad.Merge(bestMad, take)
