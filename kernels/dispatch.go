@@ -7,6 +7,7 @@ var (
 	quantQ4_0 = quantQ4_0Generic
 	quantQ4_1 = quantQ4_1Generic
 	quantQ2_K = quantQ2_KGeneric
+	quantQ3_K = quantQ3_KGeneric
 	quantQ4_K = quantQ4_KGeneric
 	quantQ5_K = quantQ5_KGeneric
 	quantQ6_K = quantQ6_KGeneric

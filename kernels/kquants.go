@@ -336,15 +336,25 @@ func dequantQ2_K(dst []float32, src []byte) {
 
 // ---- Q3_K: hmask[32] · qs[64] · scales[12] · d (110 bytes)
 
-func quantQ3_KGeneric(dst []byte, src []float32) {
+func quantQ3_KGeneric(dst []byte, src []float32) { quantQ3_KWith(dst, src, nil) }
+
+// quantQ3_KWith quantizes with fits16 fitting the 16 sub-blocks when it is
+// not nil, else with the reference.
+func quantQ3_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8, scales *[16]float32)) {
 	var L [qkK]int8
 	var scales [16]float32
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[110:] {
 		x := src[:qkK]
 		y := dst[:110]
 		var maxScale, amax float32
+		if fits16 != nil {
+			fits16(x, L[:], &scales)
+		} else {
+			for j := range 16 {
+				scales[j] = makeQ3Quants(4, x[16*j:16*j+16], L[16*j:16*j+16])
+			}
+		}
 		for j := range 16 {
-			scales[j] = makeQ3Quants(4, x[16*j:16*j+16], L[16*j:16*j+16])
 			if a := abs32(scales[j]); a > amax {
 				amax, maxScale = a, scales[j]
 			}

@@ -83,6 +83,7 @@ func TestKQuantFastMatchesReference(t *testing.T) {
 		bs        int
 	}{
 		{"Q2_K", quantQ2_K, quantQ2_KGeneric, 84},
+		{"Q3_K", quantQ3_K, quantQ3_KGeneric, 110},
 		{"Q4_K", quantQ4_K, quantQ4_KGeneric, 144},
 		{"Q5_K", quantQ5_K, quantQ5_KGeneric, 176},
 		{"Q6_K", quantQ6_K, quantQ6_KGeneric, 210},

@@ -8,7 +8,7 @@ import (
 )
 
 // The K-quant searches (make_qkx2_quants for Q2_K, Q4_K and Q5_K,
-// make_qx_quants for Q6_K) with one sub-block per lane of an AVX2 vector:
+// make_q3_quants for Q3_K, make_qx_quants for Q6_K) with one sub-block per lane of an AVX2 vector:
 // each lane runs the reference's whole search for its sub-block, candidates
 // in order, accepting or not by a per-lane mask, so nothing is speculative
 // (make_qkx2_quants cannot be split by candidate: accepting one replaces the
@@ -293,6 +293,106 @@ func qxLanes8(g *qxGroup, nmax int32) {
 	for i := range 16 {
 		l := levels(bestIscale, load(i)).Add(top)
 		zeroI.Merge(l, flat).StoreSlice(g.lt[8*i : 8*i+8])
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// q3Fits16SIMD is the sub-block loop of Q3_K (make_q3_quants with nmax 4 on
+// the 16 sub-blocks of 16) with one sub-block per lane, two groups of 8.
+// A lane whose last pass changed nothing stays as it is in further passes
+// (the pass is a function of its state), so the lanes run until all of them
+// have converged or the reference's 5 passes are done.
+func q3Fits16SIMD(x []float32, L []int8, scales *[16]float32) {
+	var g qxGroup
+	xb := f32bits(x[:qkK])
+	for h := range 2 {
+		for i := range 16 {
+			for j := range 8 {
+				g.xt[8*i+j] = xb[16*(8*h+j)+i]
+			}
+		}
+		q3Lanes8(&g, 4)
+		copy(scales[8*h:], g.scale[:])
+		for i := range 16 {
+			for j := range 8 {
+				L[16*(8*h+j)+i] = int8(g.lt[8*i+j])
+			}
+		}
+	}
+}
+
+//go:noinline
+func q3Lanes8(g *qxGroup, nmax int32) {
+	magic := archsimd.BroadcastFloat32x8(12582912)
+	mant := archsimd.BroadcastInt32x8(0x007fffff)
+	off := archsimd.BroadcastInt32x8(0x00400000)
+	lo := archsimd.BroadcastInt32x8(-nmax)
+	hi := archsimd.BroadcastInt32x8(nmax - 1)
+	zeroI := archsimd.BroadcastInt32x8(0)
+	zero := zeroI.AsFloat32x8()
+	abs := archsimd.BroadcastUint32x8(0x7fffffff)
+	load := func(i int) archsimd.Float32x8 {
+		return archsimd.LoadUint32x8Slice(g.xt[8*i : 8*i+8]).AsFloat32x8()
+	}
+	nearest := func(f archsimd.Float32x8) archsimd.Int32x8 {
+		return f.Add(magic).AsInt32x8().And(mant).Sub(off).Max(lo).Min(hi)
+	}
+	maxv, amax := zero, zero
+	for i := range 16 {
+		v := load(i)
+		a := v.AsUint32x8().And(abs).AsFloat32x8()
+		gt := a.Greater(amax)
+		amax = a.Merge(amax, gt)
+		maxv = v.Merge(maxv, gt)
+	}
+	flat := amax.Less(archsimd.BroadcastFloat32x8(groupMaxEps))
+	iscale := archsimd.BroadcastInt32x8(-nmax).ConvertToFloat32().Div(maxv)
+	var lv [16]archsimd.Int32x8 // levels, -nmax..nmax-1
+	sumlx, suml2 := zero, zero
+	for i := range 16 {
+		v := load(i)
+		l := nearest(iscale.Mul(v))
+		lv[i] = l
+		w := v.Mul(v)
+		fl := l.ConvertToFloat32()
+		sumlx = sumlx.Add(w.Mul(v).Mul(fl))
+		suml2 = suml2.Add(w.Mul(fl).Mul(fl))
+	}
+	for range 5 {
+		var changed archsimd.Mask32x8
+		first := true
+		for i := range 16 {
+			v := load(i)
+			w := v.Mul(v)
+			wv := w.Mul(v)
+			li := lv[i].ConvertToFloat32()
+			slx := sumlx.Sub(wv.Mul(li))
+			pos := slx.Greater(zero)
+			sl2 := suml2.Sub(w.Mul(li).Mul(li))
+			nl := nearest(v.Mul(sl2).Div(slx))
+			diff := nl.NotEqual(lv[i])
+			fn := nl.ConvertToFloat32()
+			slx = slx.Add(wv.Mul(fn))
+			sl2 = sl2.Add(w.Mul(fn).Mul(fn))
+			better := sl2.Greater(zero).And(slx.Mul(slx).Mul(suml2).Greater(sumlx.Mul(sumlx).Mul(sl2)))
+			take := pos.And(diff).And(better)
+			lv[i] = nl.Merge(lv[i], take)
+			sumlx = slx.Merge(sumlx, take)
+			suml2 = sl2.Merge(suml2, take)
+			if first {
+				changed, first = take, false
+			} else {
+				changed = changed.Or(take)
+			}
+		}
+		if changed.ToBits() == 0 {
+			break
+		}
+	}
+	zero.Merge(sumlx.Div(suml2), flat).Store(&g.scale)
+	top := archsimd.BroadcastInt32x8(nmax)
+	for i := range 16 {
+		zeroI.Merge(lv[i].Add(top), flat).StoreSlice(g.lt[8*i : 8*i+8])
 	}
 	archsimd.ClearAVXUpperBits()
 }

@@ -56,7 +56,7 @@ func codec(t dtype.DType) (rowFunc, bool) {
 	case dtype.Q2_K:
 		return rowFunc{quantQ2_K, dequantQ2_K}, true
 	case dtype.Q3_K:
-		return rowFunc{quantQ3_KGeneric, dequantQ3_K}, true
+		return rowFunc{quantQ3_K, dequantQ3_K}, true
 	case dtype.Q4_K:
 		return rowFunc{quantQ4_K, dequantQ4_K}, true
 	case dtype.Q5_K:
