@@ -336,11 +336,19 @@ func dequantQ2_K(dst []float32, src []byte) {
 
 // ---- Q3_K: hmask[32] · qs[64] · scales[12] · d (110 bytes)
 
-func quantQ3_KGeneric(dst []byte, src []float32) { quantQ3_KWith(dst, src, nil) }
+func quantQ3_KGeneric(dst []byte, src []float32) { quantQ3_KWith(dst, src, nil, nil) }
 
-// quantQ3_KWith quantizes with fits16 fitting the 16 sub-blocks when it is
-// not nil, else with the reference.
-func quantQ3_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8, scales *[16]float32)) {
+// requant16Func computes the final levels of Q3_K and Q6_K for 16
+// sub-blocks of 16 with scales d (lt[i] is nearest_int(x[i]/d) clamped to
+// -nmax..nmax-1, plus nmax; entries of sub-blocks with d == 0 are unused).
+type requant16Func func(x []float32, d *[16]float32, lt *[qkK]int32, nmax int32)
+
+// quantQ3_KWith quantizes with fits16 fitting the 16 sub-blocks and
+// requant16 computing the final levels when they are not nil, else with the
+// reference.
+func quantQ3_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8, scales *[16]float32), requant16 requant16Func) {
+	// (outside the block loop: passed to function values, they escape)
+	dj, lt := new([16]float32), new([qkK]int32)
 	var L [qkK]int8
 	var scales [16]float32
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[110:] {
@@ -380,13 +388,26 @@ func quantQ3_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8,
 		}
 		dAll := getF16(y[108:])
 		for j := range 16 {
-			d := float32(dAll * float32(q3Scale(sc, j)))
-			if d == 0 {
-				continue
+			dj[j] = float32(dAll * float32(q3Scale(sc, j)))
+		}
+		if requant16 != nil {
+			requant16(x, dj, lt, 4)
+			for j, d := range dj {
+				if d != 0 {
+					for ii := range 16 {
+						L[16*j+ii] = int8(lt[16*j+ii])
+					}
+				}
 			}
-			for ii := range 16 {
-				l := nearestInt(x[16*j+ii] / d)
-				L[16*j+ii] = int8(max(-4, min(3, l)) + 4)
+		} else {
+			for j, d := range dj {
+				if d == 0 {
+					continue
+				}
+				for ii := range 16 {
+					l := nearestInt(x[16*j+ii] / d)
+					L[16*j+ii] = int8(max(-4, min(3, l)) + 4)
+				}
 			}
 		}
 		hm := y[0:32]
@@ -626,11 +647,14 @@ func dequantQ5_K(dst []float32, src []byte) {
 
 // ---- Q6_K: ql[128] · qh[64] · scales int8[16] · d (210 bytes)
 
-func quantQ6_KGeneric(dst []byte, src []float32) { quantQ6_KWith(dst, src, nil) }
+func quantQ6_KGeneric(dst []byte, src []float32) { quantQ6_KWith(dst, src, nil, nil) }
 
-// quantQ6_KWith quantizes with fits16 fitting the 16 sub-blocks when it is
-// not nil, else with the reference.
-func quantQ6_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8, scales *[16]float32)) {
+// quantQ6_KWith quantizes with fits16 fitting the 16 sub-blocks and
+// requant16 computing the final levels when they are not nil, else with the
+// reference.
+func quantQ6_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8, scales *[16]float32), requant16 requant16Func) {
+	// (outside the block loop: passed to function values, they escape)
+	dj, lt := new([16]float32), new([qkK]int32)
 	var L [qkK]int8
 	var scales [16]float32
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[210:] {
@@ -662,13 +686,26 @@ func quantQ6_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8,
 		}
 		dAll := getF16(y[208:])
 		for j := range 16 {
-			d := float32(dAll * float32(int8(sc[j])))
-			if d == 0 {
-				continue
+			dj[j] = float32(dAll * float32(int8(sc[j])))
+		}
+		if requant16 != nil {
+			requant16(x, dj, lt, 32)
+			for j, d := range dj {
+				if d != 0 {
+					for ii := range 16 {
+						L[16*j+ii] = int8(lt[16*j+ii])
+					}
+				}
 			}
-			for ii := range 16 {
-				l := nearestInt(x[16*j+ii] / d)
-				L[16*j+ii] = int8(max(-32, min(31, l)) + 32)
+		} else {
+			for j, d := range dj {
+				if d == 0 {
+					continue
+				}
+				for ii := range 16 {
+					l := nearestInt(x[16*j+ii] / d)
+					L[16*j+ii] = int8(max(-32, min(31, l)) + 32)
+				}
 			}
 		}
 		ql := y[0:128]

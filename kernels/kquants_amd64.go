@@ -11,8 +11,8 @@ func init() {
 		return
 	}
 	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, q2Fits16SIMD) }
-	quantQ3_K = func(dst []byte, src []float32) { quantQ3_KWith(dst, src, q3Fits16SIMD) }
+	quantQ3_K = func(dst []byte, src []float32) { quantQ3_KWith(dst, src, q3Fits16SIMD, requant16SIMD) }
 	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, kx2BlockSIMD) }
 	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, kx2BlockSIMD) }
-	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16SIMD) }
+	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16SIMD, requant16SIMD) }
 }

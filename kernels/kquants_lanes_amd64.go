@@ -396,3 +396,27 @@ func q3Lanes8(g *qxGroup, nmax int32) {
 	}
 	archsimd.ClearAVXUpperBits()
 }
+
+// requant16SIMD is the final re-quantization of Q3_K and Q6_K (see
+// requant16Func), 8 values at a time: the same division, and nearest_int by
+// the same bit operations, so any value (even a huge quotient where d is
+// tiny) gives the reference's level.
+//
+//go:noinline
+func requant16SIMD(x []float32, d *[16]float32, lt *[qkK]int32, nmax int32) {
+	magic := archsimd.BroadcastFloat32x8(12582912)
+	mant := archsimd.BroadcastInt32x8(0x007fffff)
+	off := archsimd.BroadcastInt32x8(0x00400000)
+	lo := archsimd.BroadcastInt32x8(-nmax)
+	hi := archsimd.BroadcastInt32x8(nmax - 1)
+	top := archsimd.BroadcastInt32x8(nmax)
+	xb := f32bits(x[:qkK])
+	db := f32bits(d[:])
+	for k := 0; k < qkK; k += 8 {
+		dk := archsimd.BroadcastUint32x8(db[k/16]).AsFloat32x8()
+		v := archsimd.LoadUint32x8Slice(xb[k : k+8]).AsFloat32x8()
+		l := v.Div(dk).Add(magic).AsInt32x8().And(mant).Sub(off).Max(lo).Min(hi).Add(top)
+		l.StoreSlice(lt[k : k+8])
+	}
+	archsimd.ClearAVXUpperBits()
+}
