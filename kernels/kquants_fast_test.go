@@ -102,3 +102,31 @@ func TestKQuantFastMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenKQuantBothPaths holds both the K-quant fast paths and their
+// references to ggml's golden bytes (TestGoldenQuantize sees only the path
+// Quantize dispatches to).
+func TestGoldenKQuantBothPaths(t *testing.T) {
+	x, _ := goldenInput(t)
+	for _, k := range []struct {
+		file      string
+		fast, ref func([]byte, []float32)
+		bs        int
+	}{
+		{"q2_K.bin", quantQ2_K, quantQ2_KGeneric, 84},
+		{"q3_K.bin", quantQ3_K, quantQ3_KGeneric, 110},
+		{"q4_K.bin", quantQ4_K, quantQ4_KGeneric, 144},
+		{"q5_K.bin", quantQ5_K, quantQ5_KGeneric, 176},
+		{"q6_K.bin", quantQ6_K, quantQ6_KGeneric, 210},
+	} {
+		want := readGolden(t, k.file)
+		for name, f := range map[string]func([]byte, []float32){"fast": k.fast, "reference": k.ref} {
+			got := make([]byte, len(x)/qkK*k.bs)
+			f(got, x)
+			if !bytes.Equal(got, want) {
+				j := firstDiff(got, want)
+				t.Errorf("%s %s: byte %d differs from ggml's (block %d)", k.file, name, j, j/k.bs)
+			}
+		}
+	}
+}
