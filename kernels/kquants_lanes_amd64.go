@@ -83,7 +83,7 @@ func kx2Lanes8(g *kx2Group, n int, nmax int32, nstep int, q2 bool) {
 			v := load(i)
 			sumX2 = sumX2.Add(v.Mul(v))
 		}
-		avX = sumX2.Div(archsimd.BroadcastFloat32x8(float32(n))).Sqrt()
+		avX = sumX2.Div(archsimd.BroadcastInt32x8(int32(n)).ConvertToFloat32()).Sqrt() // n exactly, without a scalar conversion
 	}
 	weight := func(v archsimd.Float32x8) archsimd.Float32x8 {
 		a := v.AsUint32x8().And(abs).AsFloat32x8()
@@ -236,7 +236,8 @@ type qxGroup struct {
 	xt    [128]uint32 // element i of sub-block j at 8i+j, as bits
 	num   [18]uint32  // the numerators of the candidates' iscales
 	scale [8]float32
-	lt    [128]int32 // the chosen levels (0..2·nmax-1), transposed as xt
+	lt    [128]int32           // the chosen levels (0..2·nmax-1), transposed as xt
+	lv    [16]archsimd.Int32x8 // q3Lanes8's levels (-nmax..nmax-1), scratch
 }
 
 //go:noinline
@@ -280,8 +281,8 @@ func qxLanes8(g *qxGroup, nmax int32) {
 	scale := zero.Merge(sumlx.Div(suml2), suml2.Equal(zero))
 	best := scale.Mul(sumlx)
 	bestIscale := iscale
-	for _, n := range g.num {
-		iscale := archsimd.BroadcastUint32x8(n).AsFloat32x8().Div(maxv)
+	for k := range g.num { // (by index: ranging over the array would copy it with SSE moves)
+		iscale := archsimd.BroadcastUint32x8(g.num[k]).AsFloat32x8().Div(maxv)
 		sumlx, suml2 := sums(iscale)
 		take := suml2.Greater(zero).And(sumlx.Mul(sumlx).Greater(best.Mul(suml2)))
 		scale = sumlx.Div(suml2).Merge(scale, take)
@@ -347,7 +348,7 @@ func q3Lanes8(g *qxGroup, nmax int32) {
 	}
 	flat := amax.Less(archsimd.BroadcastFloat32x8(groupMaxEps))
 	iscale := archsimd.BroadcastInt32x8(-nmax).ConvertToFloat32().Div(maxv)
-	var lv [16]archsimd.Int32x8 // levels, -nmax..nmax-1
+	lv := &g.lv
 	sumlx, suml2 := zero, zero
 	for i := range 16 {
 		v := load(i)
