@@ -390,26 +390,7 @@ func quantQ3_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8,
 		for j := range 16 {
 			dj[j] = float32(dAll * float32(q3Scale(sc, j)))
 		}
-		if requant16 != nil {
-			requant16(x, dj, lt, 4)
-			for j, d := range dj {
-				if d != 0 {
-					for ii := range 16 {
-						L[16*j+ii] = int8(lt[16*j+ii])
-					}
-				}
-			}
-		} else {
-			for j, d := range dj {
-				if d == 0 {
-					continue
-				}
-				for ii := range 16 {
-					l := nearestInt(x[16*j+ii] / d)
-					L[16*j+ii] = int8(max(-4, min(3, l)) + 4)
-				}
-			}
-		}
+		requantize16(x, dj, lt, L[:], 4, requant16)
 		hm := y[0:32]
 		clear(hm)
 		var U [qkK]uint8
@@ -688,26 +669,7 @@ func quantQ6_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8,
 		for j := range 16 {
 			dj[j] = float32(dAll * float32(int8(sc[j])))
 		}
-		if requant16 != nil {
-			requant16(x, dj, lt, 32)
-			for j, d := range dj {
-				if d != 0 {
-					for ii := range 16 {
-						L[16*j+ii] = int8(lt[16*j+ii])
-					}
-				}
-			}
-		} else {
-			for j, d := range dj {
-				if d == 0 {
-					continue
-				}
-				for ii := range 16 {
-					l := nearestInt(x[16*j+ii] / d)
-					L[16*j+ii] = int8(max(-32, min(31, l)) + 32)
-				}
-			}
-		}
+		requantize16(x, dj, lt, L[:], 32, requant16)
 		ql := y[0:128]
 		qh := y[128:192]
 		for j := 0; j < qkK; j += 128 {
@@ -779,6 +741,33 @@ func dequantQ8_K(dst []float32, src []byte) {
 		d := math.Float32frombits(binary.LittleEndian.Uint32(src))
 		for j, q := range src[4:260] {
 			dst[j] = d * float32(int8(q))
+		}
+	}
+}
+
+// requantize16 is Q3_K's and Q6_K's final pass: each value's code from its
+// sub-block's scale dj (16 sub-blocks of 16), clamped to [-n, n-1] and offset by n;
+// a sub-block whose scale is zero keeps its codes. fast, when not nil, computes the
+// codes into lt (the same operations, vectorized).
+func requantize16(x []float32, dj *[16]float32, lt *[qkK]int32, L []int8, n int32, fast requant16Func) {
+	if fast != nil {
+		fast(x, dj, lt, n)
+		for j, d := range dj {
+			if d != 0 {
+				for ii := range 16 {
+					L[16*j+ii] = int8(lt[16*j+ii])
+				}
+			}
+		}
+		return
+	}
+	for j, d := range dj {
+		if d == 0 {
+			continue
+		}
+		for ii := range 16 {
+			l := nearestInt(x[16*j+ii] / d)
+			L[16*j+ii] = int8(max(-n, min(n-1, l)) + n)
 		}
 	}
 }
