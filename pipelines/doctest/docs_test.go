@@ -349,7 +349,9 @@ blocks:
 					}
 					// script(1) gives the command a terminal; what is typed before the
 					// program turns echo off is echoed, which does not matter here.
-					script = "exec script -qec " + shellQuote(script) + " /dev/null"
+					// script(1) runs its command with $SHELL, which may be dash; ask
+					// for bash, and keep the typescript in the test's directory.
+					script = "exec script -qec " + shellQuote("bash -c "+shellQuote(script)) + " " + shellQuote(filepath.Join(dir, ".typescript"))
 					input = tm.input
 					tally.note(false, "", tm.file+"\x00"+tm.command)
 				}
