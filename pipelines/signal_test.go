@@ -103,3 +103,22 @@ func TestTerminalStdin(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedStdoutWarns closes a program's stdout the shell's way (>&-). The Go runtime
+// reopens it on the null device, so the model is discarded: the program says so,
+// while an explicit > FILE redirection (the null device included, opened write-only
+// by the shell) and -q stay silent.
+func TestClosedStdoutWarns(t *testing.T) {
+	needPrograms(t, "apr-encode")
+	dir := t.TempDir()
+	writeModel(t, dir)
+	_, stderr, code := sh(t, dir, `apr-encode model.apr >&-`)
+	if code != 0 || !strings.Contains(stderr, "stdout looks closed") {
+		t.Errorf(">&-: exit %d, stderr %q; want 0 and a warning that the output is discarded", code, stderr)
+	}
+	for _, script := range []string{`apr-encode model.apr > out.apr`, `apr-encode -q model.apr >&-`, `apr-encode model.apr | cat > out.apr`} {
+		if _, stderr, code := sh(t, dir, script); code != 0 || stderr != "" {
+			t.Errorf("%s: exit %d, stderr %q; want 0 and nothing", script, code, stderr)
+		}
+	}
+}

@@ -309,6 +309,9 @@ func (e *Env) Create(path string, binary bool) (*Output, error) {
 		if binary && IsTerminal(e.Stdout) {
 			return nil, Usagef("refusing to write binary model data to a terminal; use -o FILE or a pipe")
 		}
+		if wasClosed(e.Stdout) {
+			e.Warnf("stdout looks closed (>&-: the null device, opened read-write), so the output is discarded; use -o FILE or a pipe to keep it")
+		}
 		return &Output{Writer: e.Stdout, Name: "stdout"}, nil
 	}
 	f, err := atomicfile.Create(path, 0o644)
