@@ -70,7 +70,7 @@ func (c *extractCmd) Run(env *cli.Env) error {
 			continue
 		}
 		if err := c.writeTensor(out, zw, info, r); err != nil {
-			return fmt.Errorf("tensor %q: %w", info.Name, err)
+			return tensor.Wrap(info.Name, err)
 		}
 	}
 	var missing []string

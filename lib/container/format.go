@@ -8,6 +8,7 @@ import (
 
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Version of the format this package writes. Readers accept major 2, minor 0..MinorVersion.
@@ -271,7 +272,7 @@ func (t TensorInfo) validate() error {
 		return fmt.Errorf("tensor %q: unknown dtype code 0x%04x", t.Name, uint16(t.DType))
 	}
 	if _, err := t.RawSize(); err != nil {
-		return fmt.Errorf("tensor %q: %w", t.Name, err)
+		return tensor.Wrap(t.Name, err)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package container
 import (
 	"fmt"
 	"hash/crc32"
+
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Sealing (encryption of tensor data) is pluggable: the container frames sealed
@@ -196,7 +198,7 @@ func decodeFrame(e *Entry, co ChunkOpener, idx, n int64, frame []byte, pool *buf
 		return chunk{data: out}, nil
 	}
 	if co == nil {
-		return chunk{}, fmt.Errorf("tensor %q: %w", e.Name, ErrEncrypted)
+		return chunk{}, tensor.Wrap(e.Name, ErrEncrypted)
 	}
 	if got := crc32.ChecksumIEEE(payload); got != crc {
 		return chunk{}, &ChecksumError{What: fmt.Sprintf("chunk %d", idx), Tensor: e.Name, Offset: -1, Expected: crc, Actual: got}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 
 	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Header is what a producer declares before the first tensor.
@@ -193,7 +194,7 @@ func (w *Writer) WriteTensor(t TensorInfo, data io.Reader) error {
 		e.ChunkSize = uint32(w.opts.chunk)
 		var err error
 		if cs, err = w.sealed.Tensor(uint64(len(w.entries)), e.encodeRecordHeader()); err != nil {
-			w.err = fmt.Errorf("tensor %q: %w", t.Name, err)
+			w.err = tensor.Wrap(t.Name, err)
 			return w.err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/quant"
 	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // ExportOptions controls an export.
@@ -93,7 +94,7 @@ func tensorInfo(t container.TensorInfo) (gguf.TensorInfo, error) {
 	slices.Reverse(dims)
 	ti := gguf.TensorInfo{Name: t.Name, Dims: dims, Type: gt}
 	if _, err := ti.Size(); err != nil {
-		return gguf.TensorInfo{}, fmt.Errorf("tensor %q: %w", t.Name, err)
+		return gguf.TensorInfo{}, tensor.Wrap(t.Name, err)
 	}
 	return ti, nil
 }
@@ -181,14 +182,14 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 		}
 		size, err := info.RawSize()
 		if err != nil {
-			return fmt.Errorf("tensor %q: %w", info.Name, err)
+			return tensor.Wrap(info.Name, err)
 		}
 		n, err := copyBuffer(spool, r, buf)
 		if err != nil {
 			if strings.Contains(err.Error(), strconv.Quote(info.Name)) {
 				return err // the reader named the tensor already
 			}
-			return fmt.Errorf("tensor %q: %w", info.Name, err)
+			return tensor.Wrap(info.Name, err)
 		}
 		if n != size {
 			return fmt.Errorf("tensor %q: %d bytes, want %d", info.Name, n, size)
@@ -476,7 +477,7 @@ func exportPlain(w io.Writer, path string, info *container.Info) error {
 			if err == nil && crc != e.CRC {
 				err = &container.ChecksumError{What: "tensor data", Tensor: e.Name, Offset: e.DataOffset, Expected: e.CRC, Actual: crc}
 			} else if err != nil {
-				err = fmt.Errorf("tensor %q: %w", e.Name, err)
+				err = tensor.Wrap(e.Name, err)
 			}
 			select {
 			case ready <- err:

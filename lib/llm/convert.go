@@ -43,11 +43,11 @@ func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container
 	}
 	size, err := dtype.Size(info.DType, info.Shape)
 	if err != nil {
-		return info, nil, false, fmt.Errorf("tensor %q: %w", info.Name, err)
+		return info, nil, false, tensor.Wrap(info.Name, err)
 	}
 	data := make([]byte, size)
 	if _, err := io.ReadFull(r, data); err != nil {
-		return info, nil, false, fmt.Errorf("tensor %q: %w", info.Name, err)
+		return info, nil, false, tensor.Wrap(info.Name, err)
 	}
 	if widen {
 		t, err := stream.ToF32(tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})

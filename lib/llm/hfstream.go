@@ -12,6 +12,7 @@ import (
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // FromMetadata returns the family and attention heads of a model held in llama.cpp's
@@ -116,11 +117,11 @@ func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
 	}
 	size, err := dtype.Size(info.DType, info.Shape)
 	if err != nil {
-		return info, nil, fmt.Errorf("tensor %q: %w", hf, err)
+		return info, nil, tensor.Wrap(hf, err)
 	}
 	data := make([]byte, size)
 	if _, err := io.ReadFull(r, data); err != nil {
-		return info, nil, fmt.Errorf("tensor %q: %w", hf, err)
+		return info, nil, tensor.Wrap(hf, err)
 	}
 	if perm {
 		rows := info.Shape[0]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/internal/mmap"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // FileStream reads a plain APR v2 file through a read-only memory mapping; it is an
@@ -108,7 +109,7 @@ func (s *FileStream) Next() (container.TensorInfo, io.Reader, error) {
 		err = fmt.Errorf("the index gives %d stored and %d raw bytes, its shape needs %d", e.StoredSize, e.RawSize, raw)
 	}
 	if err != nil {
-		s.err = fmt.Errorf("tensor %q: %w", e.Name, err)
+		s.err = tensor.Wrap(e.Name, err)
 		return container.TensorInfo{}, nil, s.err
 	}
 	s.cur = &mappedTensor{s: s, e: e, data: s.mapped[e.DataOffset : e.DataOffset+e.StoredSize]}

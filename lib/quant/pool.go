@@ -10,6 +10,7 @@ import (
 
 	"github.com/apr-go/apr/lib/internal/crcjoin"
 	pool "github.com/apr-go/apr/lib/internal/ordered"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // job is one chunk of a tensor in flight. Its buffers are reused from chunk to chunk
@@ -129,7 +130,7 @@ func (c *convertReader) produce() {
 		if err == nil || err == io.EOF {
 			err = errors.New("more data than its shape holds")
 		}
-		c.pool.Done(&job{err: fmt.Errorf("tensor %q: %w", p.name, err)})
+		c.pool.Done(&job{err: tensor.Wrap(p.name, err)})
 	}
 }
 

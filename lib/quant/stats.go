@@ -15,6 +15,7 @@ import (
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/printable"
 	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // TensorStats is one tensor of a Report.
@@ -259,7 +260,7 @@ func Compare(src, out stream.Stream, chunkElems int) (*Report, error) {
 		}
 		n, err := dtype.Elems(ta.Shape)
 		if err != nil {
-			return nil, fmt.Errorf("tensor %q: %w", ta.Name, err)
+			return nil, tensor.Wrap(ta.Name, err)
 		}
 		before, _ := ta.RawSize()
 		after, _ := tb.RawSize()

@@ -14,6 +14,7 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 	"github.com/apr-go/apr/lib/version"
 )
 
@@ -313,7 +314,7 @@ func (s *Stream) Next() (container.TensorInfo, io.Reader, error) {
 	s.i++
 	in, err := t.RawSize()
 	if err != nil {
-		s.err = fmt.Errorf("tensor %q: %w", t.Name, err)
+		s.err = tensor.Wrap(t.Name, err)
 		return container.TensorInfo{}, nil, s.err
 	}
 	ts := TensorStats{Name: t.Name, Shape: slices.Clone(t.Shape), From: d.From.String(), To: d.To.String(),

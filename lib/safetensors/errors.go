@@ -89,11 +89,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString("safetensors: ")
-	if e.File != "" {
+	if e.File != "" { // the file first, as the other formats' errors name it
 		b.WriteString(e.File)
 		b.WriteString(": ")
 	}
+	b.WriteString("safetensors: ")
 	b.WriteString(e.Kind.String())
 	if e.Tensor != "" || e.Kind == InvalidOffset {
 		fmt.Fprintf(&b, ": tensor %q", e.Tensor)

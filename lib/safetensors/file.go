@@ -51,7 +51,7 @@ func newFile(f *os.File, path string) (*File, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("safetensors: %s: not a regular file (use NewReader for streams)", path)
+		return nil, fmt.Errorf("%s: safetensors: not a regular file (use NewReader for streams)", path)
 	}
 	size := st.Size()
 	sf := &File{path: path, f: f, size: size}
@@ -144,7 +144,7 @@ func (f *File) TensorData(t TensorInfo) ([]byte, error) {
 	}
 	b := make([]byte, t.Size()) // bounded: the header was checked against the file size
 	if _, err := f.f.ReadAt(b, off); err != nil {
-		return nil, fmt.Errorf("safetensors: %s: tensor %q at offset %d: %w", f.path, t.Name, off, err)
+		return nil, fmt.Errorf("%s: safetensors: tensor %q at offset %d: %w", f.path, t.Name, off, err)
 	}
 	return b, nil
 }

@@ -307,7 +307,7 @@ func OpenCheckpoint(path string) (*Checkpoint, error) {
 		f, err := Open(filepath.Join(dir, name))
 		if err != nil {
 			c.Close()
-			return nil, fmt.Errorf("safetensors: %s: shard %d (%s): %w", indexPath, i+1, name, err)
+			return nil, fmt.Errorf("%s: safetensors: shard %d (%s): %w", indexPath, i+1, name, err)
 		}
 		c.Shards = append(c.Shards, f)
 		for _, t := range f.Header().Tensors {

@@ -14,6 +14,7 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/manifest"
 	"github.com/apr-go/apr/lib/sign"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // SignStream reads an APR v2 stream from src and writes it to dst with one more
@@ -149,7 +150,7 @@ func appendBlocks(dst io.Writer, src io.Reader, u container.Unsealer, set contai
 	defer hp.Close()
 	err = cr.Each(func(t *container.Tensor) error {
 		if _, err := hp.ReadTensor(t.TensorInfo, t); err != nil {
-			return fmt.Errorf("tensor %q: %w", t.Name, err)
+			return tensor.Wrap(t.Name, err)
 		}
 		return nil
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
 	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // ExportOptions control an export.
@@ -660,7 +661,7 @@ func (sp *spool) fill(s stream.Stream, conv converter) error {
 		}
 		n, err := io.Copy(bw, convertReader(t, r))
 		if err != nil {
-			return fmt.Errorf("tensor %q: %w", info.Name, err)
+			return tensor.Wrap(info.Name, err)
 		}
 		if n != t.size {
 			return fmt.Errorf("tensor %q: %d bytes, expected %d for %v %v", info.Name, n, t.size, t.spec.DType, t.spec.Shape)
@@ -732,7 +733,7 @@ func (c converter) out(t container.TensorInfo) (outTensor, error) {
 	spec := safetensors.TensorSpec{Name: t.Name, DType: d, Shape: t.Shape}
 	size, err := safetensors.SpecSize(spec)
 	if err != nil {
-		return outTensor{}, fmt.Errorf("tensor %q: %w", t.Name, err)
+		return outTensor{}, tensor.Wrap(t.Name, err)
 	}
 	return outTensor{src: t, spec: spec, size: size}, nil
 }

@@ -21,14 +21,14 @@ func ToF32(t tensor.Tensor) (tensor.Tensor, error) {
 	}
 	n, err := dtype.Elems(t.Shape)
 	if err != nil {
-		return t, fmt.Errorf("tensor %q: %w", t.Name, err)
+		return t, tensor.Wrap(t.Name, err)
 	}
 	if want, err := dtype.Size(t.DType, t.Shape); err != nil || want != int64(len(t.Data)) {
 		return t, fmt.Errorf("tensor %q: %d bytes for %v of %v", t.Name, len(t.Data), t.Shape, t.DType)
 	}
 	out := make([]float32, n)
 	if err := kernels.Dequantize(t.DType, out, t.Data); err != nil {
-		return t, fmt.Errorf("tensor %q: %w", t.Name, err)
+		return t, tensor.Wrap(t.Name, err)
 	}
 	b := make([]byte, 4*n)
 	for i, v := range out {
@@ -111,12 +111,12 @@ func (d *decodeReader) fill() error {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return fmt.Errorf("tensor %q: %w", d.name, err)
+		return tensor.Wrap(d.name, err)
 	}
 	d.left -= int64(nb)
 	vals := d.f32[:nb*d.blockElems]
 	if err := kernels.Dequantize(d.from, vals, in); err != nil {
-		return fmt.Errorf("tensor %q: %w", d.name, err)
+		return tensor.Wrap(d.name, err)
 	}
 	d.out, d.pos = appendFloats(d.out[:0], d.to, vals, d.u16), 0
 	return nil

@@ -3,9 +3,7 @@ package stream
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/apr-go/apr/lib/aprender"
 	"github.com/apr-go/apr/lib/container"
@@ -120,7 +118,7 @@ func (s *memStream) Close() error              { return nil }
 func Copy(w *container.Writer, s Stream) error {
 	return Each(s, func(info container.TensorInfo, r io.Reader) error {
 		if err := w.WriteTensor(info, r); err != nil {
-			return named(info.Name, err)
+			return tensor.Wrap(info.Name, err)
 		}
 		return nil
 	})
@@ -156,15 +154,6 @@ func ReadAll(s Stream) ([]tensor.Tensor, error) {
 		return nil
 	})
 	return tensors, err
-}
-
-// named prefixes err with the tensor's name unless its message names it already
-// (most of container.Writer's errors do).
-func named(name string, err error) error {
-	if strings.Contains(err.Error(), fmt.Sprintf("tensor %q", name)) {
-		return err
-	}
-	return fmt.Errorf("tensor %q: %w", name, err)
 }
 
 // Write writes s as a new APR v2 stream on dst, with the header of s and the writer

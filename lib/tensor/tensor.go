@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/apr-go/apr/lib/dtype"
 )
@@ -47,4 +48,14 @@ func (t Tensor) Float32s() ([]float32, error) {
 		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
 	}
 	return out, nil
+}
+
+// Wrap prefixes err with the tensor's name, unless its message names that tensor
+// already (the readers' and writers' errors often do), so that no message says
+// `tensor "x": tensor "x": ...`.
+func Wrap(name string, err error) error {
+	if err == nil || strings.Contains(err.Error(), fmt.Sprintf("tensor %q", name)) {
+		return err
+	}
+	return fmt.Errorf("tensor %q: %w", name, err)
 }
