@@ -70,10 +70,10 @@ func NewFile(ra io.ReaderAt, size int64, opts ...ReaderOption) (*File, error) {
 	o := readOptions(opts)
 	f := &File{ra: ra, size: size, workers: o.workers, opts: opts}
 	if size < HeaderSize+FooterSize {
-		if size >= 6 {
-			b := make([]byte, 6)
-			if _, err := ra.ReadAt(b, 0); err == nil && [4]byte(b[:4]) == magicHeader && b[4] != MajorVersion {
-				return nil, &VersionError{Major: b[4], Minor: b[5], SupportedMajor: MajorVersion, SupportedMinorTo: MinorVersion}
+		b := make([]byte, size)
+		if _, err := ra.ReadAt(b, 0); err == nil {
+			if err := shortHeader(b); err != nil {
+				return nil, err
 			}
 		}
 		return nil, formatErr(0, "file is %d bytes, too short for an APR v2 file", size)

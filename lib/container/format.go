@@ -138,6 +138,8 @@ func otherFormat(b []byte) string {
 	switch {
 	case string(b[:4]) == "GGUF":
 		return "; this is a GGUF file: apr-gguf import reads it"
+	case len(b) < 6:
+		return ""
 	case len(b) > 9 && binary.LittleEndian.Uint64(b) < 1<<30 && b[8] == '{' && b[9] == '"':
 		return "; this looks like a SafeTensors file: apr-st import reads it"
 	case string(b[:6]) == "\x93NUMPY":
@@ -146,6 +148,20 @@ func otherFormat(b []byte) string {
 		return "; this is a zip file (a NumPy .npz?): apr-encode builds a model from .npz files"
 	}
 	return ""
+}
+
+// shortHeader is the error for the first bytes b of an input too short to hold an APR
+// header, when they say more than "too short": another format, or another APR version.
+func shortHeader(b []byte) error {
+	switch {
+	case len(b) < 4:
+		return nil
+	case [4]byte(b[:4]) != magicHeader:
+		return formatErr(0, "bad magic %q, expected \"APRN\"%s", b[:4], otherFormat(b))
+	case len(b) >= 6 && b[4] != MajorVersion:
+		return &VersionError{Major: b[4], Minor: b[5], SupportedMajor: MajorVersion, SupportedMinorTo: MinorVersion}
+	}
+	return nil
 }
 
 func decodeHeader(b []byte) (*fileHeader, error) {

@@ -139,8 +139,8 @@ func NewReader(r io.Reader, opts ...ReaderOption) (*Reader, error) {
 		if fe := (*FormatError)(nil); errors.As(err, &fe) && rd.src.off < 4 {
 			return nil, formatErr(0, "empty or too short to be an APR file (%d bytes)", rd.src.off)
 		}
-		if [4]byte(hb[:4]) == magicHeader && hb[4] != MajorVersion {
-			return nil, &VersionError{Major: hb[4], Minor: hb[5], SupportedMajor: MajorVersion, SupportedMinorTo: MinorVersion}
+		if err := shortHeader(hb[:rd.src.off]); err != nil {
+			return nil, err
 		}
 		return nil, err
 	}
