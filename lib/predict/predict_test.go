@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -381,6 +382,17 @@ func TestErrors(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", in, err, want)
+		}
+	}
+	if runtime.GOARCH != "wasm" { // 64 MiB lines are too much for the wasm legs' memory
+		long := "1,2,3,4,5,6,7,8,9,10\n" + strings.Repeat("9", MaxCSVLine+1) + "\n"
+		rows, _, release, err := Open(strings.NewReader(long), "features", "", "")
+		if err == nil {
+			_, err = Run(io.Discard, rows, p, Options{Format: CSV})
+			release()
+		}
+		if want := "line 2 is longer than 64 MiB"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a line over the cap: error %v, want %q", err, want)
 		}
 	}
 	if _, _, _, err := Open(strings.NewReader("1,2\n"), "features", "x", ""); err == nil {

@@ -149,6 +149,9 @@ func (c *CSVRows) nextLine() ([][]byte, error) {
 		return c.fields, nil
 	}
 	if err := c.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("csv: line %d is longer than %d MiB, the cap for one row", c.line+1, MaxCSVLine>>20)
+		}
 		return nil, fmt.Errorf("csv: after line %d: %w", c.line, err)
 	}
 	return nil, io.EOF
