@@ -60,11 +60,19 @@ var chatShapes = []chatShape{
 	},
 	{
 		name: "gemma", family: "Gemma",
-		source:    "google/gemma-7b-it and google/gemma-2-2b-it (as in llama.cpp's tests and models/templates)",
+		source:    "google/gemma-2-2b-it (as in llama.cpp's models/templates)",
 		jinja:     `{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}`,
 		user:      turn{pre: "<start_of_turn>user\n", post: "<end_of_turn>\n"},
 		assistant: turn{pre: "<start_of_turn>model\n", post: "<end_of_turn>\n"},
 		system:    turn{skip: true}, gen: "<start_of_turn>model\n", leadingBOS: true, trims: true, end: "<end_of_turn>",
+	},
+	{
+		name: "gemma-7b", family: "Gemma",
+		source:    "google/gemma-7b-it (as in llama.cpp's tests/test-chat-template.cpp, without a leading BOS)",
+		jinja:     `{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}`,
+		user:      turn{pre: "<start_of_turn>user\n", post: "<end_of_turn>\n"},
+		assistant: turn{pre: "<start_of_turn>model\n", post: "<end_of_turn>\n"},
+		system:    turn{skip: true}, gen: "<start_of_turn>model\n", trims: true, end: "<end_of_turn>",
 	},
 	{
 		name: "phi3-mini", family: "Phi-3",
