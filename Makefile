@@ -12,7 +12,7 @@ PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
 .PHONY: all build test test-native test-purego test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
-        test-docs golden lint demo models bench fuzz install clean
+        test-docs test-ollama golden lint demo models bench fuzz install clean
 
 all: build
 
@@ -52,7 +52,7 @@ lint:
 # the kernels' fast paths against their reference under GOEXPERIMENT=simd),
 # pure Go, js/wasm under node, wasip1 under wazero, brief fuzzing. The whole-pipeline
 # tests (./pipelines) are part of test-native; they build the programs themselves.
-test: lint test-native test-purego test-wasm test-wasip1 test-fuzz
+test: lint test-native test-purego test-wasm test-wasip1 test-fuzz test-ollama
 
 test-native:
 	$(GO) test ./...
@@ -73,6 +73,12 @@ test-wasip1: $(TOOLS)/wazero
 
 test-fuzz:
 	FUZZTIME=$(FUZZTIME) .ci/fuzz
+
+# apr-gguf modelfile against Ollama's own parser and template packages and the Jinja
+# original (python3-jinja2): pipelines/ollama is a module of its own, so that apr's
+# library never depends on Ollama.
+test-ollama:
+	cd pipelines/ollama && $(GO) vet . && $(GO) test -count=1 .
 
 test-pipelines:
 	$(GO) test -count=1 ./pipelines/

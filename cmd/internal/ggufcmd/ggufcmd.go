@@ -9,7 +9,9 @@ import (
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/ggufconv"
+	"github.com/apr-go/apr/lib/llm"
 )
 
 // The programs: apr-gguf, and its commands as programs of their own.
@@ -22,8 +24,9 @@ var (
 
 type grammar struct {
 	cli.Globals
-	Import ImportCmd `cmd:"" help:"GGUF to APR: every tensor, type and KV kept exactly."`
-	Export ExportCmd `cmd:"" help:"APR to GGUF: restores an imported file byte for byte; apr models get documented keys."`
+	Import    ImportCmd    `cmd:"" help:"GGUF to APR: every tensor, type and KV kept exactly."`
+	Export    ExportCmd    `cmd:"" help:"APR to GGUF: restores an imported file byte for byte; apr models get documented keys."`
+	Modelfile ModelfileCmd `cmd:"" help:"Print an Ollama Modelfile for a GGUF: FROM, its chat template as TEMPLATE, SYSTEM, PARAMETER stop."`
 }
 
 const (
@@ -129,6 +132,63 @@ func (c *ExportCmd) Run(env *cli.Env) error {
 	defer s.Close()
 	if err := ggufconv.Export(out.Writer, s, o); err != nil {
 		return fmt.Errorf("stdin: %w", err)
+	}
+	return out.Commit()
+}
+
+// ModelfileCmd is `apr-gguf modelfile`.
+type ModelfileCmd struct {
+	Model string `arg:"" placeholder:"MODEL.gguf" help:"GGUF file; FROM names it as given (Ollama resolves a relative path against the Modelfile's directory)."`
+	cli.OutputFlag
+	Template   string `placeholder:"FILE" help:"Use the Ollama template in FILE as TEMPLATE instead of translating the GGUF's chat template."`
+	NoTemplate bool   `help:"Write no TEMPLATE (Ollama's default applies), for a chat template apr does not know."`
+}
+
+// Run implements the command.
+func (c *ModelfileCmd) Run(env *cli.Env) error {
+	if c.Template != "" && c.NoTemplate {
+		return cli.Usagef("--template and --no-template exclude each other")
+	}
+	if c.Model == "-" || c.Model == "" {
+		return cli.Usagef("a Modelfile names its GGUF by path: give a file, not stdin")
+	}
+	o := llm.ModelfileOptions{From: c.Model, NoTemplate: c.NoTemplate}
+	if c.Template != "" {
+		t, err := os.ReadFile(c.Template)
+		if err != nil {
+			return err
+		}
+		if len(t) == 0 {
+			return fmt.Errorf("%s: empty template file", c.Template)
+		}
+		o.Template = string(t)
+	}
+	f, err := gguf.Open(c.Model)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	mf, err := llm.OllamaModelfile(&f.Header, o)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Model, err)
+	}
+	text, err := mf.Text()
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Model, err)
+	}
+	if mf.Chat != nil {
+		env.Notef("chat template: %s (%s)", mf.Chat.Family, mf.Chat.Source)
+		for _, n := range mf.Chat.Notes {
+			env.Notef("%s", n)
+		}
+	}
+	out, err := env.Create(c.Output, false)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	if _, err := out.Write(text); err != nil {
+		return err
 	}
 	return out.Commit()
 }
