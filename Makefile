@@ -107,12 +107,14 @@ models: build
 # Whole-process benchmarks on generated 1 GiB models and a 2.2 GB TinyLlama-shaped
 # checkpoint (results: docs/BENCHMARKS.md), and
 # distillation on digits beside PyTorch (.ci/bench-distill, needs python3-torch), and
-# apr-predict beside scikit-learn (.ci/bench-predict, needs python3-sklearn).
+# apr-predict beside scikit-learn (.ci/bench-predict, needs python3-sklearn), and
+# apr's quantizing pipeline beside llama-quantize (.ci/bench-vs-llama; LLAMA_QUANTIZE
+# names a llama.cpp build's llama-quantize, else apr's column only).
 # Each script prints its own table; BENCH_DIR keeps and reuses the generated inputs.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/
 	$(GO) test -run '^$$' -bench EmbeddedColdStart -benchtime 500x ./pipelines/
-	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec .ci/bench-distill .ci/bench-llm .ci/bench-predict; do \
+	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec .ci/bench-distill .ci/bench-llm .ci/bench-predict .ci/bench-vs-llama; do \
 		[ ! -x $$b ] || PATH="$(BIN):$$PATH" $$b || exit 1; \
 	done
 
