@@ -119,9 +119,11 @@ bench: build
 	done
 
 # Peers too large or slow for every CI run: llama.cpp (npm's node-llama-cpp) loads and
-# runs a model after apr-gguf import | apr-quant q8_0 | apr-gguf export.
+# runs a model after apr-gguf import | apr-quant q8_0 | apr-gguf export, and its logits
+# on apr's conversions of the test checkpoints match a NumPy forward pass of them.
 test-peers: build
 	PATH="$(BIN):$$PATH" .ci/test-peers-gguf
+	PATH="$(BIN):$$PATH" .ci/test-peers-forward
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Reference forward pass of a Hugging Face Llama or Mistral checkpoint, in NumPy.
+
+Test-only peer for .ci/test-peers-forward. It reads the checkpoint directory as
+transformers would (config.json, model.safetensors or the shards named by
+model.safetensors.index.json; BF16, F16 or F32) and shares no code with apr: the
+SafeTensors files are parsed here with json and numpy, and the model runs in the
+Hugging Face layout (rotate-half rotary embeddings on the Q and K rows as stored,
+before any converter permutes them). Everything is computed in float64, so the
+result is the checkpoint's exact function up to float64 rounding.
+
+    forward.py CKPT --tokens 1,450,... [--out ref.f64]
+        the logits after every token, float64 [tokens, vocab] raw little-endian
+    forward.py CKPT --tokens ... --check LABEL:TOL:LOGITS [--check ...]
+        compares logits another runtime wrote (float32 [tokens, vocab], raw
+        little-endian) with the reference: prints the largest absolute difference and
+        how many argmaxes agree; exits 1 when the difference exceeds TOL or the argmax
+        differs at a position whose top-2 margin exceeds 2*TOL.
+"""
+
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+
+def read_safetensors(path):
+    """Returns {name: float64 array} of one .safetensors file."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    data = raw[8 + n :]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = info["data_offsets"]
+        buf = data[lo:hi]
+        dt = info["dtype"]
+        if dt == "BF16":
+            # bfloat16 is the top half of a float32.
+            a = (np.frombuffer(buf, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        elif dt == "F16":
+            a = np.frombuffer(buf, dtype="<f2")
+        elif dt == "F32":
+            a = np.frombuffer(buf, dtype="<f4")
+        else:
+            raise SystemExit(f"{path}: {name}: dtype {dt} not supported")
+        shape = info["shape"]
+        if a.size != int(np.prod(shape, dtype=np.int64)):
+            raise SystemExit(f"{path}: {name}: {a.size} values for shape {shape}")
+        out[name] = a.astype(np.float64).reshape(shape)
+    return out
+
+
+def load_checkpoint(ckpt):
+    with open(os.path.join(ckpt, "config.json")) as f:
+        cfg = json.load(f)
+    index = os.path.join(ckpt, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        files = ["model.safetensors"]
+    w = {}
+    for name in files:
+        w.update(read_safetensors(os.path.join(ckpt, name)))
+    return cfg, w
+
+
+def rms_norm(x, weight, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+
+def rotate_half(x):
+    # Hugging Face's rotary layout: the first half of each head's dimensions pairs
+    # with the second half (not adjacent pairs, which is ggml's).
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def linear(x, w, bias=None):
+    y = x @ w.T
+    return y if bias is None else y + bias
+
+
+def forward(cfg, w, tokens):
+    arch = cfg.get("model_type")
+    if arch not in ("llama", "mistral"):
+        raise SystemExit(f"model_type {arch!r}: only llama and mistral")
+    if cfg.get("hidden_act", "silu") != "silu":
+        raise SystemExit(f"hidden_act {cfg['hidden_act']!r}: only silu")
+    dim = cfg["hidden_size"]
+    n_head = cfg["num_attention_heads"]
+    n_kv = cfg.get("num_key_value_heads") or n_head
+    head_dim = cfg.get("head_dim") or dim // n_head
+    eps = cfg["rms_norm_eps"]
+    theta = cfg.get("rope_theta", 10000.0)
+    T = len(tokens)
+
+    pos = np.arange(T, dtype=np.float64)
+    scaling = cfg.get("rope_scaling")
+    if scaling:
+        kind = scaling.get("rope_type", scaling.get("type"))
+        if kind != "linear":
+            raise SystemExit(f"rope_scaling {kind!r}: only linear")
+        pos = pos / scaling["factor"]
+    window = cfg.get("sliding_window")
+    if window is not None and T > window:
+        raise SystemExit(f"{T} tokens exceed the sliding window {window}")
+
+    inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    angles = np.outer(pos, inv_freq)
+    angles = np.concatenate([angles, angles], axis=-1)  # [T, head_dim]
+    cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+
+    causal = np.triu(np.full((T, T), -np.inf), k=1)
+    group = n_head // n_kv  # query heads per key/value head (repeat_kv)
+
+    h = w["model.embed_tokens.weight"][np.asarray(tokens)]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
+        q = linear(x, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
+        k = linear(x, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
+        v = linear(x, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
+        q = q.reshape(T, n_head, head_dim)
+        k = k.reshape(T, n_kv, head_dim)
+        v = v.reshape(T, n_kv, head_dim)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        out = np.empty((T, n_head, head_dim))
+        for hd in range(n_head):
+            kh, vh = k[:, hd // group], v[:, hd // group]
+            s = q[:, hd] @ kh.T / np.sqrt(head_dim) + causal
+            s = np.exp(s - s.max(axis=-1, keepdims=True))
+            out[:, hd] = (s / s.sum(axis=-1, keepdims=True)) @ vh
+        h = h + linear(out.reshape(T, n_head * head_dim), w[p + "self_attn.o_proj.weight"],
+                       w.get(p + "self_attn.o_proj.bias"))
+        x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
+        g = linear(x, w[p + "mlp.gate_proj.weight"], w.get(p + "mlp.gate_proj.bias"))
+        u = linear(x, w[p + "mlp.up_proj.weight"], w.get(p + "mlp.up_proj.bias"))
+        h = h + linear(g / (1.0 + np.exp(-g)) * u, w[p + "mlp.down_proj.weight"],
+                       w.get(p + "mlp.down_proj.bias"))
+    h = rms_norm(h, w["model.norm.weight"], eps)
+    head = w.get("lm_head.weight")
+    if head is None:
+        if not cfg.get("tie_word_embeddings", False):
+            raise SystemExit("no lm_head.weight and tie_word_embeddings is not true")
+        head = w["model.embed_tokens.weight"]
+    return h @ head.T
+
+
+def check(ref, label, tol, path):
+    """Compares the logits in path with ref; prints one line, returns whether they agree."""
+    got = np.fromfile(path, dtype="<f4").astype(np.float64)
+    if got.size != ref.size:
+        print(f"FAIL {label}: {got.size} logits in {path}, the reference has {ref.shape}")
+        return False
+    got = got.reshape(ref.shape)
+    diff = np.abs(got - ref)
+    worst = np.unravel_index(np.argmax(diff), diff.shape)
+    arg_ref, arg_got = ref.argmax(axis=-1), got.argmax(axis=-1)
+    # The margin of the reference's top token over its runner-up at each position.
+    # Where it exceeds 2*tol, logits within tol of the reference cannot have another
+    # argmax, so the argmax must agree there (random test models have small margins,
+    # so a loose tolerance leaves some positions free).
+    top2 = np.sort(ref, axis=-1)[:, -2:]
+    margin = top2[:, 1] - top2[:, 0]
+    must = margin > 2 * tol
+    same = arg_ref == arg_got
+    ok = diff.max() <= tol and same[must].all()
+    print(f"{'ok' if ok else 'FAIL'} {label}: {ref.shape[0]} positions x {ref.shape[1]} logits, "
+          f"max |logit| {np.abs(ref).max():.3g}, max |difference| {diff.max():.2g} "
+          f"(position {worst[0]}, token {worst[1]}; tolerance {tol:g}), "
+          f"argmax equal at {same.sum()}/{len(same)} positions "
+          f"(required at {must.sum()}: top-2 margin > {2 * tol:g}; smallest margin {margin.min():.2g})")
+    if not same.all():
+        bad = np.nonzero(~same)[0]
+        print(f"  argmax differs at positions {bad.tolist()} (margins {np.round(margin[bad], 4).tolist()}): "
+              f"reference {arg_ref[bad].tolist()}, runtime {arg_got[bad].tolist()}")
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("ckpt")
+    ap.add_argument("--tokens", required=True, help="comma-separated token ids")
+    ap.add_argument("--out", help="write the reference logits (float64, raw) here")
+    ap.add_argument("--check", action="append", default=[], metavar="LABEL:TOL:FILE",
+                    help="compare the logits in FILE (float32 [tokens, vocab], raw) with a tolerance TOL")
+    a = ap.parse_args()
+
+    tokens = [int(t) for t in a.tokens.split(",")]
+    cfg, w = load_checkpoint(a.ckpt)
+    ref = forward(cfg, w, tokens)
+    if a.out:
+        ref.astype("<f8").tofile(a.out)
+    ok = True
+    for c in a.check:
+        label, tol, path = c.split(":", 2)
+        ok = check(ref, label, float(tol), path) and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
