@@ -374,6 +374,11 @@ func TestErrors(t *testing.T) {
 		"1,2,3\n":                     "rows of 3 features; the LinearRegression model takes 10",
 		"1,2,3,4,5,6,7,8,9,10\n1,2\n": "line 2: 2 fields, expected 10",
 		"1,2,3,4,5,6,7,8,9,x\n1,2,3,4,5,6,7,8,9,10\n1,2,3,4,5,6,7,8,9,y\n": `line 3 field 10: "y" is not a number`,
+		// not finite: refused, and never taken for a header on the first line
+		"1,2,3,4,5,6,7,8,9,NaN\n":                         `line 1 field 10: "NaN" is not a finite number`,
+		"1e400,2,3,4,5,6,7,8,9,10\n":                      `line 1 field 1: "1e400" is not a finite number`,
+		"1,2,3,4,5,6,7,8,9,10\n1,2,-Inf,4,5,6,7,8,9,10\n": `line 2 field 3: "-Inf" is not a finite number`,
+		string(npyOf(t, model.Matrix{Rows: 2, Cols: 10, Data: []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, math.NaN(), 6, 7, 8, 9, 10}})): "row 2, feature 5: NaN; features must be finite",
 	} {
 		rows, _, release, err := Open(strings.NewReader(in), "features", "", "")
 		if err == nil {

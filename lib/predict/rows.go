@@ -111,7 +111,8 @@ func NewCSVRows(r io.Reader) (*CSVRows, error) {
 		c.cols = len(fields)
 		vals := make([]float64, len(fields))
 		if err := c.parse(vals, fields); err != nil {
-			if c.Header != nil || c.line > 1 && c.first != nil {
+			var nf *nonFiniteError
+			if c.Header != nil || c.line > 1 && c.first != nil || errors.As(err, &nf) {
 				return nil, err
 			}
 			for _, f := range fields {
@@ -160,12 +161,27 @@ func (c *CSVRows) nextLine() ([][]byte, error) {
 func (c *CSVRows) parse(dst []float64, fields [][]byte) error {
 	for j, f := range fields {
 		v, err := strconv.ParseFloat(string(bytes.TrimSpace(f)), 64)
-		if err != nil {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return fmt.Errorf("csv: line %d field %d: %q is not a number", c.line, j+1, f)
+		}
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return &nonFiniteError{line: c.line, field: j + 1, text: string(f)}
 		}
 		dst[j] = v
 	}
 	return nil
+}
+
+// nonFiniteError is a field that is a number but not a finite one (NaN, an
+// infinity, or out of float64's range): an error even on the first line, which
+// is not taken for a header then.
+type nonFiniteError struct {
+	line, field int
+	text        string
+}
+
+func (e *nonFiniteError) Error() string {
+	return fmt.Sprintf("csv: line %d field %d: %q is not a finite number; features must be finite", e.line, e.field, e.text)
 }
 
 // Cols implements Rows.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/apr-go/apr/lib/cleanup"
@@ -92,6 +93,9 @@ func Run(dst io.Writer, src Rows, p *Predictor, o Options) (int64, error) {
 		}
 		if err != nil {
 			return n, err
+		}
+		if i := slices.IndexFunc(x.Data, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }); i >= 0 {
+			return n, fmt.Errorf("row %d, feature %d: %v; features must be finite numbers", n+int64(i/x.Cols)+1, i%x.Cols+1, x.Data[i])
 		}
 		res, err := p.Predict(x, o.Proba)
 		if err != nil {
