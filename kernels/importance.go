@@ -22,11 +22,12 @@ import (
 // as ggml does for the types that ignore them).
 func CanQuantizeWeighted(t dtype.DType) bool {
 	_, ok := weightedRows[t]
-	return ok || ignoresWeights(t)
+	return ok || IgnoresWeights(t)
 }
 
-// ignoresWeights are the types whose ggml quantizer takes no importance weights.
-func ignoresWeights(t dtype.DType) bool {
+// IgnoresWeights reports the types whose ggml quantizer takes no importance weights
+// (Q8_0, F16, BF16, F32): QuantizeWeighted is Quantize for them.
+func IgnoresWeights(t dtype.DType) bool {
 	switch t {
 	case dtype.Q8_0, dtype.F16, dtype.BF16, dtype.F32:
 		return true
@@ -52,7 +53,7 @@ var weightedRows = map[dtype.DType]func(y []byte, x, qw []float32){
 // rowLen), byte for byte as ggml_quantize_chunk with that imatrix. A nil qw is
 // Quantize.
 func QuantizeWeighted(t dtype.DType, dst []byte, src []float32, rowLen int, qw []float32) error {
-	if qw == nil || ignoresWeights(t) {
+	if qw == nil || IgnoresWeights(t) {
 		return Quantize(t, dst, src)
 	}
 	row, ok := weightedRows[t]
