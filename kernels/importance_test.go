@@ -90,3 +90,32 @@ func TestQuantizeWeightedContract(t *testing.T) {
 		}
 	}
 }
+
+// benchWeighted quantizes one row of 4096 values with importance weights, as
+// benchQuantize does without (MB/s of float32 input on one core).
+func benchWeighted(b *testing.B, d dtype.DType) {
+	r := rand.New(rand.NewPCG(1, 1))
+	x := randRow(r, benchRow, 1)
+	qw := make([]float32, benchRow)
+	for i := range qw {
+		qw[i] = float32(r.ExpFloat64())
+	}
+	nb, _ := sizes(d, benchRow)
+	q := make([]byte, nb)
+	b.SetBytes(4 * benchRow)
+	for b.Loop() {
+		if err := QuantizeWeighted(d, q, x, benchRow, qw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWeightedQ4_0(b *testing.B) { benchWeighted(b, dtype.Q4_0) }
+func BenchmarkWeightedQ4_1(b *testing.B) { benchWeighted(b, dtype.Q4_1) }
+func BenchmarkWeightedQ5_0(b *testing.B) { benchWeighted(b, dtype.Q5_0) }
+func BenchmarkWeightedQ5_1(b *testing.B) { benchWeighted(b, dtype.Q5_1) }
+func BenchmarkWeightedQ2_K(b *testing.B) { benchWeighted(b, dtype.Q2_K) }
+func BenchmarkWeightedQ3_K(b *testing.B) { benchWeighted(b, dtype.Q3_K) }
+func BenchmarkWeightedQ4_K(b *testing.B) { benchWeighted(b, dtype.Q4_K) }
+func BenchmarkWeightedQ5_K(b *testing.B) { benchWeighted(b, dtype.Q5_K) }
+func BenchmarkWeightedQ6_K(b *testing.B) { benchWeighted(b, dtype.Q6_K) }
