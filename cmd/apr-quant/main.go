@@ -13,6 +13,7 @@ import (
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/imatrix"
 	"github.com/apr-go/apr/lib/quant"
 )
 
@@ -30,6 +31,13 @@ For a language model (one imported from a llama.cpp GGUF or a Llama/Mistral chec
 q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, q4_0, q4_1, q5_0 and
 q5_1 are llama-quantize's presets: more bits for output.weight, attn_v, ffn_down and
 attn_output as llama.cpp's rules say, and apr-gguf export writes llama-quantize's file.
+
+--imatrix FILE takes llama-imatrix's importance matrix (its .dat file) and quantizes as
+llama-quantize --imatrix does: each weight with an entry in the matrix gets ggml's
+importance-weighted quantizer (q8_0, f16 and bf16 take no weights), and the GGUF export
+carries the quantize.imatrix.* keys, FILE as given here. It works with the presets and
+the plain types q4_0..q5_1 and q2_k..q6_k; an entry whose size does not fit its tensor
+is an error.
 
 Which tensors change follows llama.cpp's quantizer: 2-D (and larger) float tensors
 whose name ends in "weight"; norms, biases, 1-D tensors and the few small 2-D tensors
@@ -60,6 +68,7 @@ type quantCmd struct {
 	Stats           bool     `help:"Report per tensor: type, bits per weight, size before and after, RMS and max error (on stderr)."`
 	JSON            bool     `help:"Write the --stats report as JSON (implies --stats)."`
 	StatsFile       string   `placeholder:"FILE" help:"Write the --stats report to FILE instead of stderr ('-': stdout, with -o)."`
+	Imatrix         string   `placeholder:"FILE" help:"Weight the quantizers by llama-imatrix's importance matrix FILE (.dat), as llama-quantize --imatrix."`
 	cli.WorkersFlag
 	cli.CompressFlag
 }
@@ -85,6 +94,13 @@ func (c *quantCmd) Run(env *cli.Env) error {
 	o := quant.Options{Type: t, Preset: preset, Pure: c.Pure, Include: c.Include, Exclude: c.Exclude, AllowRequantize: c.AllowRequantize,
 		Workers: c.Workers, Stats: stats, Producer: "apr-quant " + apr.Version,
 		Warn: func(msg string) { env.Warnf("%s", msg) }}
+	if c.Imatrix != "" {
+		m, err := imatrix.Load(c.Imatrix)
+		if err != nil {
+			return fmt.Errorf("--imatrix: %w", err)
+		}
+		o.Imatrix = m
+	}
 	if err := o.Validate(); err != nil {
 		return cli.Usagef("%v", err)
 	}

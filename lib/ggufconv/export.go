@@ -50,6 +50,7 @@ func Plan(h container.Header, tensors []container.TensorInfo) (*gguf.Header, err
 		}
 		gh.Version, gh.KVs = ver, kvs
 		setFileType(gh, md.Provenance)
+		setImatrix(gh, md.Provenance)
 	} else {
 		arch := Arch(h.Type)
 		gh.KVs = []gguf.KV{{Key: KeyArchitecture, Value: gguf.String(arch)}}

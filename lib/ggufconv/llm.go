@@ -98,3 +98,62 @@ func llamaQuantizeOrder(infos []container.TensorInfo, spans []span) ([]container
 	}
 	return oi, os
 }
+
+// llama-quantize's keys for the importance matrix a file was quantized with.
+const (
+	KeyImatrixFile    = "quantize.imatrix.file"
+	KeyImatrixDataset = "quantize.imatrix.dataset"
+	KeyImatrixEntries = "quantize.imatrix.entries_count"
+	KeyImatrixChunks  = "quantize.imatrix.chunks_count"
+)
+
+// setImatrix writes the quantize.imatrix.* keys of a model apr-quant quantized with
+// an importance matrix (provenance quantization.imatrix), after the other keys and
+// in llama-quantize's order and types: the file as given on the command line, the
+// dataset when the matrix names one, the entry count, and the chunk count when
+// positive (int32). llama-quantize passes both strings through 128-byte fields,
+// which keep at most 127 bytes and stop at a NUL; so do these.
+func setImatrix(gh *gguf.Header, prov map[string]any) {
+	q, _ := prov["quantization"].(map[string]any)
+	m, ok := q["imatrix"].(map[string]any)
+	if !ok {
+		return
+	}
+	file, _ := m["file"].(string)
+	moveToEnd(gh, KeyImatrixFile, gguf.String(field127(file)))
+	if ds, _ := m["dataset"].(string); ds != "" {
+		moveToEnd(gh, KeyImatrixDataset, gguf.String(field127(ds)))
+	}
+	entries, _ := asInt64(m["entries_count"])
+	moveToEnd(gh, KeyImatrixEntries, gguf.Int32(int32(entries)))
+	if chunks, ok := asInt64(m["chunks_count"]); ok && chunks > 0 {
+		moveToEnd(gh, KeyImatrixChunks, gguf.Int32(int32(chunks)))
+	}
+}
+
+// field127 is what a C string copied into llama.cpp's char[128] override field keeps.
+func field127(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 127 {
+		s = s[:127]
+	}
+	return s
+}
+
+func asInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case uint64:
+		return int64(n), true
+	case int:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	}
+	return 0, false
+}

@@ -51,12 +51,22 @@
 // input order, so the bytes do not depend on Workers. Tensors that do not change are
 // passed through without a copy.
 //
+// # Importance matrices
+//
+// Options.Imatrix (llama-imatrix's matrix, package imatrix) makes each converted
+// tensor with an entry use ggml's importance-weighted quantizer (kernels.QuantizeWeighted),
+// as llama-quantize --imatrix does: looked up by name, one weight per column (per
+// expert for 3-D tensors), an entry of the wrong size an error (token_embd.weight
+// excepted, as in llama.cpp). Chunks of such a tensor are whole rows.
+//
 // # Provenance
 //
 // The output metadata's provenance gets a "quantization" map: type, producer, the
 // rules (pure, include, exclude, allow_requantize, method). When the tensor list is
 // known before the data (Options.Plan, from a file's index), it also holds
-// tensor_types (output dtype -> count), source_dtypes and fallbacks. A stream read
+// tensor_types (output dtype -> count), source_dtypes and fallbacks. With an importance
+// matrix it holds "imatrix" (file as given, dataset, entries_count, chunks_count), from
+// which ggufconv writes llama-quantize's quantize.imatrix.* keys. A stream read
 // from a pipe has no index until its end, so those three keys are absent there; the
 // output's index lists every tensor's dtype in any case.
 package quant

@@ -71,6 +71,7 @@ type llmModel struct {
 	hasOutput, outputKnown, assumed bool
 	sawOutput                       bool
 	fromCheckpoint                  bool // imported from a Hugging Face checkpoint (hf_files)
+	imatrix                         bool // quantized with an importance matrix (llama.cpp's has_imatrix)
 }
 
 // llmFromHeader reads the model's description from the metadata's GGUF key-values; nil
@@ -257,6 +258,13 @@ func (m *llmModel) presetType(p preset, name string, rowLen int64) dtype.DType {
 			t = dtype.Q6_K
 		case ft == "q4_k_s" && !falcon && i < n/8:
 			t = dtype.Q5_K
+		case (ft == "q4_0" || ft == "q5_0") && m.imatrix && i < n/8:
+			// llama.cpp guards the first ffn_down layers of Q4_0/Q5_0, only with an
+			// imatrix (so that the files made without one stay as they were)
+			t = dtype.Q4_1
+			if ft == "q5_0" {
+				t = dtype.Q5_1
+			}
 		}
 	case strings.Contains(name, "attn_output.weight"):
 		switch {

@@ -9,6 +9,7 @@ import (
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/imatrix"
 )
 
 // targets are the types apr-quant writes, by their command-line names.
@@ -113,6 +114,13 @@ type Options struct {
 	// metadata's GGUF key-values name its architecture and layers); Type must be the
 	// preset's default type. Pure or another model makes it a plain type.
 	Preset string
+	// Imatrix, when set, weights the quantizers by llama-imatrix's importance matrix
+	// as llama-quantize --imatrix does: each converted tensor with an entry is
+	// quantized with ggml's importance-weighted quantizer (Q8_0, F16 and BF16 take no
+	// weights), a tensor without one as without a matrix; an entry of the wrong size is
+	// an error (token_embd.weight is then quantized without it, as llama.cpp does).
+	// The provenance records the matrix (see the package documentation).
+	Imatrix *imatrix.Matrix
 
 	llm *llmModel // the language model the preset's rules apply to, set by New
 }
@@ -127,6 +135,14 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("pattern %q: %w", p, err)
 		}
 	}
+	if o.Imatrix != nil {
+		switch {
+		case o.Type == dtype.F32:
+			return errors.New("an importance matrix weights quantization; f32 dequantizes, so it has no use for one")
+		case !kernels.CanQuantizeWeighted(o.Type):
+			return fmt.Errorf("an importance matrix cannot weight %v: ggml has no importance-weighted quantizer for it in llama.cpp b4747", o.Type)
+		}
+	}
 	if o.Workers < 0 || o.ChunkElems < 0 {
 		return fmt.Errorf("workers (%d) and chunk size (%d) must not be negative", o.Workers, o.ChunkElems)
 	}
@@ -138,6 +154,8 @@ type Decision struct {
 	From, To dtype.DType // To == From: the tensor is copied as it is
 	Reason   string      // the rule that decided, for reports
 	Fallback bool        // To is a fallback for a row length Type cannot hold
+
+	weights []float32 // the importance matrix's entry for the tensor, when it applies
 }
 
 // Converted reports whether the tensor's data changes.
@@ -213,6 +231,14 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 		return d, nil
 	}
 	d.To = to
+	if o.Imatrix != nil {
+		w, why, err := o.importanceOf(t, to)
+		if err != nil {
+			return d, err
+		}
+		d.weights = w
+		d.Reason += why
+	}
 	return d, nil
 }
 

@@ -38,7 +38,8 @@ type plan struct {
 	chunk    int // values per job, a multiple of both types' block sizes
 	outBytes int64
 	stats    bool
-	limitExp uint32 // values of magnitude 2^exponent of this field and up are checked closely
+	limitExp uint32    // values of magnitude 2^exponent of this field and up are checked closely
+	weights  []float32 // importance weights (one row per expert); chunks are then whole rows
 }
 
 // convert fills j.out (and j.acc) from j.in: decode to float32, refuse NaN and
@@ -53,12 +54,23 @@ func (p *plan) convert(j *job) error {
 	j.out = growBytes(j.out, elemBytes(p.to, j.n))
 	// One pass: quantize, and find whether a value needs a close look (NaN,
 	// infinities, magnitudes near what the target holds).
-	big, err := kernels.QuantizeChecked(p.to, j.out, x, p.limitExp)
+	var big bool
+	if p.weights != nil {
+		if big = kernels.AnyAbsAtLeast(x, p.limitExp); !big {
+			err = p.encodeWeighted(j.out, x, j.start)
+		}
+	} else {
+		big, err = kernels.QuantizeChecked(p.to, j.out, x, p.limitExp)
+	}
 	if err == nil && big {
 		if err := p.valueErr(x, j.start); err != nil {
 			return err
 		}
-		err = kernels.Quantize(p.to, j.out, x) // large but within bounds
+		if p.weights != nil { // large but within bounds
+			err = p.encodeWeighted(j.out, x, j.start)
+		} else {
+			err = kernels.Quantize(p.to, j.out, x)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("tensor %q: encoding %v: %w", p.name, p.to, err)
@@ -167,7 +179,10 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		s.free <- &job{}
 	}
 	if _, ok := lookupPreset(o.Preset); ok {
-		if o.llm = llmFromHeader(src.Header()); o.llm != nil && o.Plan != nil {
+		if o.llm = llmFromHeader(src.Header()); o.llm != nil {
+			o.llm.imatrix = o.Imatrix != nil
+		}
+		if o.llm != nil && o.Plan != nil {
 			o.llm.hasOutput, o.llm.outputKnown = false, true
 			for _, t := range o.Plan {
 				o.llm.hasOutput = o.llm.hasOutput || t.Name == "output.weight"
@@ -220,6 +235,9 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	}
 	rules := map[string]any{"selection": selection, "pure": o.Pure, "allow_requantize": o.AllowRequantize,
 		"method": "ggml reference quantizers, no importance matrix"}
+	if o.Imatrix != nil {
+		rules["method"] = "ggml quantizers weighted by an importance matrix (llama-quantize --imatrix)"
+	}
 	if len(o.Include) > 0 {
 		rules["include"] = toAny(o.Include)
 	}
@@ -237,6 +255,9 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		rules["preset"] = typ // the export is laid out as llama-quantize writes this file type
 	}
 	q := map[string]any{"type": typ, "producer": producer, "rules": rules}
+	if o.Imatrix != nil {
+		q["imatrix"] = o.imatrixProvenance()
+	}
 	if o.Plan != nil {
 		q["tensor_types"] = counts
 		q["source_dtypes"] = sources
@@ -340,6 +361,9 @@ func (s *Stream) Next() (container.TensorInfo, io.Reader, error) {
 	}
 	p := &plan{name: t.Name, shape: out.Shape, from: d.From, to: d.To, rowLen: rowLen(t.Shape),
 		elems: ts.Elems, chunk: s.chunk, outBytes: ob, stats: s.opts.Stats, limitExp: limitExp(maxMagnitude[d.To])}
+	if d.weights != nil && d.To.Info().Quantized() && !kernels.IgnoresWeights(d.To) {
+		p.weights, p.chunk = d.weights, wholeRows(s.chunk, p.rowLen)
+	}
 	s.report.Tensors = append(s.report.Tensors, ts)
 	s.cur, s.curPlan = s.startConvert(p, r), p
 	return out, s.cur, nil

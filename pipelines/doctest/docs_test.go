@@ -87,6 +87,7 @@ var expectations = []struct{ file, command, want, then string }{
 	{"README.md", "apr-decode plain < small.apr", "OK, 2 tensors", ""},
 	{"README.md", "apr-st export tiny.apr -o tiny-again/", "", "diff -r tiny-again testdata/hf/tiny-llama"},
 	{"docs/GGUF.md", "apr-gguf export model.apr -o model.gguf", "", "cmp model.gguf model.f32.gguf"},
+	{"docs/QUANT.md", "-o ../../tiny.Q4_K_M.imatrix.gguf)", "", `grep -q "^$(sha256sum < tiny.Q4_K_M.imatrix.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.imatrix.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
 	{"docs/SAFETENSORS.md", "-o ./out/", "", "test -f out/config.json && test -f out/tokenizer.model"},
 	{"docs/SIGNING.md", "apr-sign keygen -o author", "", `test "$(stat -c %a author.key)" = 600 && grep -q "BEGIN PRIVATE KEY" author.key && grep -q "BEGIN PUBLIC KEY" author.pub`},
 	{"docs/SIGNING.md", "--detached --minisign", "", "test -f model.apr.minisig"},
@@ -114,6 +115,7 @@ apr-sign keygen -o ci
 cp "$TESTDATA/aprender/mnist_784x2.apr" aprender-model.apr
 mkdir -p testdata/hf
 cp -r "$TESTDATA/hf/tiny-llama" testdata/hf/
+cp "$TESTDATA/hf/ref/tiny-llama.imatrix.dat" .
 echo "AGE_RECIPIENT=$(apr-seal keygen -o customer.key)"
 `},
 	"docs/QUANT.md": {npy: linearArrays, shell: `
@@ -122,6 +124,9 @@ apr-st export model.apr -o model.safetensors
 apr-quant q4_0 model.apr -o model-q4_0.apr
 apr-encode -t LinearRegression coefficients.npy intercept.npy -o linear.apr
 apr-sign keygen -o ci
+mkdir -p testdata/hf/ref
+cp -r "$TESTDATA/hf/tiny-llama" testdata/hf/
+cp "$TESTDATA/hf/ref/tiny-llama.imatrix.dat" testdata/hf/ref/
 `},
 	"docs/SAFETENSORS.md": {shell: `
 apr-gguf import "$TESTDATA/gguf/tiny-llama.f32.gguf" | apr-st export -o model.safetensors

@@ -203,6 +203,7 @@ var nameFlags = map[string]bool{
 	"output": true, "temp-dir": true, "tmp-dir": true, "identity": true, "recipient": true,
 	"key": true, "pubkey": true, "sig-file": true, "passphrase-file": true, "passphrase-env": true,
 	"key-passphrase-file": true, "key-passphrase-env": true, "password-file": true, "password-env": true,
+	"imatrix": true,
 }
 
 // checkEmptyNames refuses a naming flag given as "": -o "$OUT" with OUT unset would
