@@ -176,7 +176,7 @@ func TestExportRefusesHFLayout(t *testing.T) {
 		opts stconv.ImportOptions
 		want string
 	}{
-		{unknown, stconv.ImportOptions{}, `architecture "GPT2LMHeadModel" (config.json) is not one apr converts for llama.cpp (supported: LlamaForCausalLM, MistralForCausalLM)`},
+		{unknown, stconv.ImportOptions{}, `architecture "GPT2LMHeadModel" (config.json) is not one apr converts for llama.cpp (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)`},
 		{checkpoint, stconv.ImportOptions{HFLayout: true}, "this LlamaForCausalLM checkpoint was imported in its Hugging Face layout"},
 	}
 	for _, c := range cases {

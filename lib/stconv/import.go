@@ -43,6 +43,9 @@ type ImportOptions struct {
 	// and SHA-256 runs at about 1.3 GB/s on one core: slower than the conversion itself,
 	// so it is off unless asked for.
 	Digest bool
+	// TokenizerPre names llama.cpp's pre-tokenizer of a BPE tokenizer.json that lib/llm's
+	// table does not recognize (llm.Options).
+	TokenizerPre string
 }
 
 // Caps on the checkpoint files kept in the metadata; the container's metadata cap is
@@ -191,7 +194,7 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 	}
 	s := &fileStream{h: h, shards: shards, seen: map[string]string{}}
 	if files != nil && !opts.HFLayout {
-		if s.llm, err = describeLLM(files, shards); err != nil {
+		if s.llm, err = describeLLM(files, shards, llm.Options{TokenizerPre: opts.TokenizerPre}); err != nil {
 			return nil, err
 		}
 		if s.llm != nil {
@@ -203,7 +206,7 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 
 // describeLLM returns the description of a checkpoint whose config.json names an
 // architecture lib/llm converts, nil for any other checkpoint.
-func describeLLM(files map[string]any, shards []*safetensors.File) (*llm.Checkpoint, error) {
+func describeLLM(files map[string]any, shards []*safetensors.File, lo llm.Options) (*llm.Checkpoint, error) {
 	raw := make(map[string][]byte, len(files))
 	for name, b := range files {
 		raw[name], _ = b.([]byte)
@@ -218,7 +221,7 @@ func describeLLM(files map[string]any, shards []*safetensors.File) (*llm.Checkpo
 	if len(shards) > 0 {
 		dir = filepath.Base(filepath.Dir(shards[0].Path()))
 	}
-	cp, ok, err := llm.FromCheckpoint(raw, dir, shapes)
+	cp, ok, err := llm.FromCheckpointWith(raw, dir, shapes, lo)
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -43,11 +43,12 @@ type grammar struct {
 type ImportCmd struct {
 	cli.InputFlag `set:"input_help=A .safetensors file, a checkpoint directory (model.safetensors.index.json and shards, or model.safetensors), an index file, or '-' for stdin (a pipe streams through)."`
 	cli.OutputFlag
-	Type     string `short:"t" placeholder:"TYPE" help:"Model type of the APR (a name such as LinearRegression, or a code); default: __metadata__'s apr.model_type, else Custom."`
-	Name     string `help:"Model name to record in the metadata."`
-	NoFiles  bool   `help:"Do not keep a checkpoint directory's config and tokenizer files in the metadata."`
-	HFLayout bool   `name:"hf-layout" help:"Keep a language model's tensors as the checkpoint names and lays them out. By default a checkpoint whose config.json names an architecture apr converts (LlamaForCausalLM, MistralForCausalLM) is imported in llama.cpp's form, ready for apr-gguf export."`
-	Digest   bool   `help:"Record the SHA-256 of each source file in the provenance (one more read of the input, hashed beside the conversion into a file; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for a pipe."`
+	Type         string `short:"t" placeholder:"TYPE" help:"Model type of the APR (a name such as LinearRegression, or a code); default: __metadata__'s apr.model_type, else Custom."`
+	Name         string `help:"Model name to record in the metadata."`
+	NoFiles      bool   `help:"Do not keep a checkpoint directory's config and tokenizer files in the metadata."`
+	HFLayout     bool   `name:"hf-layout" help:"Keep a language model's tensors as the checkpoint names and lays them out. By default a checkpoint whose config.json names an architecture apr converts (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM) is imported in llama.cpp's form, ready for apr-gguf export."`
+	TokenizerPre string `name:"tokenizer-pre" placeholder:"NAME" help:"llama.cpp's pre-tokenizer (tokenizer.ggml.pre) of a BPE tokenizer.json whose pre-tokenizer apr does not recognize (it knows llama-bpe, smaug-bpe, qwen2, tekken; docs/SAFETENSORS.md)."`
+	Digest       bool   `help:"Record the SHA-256 of each source file in the provenance (one more read of the input, hashed beside the conversion into a file; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for a pipe."`
 	cli.CompressFlag
 	Shuffle bool `help:"Byte-shuffle float and integer tensors before compression."`
 	cli.WorkersFlag
@@ -62,7 +63,7 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 	if c.Shuffle && comp == container.CompressNone {
 		return cli.Usagef("--shuffle needs a codec (--compress zstd, zstd-max or lz4)")
 	}
-	opts := stconv.ImportOptions{Name: c.Name, SkipFiles: c.NoFiles, Digest: c.Digest, HFLayout: c.HFLayout}
+	opts := stconv.ImportOptions{Name: c.Name, SkipFiles: c.NoFiles, Digest: c.Digest, HFLayout: c.HFLayout, TokenizerPre: c.TokenizerPre}
 	if c.Type != "" {
 		if opts.Type, err = modeltype.ParseType(c.Type); err != nil {
 			return cli.Usagef("%v", err)
