@@ -73,6 +73,7 @@ func async(f func() (any, error)) any {
 // load(Uint8Array, pinnedKeyPEM) -> Promise of {type, features, classes, signer,
 // sha256}; rejected with an Error whose kind is damaged, wrong-type or signature.
 func loadFunc(_ js.Value, args []js.Value) any {
+	loaded = nil // a file that fails leaves no model loaded, as the page says
 	file, key := bytesOf(args[0]), ""
 	if len(args) > 1 && args[1].Type() == js.TypeString {
 		key = args[1].String()
