@@ -15,6 +15,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -27,9 +28,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -55,29 +58,36 @@ func main() {
 	if len(models) == 0 {
 		models = []string{"pipelines/embedded/model.apr"}
 	}
-	dir := *out
+	if err := run(*addr, *key, *out, models); err != nil {
+		fmt.Fprintln(os.Stderr, "browser:", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, key, out string, models []string) error {
+	// Ctrl-C (or a kill) shuts the server down, so the site's temporary
+	// directory is removed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir := out
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "apr-browser-")
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	s, err := build(dir, *key, models)
+	s, err := build(dir, key, models)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "browser:", err)
-		os.Exit(1)
+		return err
 	}
 	fmt.Printf("apr.wasm: %d bytes, %d gzipped (built in %v)\n", s.Wasm.Size, s.Wasm.Gzip, s.buildTime.Round(time.Millisecond))
-	if *out != "" {
-		fmt.Printf("site written to %s\n", *out)
-		return
+	if out != "" {
+		fmt.Printf("site written to %s\n", out)
+		return nil
 	}
-	if err := serve(*addr, dir); err != nil {
-		fmt.Fprintln(os.Stderr, "browser:", err)
-		os.Exit(1)
-	}
+	return serve(ctx, addr, dir)
 }
 
 // config is what the page is told, as JSON inside index.html.
@@ -182,7 +192,7 @@ func build(dir, keyFile string, models []string) (*config, error) {
 // serve serves dir on addr, logging every request on stderr. apr.wasm goes out
 // gzipped to a browser that accepts it; nothing is cached by HTTP, so a page
 // reload that does not ask for a model again shows the page's own cache at work.
-func serve(addr, dir string) error {
+func serve(ctx context.Context, addr, dir string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -204,6 +214,10 @@ func serve(addr, dir string) error {
 		log.Printf("%s %s %d", r.Method, r.URL.Path, rec.code)
 	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
 	err = srv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
