@@ -89,9 +89,9 @@ const explain = {
   input: "Check the rows.",
 };
 
-function failure(err) {
+function sayError(el, err) {
   const kind = err.kind || "error";
-  return [(explain[kind] ? explain[kind] + " " : "") + "(" + err.message + ")", kind];
+  say(el, (explain[kind] ? explain[kind] + " " : "") + "(" + err.message + ")", "error", kind);
 }
 
 async function startWasm() {
@@ -192,9 +192,7 @@ async function loadPublished(entry) {
     // Only a file that verified is cached.
     await aprCache.put(entry.sha256, entry.name, bytes).catch((e) => console.warn("not cached:", e));
   } catch (err) {
-    say(status, ...failure(err));
-    status.dataset.state = "error";
-    status.className = "msg error";
+    sayError(status, err);
   }
 }
 
@@ -204,9 +202,7 @@ async function loadLocal(file) {
   try {
     await load(new Uint8Array(await file.arrayBuffer()), file.name, "a local file");
   } catch (err) {
-    say(status, ...failure(err));
-    status.dataset.state = "error";
-    status.className = "msg error";
+    sayError(status, err);
   }
 }
 
@@ -252,9 +248,7 @@ async function predictRows() {
     say(status, `${preds.length} row(s) predicted in ${window.aprTimings.predictMs.toFixed(1)} ms.`, "ok");
   } catch (err) {
     $("predictions").hidden = true;
-    say(status, ...failure(err));
-    status.dataset.state = "error";
-    status.className = "msg error";
+    sayError(status, err);
   }
 }
 
