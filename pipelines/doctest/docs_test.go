@@ -60,6 +60,10 @@ var skips = []struct{ file, command, reason string }{
 	{"README.md", "make -f pipelines/Makefile", "runs pipelines/Makefile from the repository's root, which pipelines' TestMakeBuild runs"},
 	{"README.md", "./pipelines/embedded", "builds pipelines/embedded from the repository's root, which pipelines' TestEmbeddedBinary builds and runs"},
 	{"README.md", "./classify --proba", "runs the binary of the line before; pipelines' TestEmbeddedBinary runs it on the same row (labels; lib tests cover --proba through lib/predict)"},
+	{"README.md", "make browser", "serves the page until interrupted; pipelines/browser/e2e's TestPage builds and runs the same server and drives the page in Chromium"},
+	{"docs/BROWSER.md", "make browser", "serves the page until interrupted; pipelines/browser/e2e's TestPage builds and runs the same server and drives the page in Chromium"},
+	{"docs/BROWSER.md", "go run ./pipelines/browser -addr", "serves until interrupted, from the repository's root; TestPage runs the server with its own models and key"},
+	{"docs/BROWSER.md", "go run ./pipelines/browser -o site/", "runs from the repository's root; pipelines/browser's TestSite builds the same site"},
 }
 
 // substitutions make a doc's placeholder concrete, in every command of the file that

@@ -32,6 +32,8 @@ var Layer = map[string]int{
 	"cmd/apr-decode": 9, "cmd/apr-distill": 9, "cmd/apr-encode": 9, "cmd/apr-gguf": 9,
 	"cmd/apr-gguf-export": 9, "cmd/apr-gguf-import": 9, "cmd/apr-quant": 9, "cmd/apr-seal": 9,
 	"cmd/apr-predict": 9, "cmd/apr-sign": 9, "cmd/apr-st": 9, "cmd/apr-st-export": 9, "cmd/apr-st-import": 9,
-	// Programs of the example pipelines (data generation, training).
+	// Programs of the example pipelines (data generation, training, the browser
+	// page's server and its WebAssembly half).
 	"pipelines/gen": 9, "pipelines/train": 9, "pipelines/embedded": 9,
+	"pipelines/browser": 9, "pipelines/browser/wasm": 9,
 }
