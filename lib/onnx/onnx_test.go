@@ -2,8 +2,11 @@ package onnx
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -362,4 +365,46 @@ func FuzzImport(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// testdata/onnx/mlp-64-32-10.onnx, written by torch.onnx.export (testdata/onnx/README.md),
+// imports as the network torch ran: its outputs on five rows are torch's to 1e-5.
+func TestImportTorchFile(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/onnx/mlp-64-32-10.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, md, err := Import(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := fmt.Sprint(m.Widths()); w != "[64 32 10]" || m.Layers[0].Activation != model.ActReLU || m.Layers[1].Activation != model.ActSoftmax {
+		t.Fatalf("widths %s, activations %s %s", w, m.Layers[0].Activation, m.Layers[1].Activation)
+	}
+	if md.Provenance["source_producer"] != "pytorch 1.13.0" || md.Provenance["source_opset"] != int64(13) {
+		t.Errorf("provenance %v", md.Provenance)
+	}
+	raw, err := os.ReadFile("../../testdata/onnx/mlp-64-32-10.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct{ X, Y [][]float64 }
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	x := model.Matrix{Rows: len(ref.X), Cols: 64}
+	for _, r := range ref.X {
+		x.Data = append(x.Data, r...)
+	}
+	out, err := m.Output(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range ref.Y {
+		for j, want := range r {
+			if got := out.Data[i*10+j]; math.Abs(got-want) > 1e-5 {
+				t.Fatalf("row %d, class %d: %v, torch %v", i, j, got, want)
+			}
+		}
+	}
 }
