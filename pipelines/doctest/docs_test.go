@@ -102,6 +102,9 @@ var expectations = []struct{ file, command, want, then string }{
 	{"docs/PREDICT.md", "apr-predict softmax.apr < digits.csv", "0\n1\n2\n3\n4\n", ""},
 	{"docs/PREDICT.md", "-o labels.npy", "", `test "$(head -c 6 labels.npy | tail -c 5)" = NUMPY`},
 	{"docs/PREDICT.md", "-p ci.pub signed.apr", "0\n1\n2\n3\n4\n", ""},
+	{"docs/ONNX.md", "apr-onnx export < net.apr > net.onnx", "", "grep -q float_input net.onnx && grep -q probabilities net.onnx"},
+	{"docs/ONNX.md", "apr-predict mlp.apr digits.csv --proba", "p0,p1,p2,p3,p4,p5,p6,p7,p8,p9\n", ""},
+	{"docs/ONNX.md", "--name digits-mlp", "", "apr-decode inspect signed.apr | grep -q digits-mlp"},
 }
 
 // setups prepare each doc's work directory with the files its examples read: shell
@@ -117,6 +120,7 @@ apr-gguf import "$TESTDATA/gguf/tiny-llama.f32.gguf" | apr-st export -o model.sa
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" llama.f32.gguf
 apr-sign keygen -o ci
 cp "$TESTDATA/aprender/mnist_784x2.apr" aprender-model.apr
+cp "$TESTDATA/onnx/mlp-64-32-10.onnx" mlp.onnx
 mkdir -p testdata/hf
 cp -r "$TESTDATA/hf/tiny-llama" testdata/hf/
 cp "$TESTDATA/hf/ref/tiny-llama.imatrix.dat" .
@@ -160,6 +164,13 @@ echo "AGE_RECIPIENT=$(apr-seal keygen -o carol.key)"
 zcat "$TESTDATA/digits/digits.csv.gz" | awk -F, -v OFS=, 'NR <= 5 {NF=64; for(i=1;i<=NF;i++) $i=$i/16; print}' > digits.csv
 apr-distill fit-logistic --data x.npz -o softmax.apr 2> /dev/null
 apr-distill fit --data x.npz --student 64-16-10 --epochs 2 --seed 1 -o net.apr 2> /dev/null
+`},
+	"docs/ONNX.md": {npy: digitsNPZ, shell: `
+zcat "$TESTDATA/digits/digits.csv.gz" | awk -F, -v OFS=, 'NR <= 5 {NF=64; for(i=1;i<=NF;i++) $i=$i/16; print}' > digits.csv
+apr-distill fit-logistic --data x.npz --max-iter 50 -o softmax.apr 2> /dev/null
+apr-distill fit --data x.npz --student 64-16-10 --epochs 2 --seed 1 -o net.apr 2> /dev/null
+cp "$TESTDATA/onnx/mlp-64-32-10.onnx" mlp.onnx
+apr-sign keygen -o ci
 `},
 	"docs/DISTILL.md": {npy: digitsNPZ, shell: `
 cp "$TESTDATA/digits/digits.csv.gz" .
