@@ -35,8 +35,8 @@ extension) says otherwise: CSV, one line per row; .npy, float64 values or int64 
 labels; .npz, that array as "y". --proba writes a classifier's class probabilities
 instead: one column per class (CSV under a header p0,p1,...; "proba" in an .npz).
 
-LinearRegression, LogisticRegression (binary and multinomial) and NeuralSequential
-models predict; other types are refused before their tensors are read. The model is
+LinearRegression, LogisticRegression (binary and multinomial), NeuralSequential and
+MixtureOfExperts models predict; other types are refused before their tensors are read. The model is
 read whole and every checksum verified before the first row is predicted; with
 --require-signature it must carry a valid signature by a -p key, and a sealed model
 opens with -i IDENTITY or its passphrase. Rows are read, predicted and written a batch
