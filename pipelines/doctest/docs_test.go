@@ -76,7 +76,7 @@ var substitutions = []struct{ file, old, new, why string }{
 }
 
 // peers are programs the docs use that apr does not ship.
-var peers = []string{"jq", "minisign"}
+var peers = []string{"jq", "minisign", "age"}
 
 // terminal: commands that read a password from the terminal (found by the doc's own
 // comment), with what is typed.
@@ -105,6 +105,9 @@ var expectations = []struct{ file, command, want, then string }{
 	{"docs/ONNX.md", "apr-onnx export < net.apr > net.onnx", "", "grep -q float_input net.onnx && grep -q probabilities net.onnx"},
 	{"docs/ONNX.md", "apr-predict mlp.apr digits.csv --proba", "p0,p1,p2,p3,p4,p5,p6,p7,p8,p9\n", ""},
 	{"docs/ONNX.md", "--name digits-mlp", "", "apr-decode inspect signed.apr | grep -q digits-mlp"},
+	{"docs/PREDICT.md", "apr-predict --open-reply request -i user.key < reply", "0\n1\n2\n3\n4\n", ""},
+	{"docs/PREDICT.md", "age -d -i user.key < reply", "0\n1\n2\n3\n4\n", "test -f seen/* && ! apr-predict published.apr -i owner.key --serve-request --replay-dir seen < request > again 2> again.err && grep -q replayed again.err && test ! -s again"},
+	{"README.md", "apr-predict --open-reply request -i user.key < reply", "", "test $(wc -l < features.csv) = 3 && test $(apr-predict --open-reply request -i user.key < reply | wc -l) = 3"},
 }
 
 // setups prepare each doc's work directory with the files its examples read: shell
@@ -124,6 +127,7 @@ cp "$TESTDATA/onnx/mlp-64-32-10.onnx" mlp.onnx
 mkdir -p testdata/hf
 cp -r "$TESTDATA/hf/tiny-llama" testdata/hf/
 cp "$TESTDATA/hf/ref/tiny-llama.imatrix.dat" .
+awk 'BEGIN { for (r = 0; r < 3; r++) { for (i = 0; i < 64; i++) printf "%s%d", (i ? "," : ""), (r + i) % 5; print "" } }' > features.csv
 echo "AGE_RECIPIENT=$(apr-seal keygen -o customer.key)"
 `},
 	"docs/QUANT.md": {npy: linearArrays, shell: `
