@@ -147,16 +147,17 @@ func regularFile(r io.Reader) (*os.File, bool) {
 
 // ExportCmd exports SafeTensors.
 type ExportCmd struct {
-	cli.InputFlag   `set:"input_help=APR (or aprender) model file, or '-' for stdin (a pipe is spooled to a temporary file: SafeTensors needs every tensor's shape before the data)."`
+	cli.InputFlag   `set:"input_help=APR (or aprender) model file, or '-' for stdin (streamed when its tensor table lists the tensors in the output's order, else spooled to a temporary file: SafeTensors needs every tensor's shape before the data)."`
 	Output          string `short:"o" placeholder:"PATH" help:"Write to FILE (atomically) instead of stdout. A directory (existing, ending in '/', or with --shard-size) gets a Hugging Face checkpoint: model.safetensors or shards and index, plus the config and tokenizer files kept at import."`
 	ShardSize       string `placeholder:"SIZE" help:"Write a sharded checkpoint to -o DIR with shards of at most SIZE (5GB, 500MB, 2GiB, or bytes), as huggingface_hub splits them."`
 	DType           string `name:"dtype" default:"auto" enum:"auto,f32,f16,bf16,f64" help:"Dtype for quantized tensors, which are dequantized: auto (their dtype before import when known, else f32), f32, f16, bf16 or f64. Other tensors keep their dtype."`
-	cli.TempDirFlag `set:"temp_dir_help=Where to spool a piped input (default: beside the output file, else $TMPDIR)."`
+	cli.TempDirFlag `set:"temp_dir_help=Where to spool a piped input that cannot be streamed (default: beside the output file, else $TMPDIR)."`
 }
 
 // Run exports.
 func (c *ExportCmd) Run(env *cli.Env) error {
 	opts := stconv.ExportOptions{TempDir: c.TempDir}
+	opts.Spooling = func(why string) { env.Notef("%s", why) }
 	if c.DType != "auto" {
 		d, err := dtype.Parse(strings.ToUpper(c.DType))
 		if err != nil {
