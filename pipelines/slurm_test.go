@@ -26,6 +26,8 @@ import (
 //   - the same command again, with the checkpoint repaired, remakes the llama's
 //     files and the manifests and nothing else, and gives the local build's bytes.
 //
+// The rerun passes --cpus-per-task=2 to sbatch, which a task gives make as -j2.
+//
 // It needs root and the packages (Debian: slurm-wlm munge); without them it is
 // skipped, or fails where the packages must be there (APR_REQUIRE_PEERS=1, as .ci/run
 // sets, or CI=true).
@@ -54,9 +56,9 @@ func TestSlurmBuild(t *testing.T) {
 	}
 	vars := []string{"HF=" + filepath.Join(in, "hf"), "DATASETS=" + filepath.Join(in, "datasets"),
 		"DIGITS=" + filepath.Join(in, "digits")}
-	build := func(out string) (string, int) {
+	build := func(out string, sbatch ...string) (string, int) {
 		t.Helper()
-		cmd := exec.Command("slurm/build.sh", append([]string{"--wait", out}, vars...)...)
+		cmd := exec.Command("slurm/build.sh", append(append(append([]string{"--wait"}, sbatch...), out), vars...)...)
 		cmd.Env = env
 		b, err := cmd.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -110,7 +112,7 @@ func TestSlurmBuild(t *testing.T) {
 		}
 	}
 	for _, m := range []string{"diabetes", "digits-student", "tiny-llama"} {
-		if !strings.Contains(logs[m], "(make model-"+m+")") || !strings.Contains(logs[m], " task ") {
+		if !strings.Contains(logs[m], " model-"+m+") on ") || !strings.Contains(logs[m], " task ") {
 			t.Errorf("%s was not made by make model-%s in an array task:\n%s", m, m, logs[m])
 		}
 	}
@@ -168,7 +170,7 @@ func TestSlurmBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := mtimes(t, c)
-	log, code = build(c)
+	log, code = build(c, "--cpus-per-task=2")
 	t.Logf("build.sh --wait (again, the checkpoint repaired):\n%s", log)
 	if code != 0 {
 		t.Fatalf("build.sh --wait again: exit %d\n%s", code, log)
@@ -188,10 +190,60 @@ func TestSlurmBuild(t *testing.T) {
 	if got := strings.Join(remade, " "); got != wantRemade {
 		t.Errorf("the second run remade\n  %s\nwant\n  %s", got, wantRemade)
 	}
-	if logs := unitLogs(t, c, log); !strings.Contains(logs["diabetes"], "Nothing to be done for 'model-diabetes'") {
+	logs = unitLogs(t, c, log)
+	if !strings.Contains(logs["diabetes"], "Nothing to be done for 'model-diabetes'") {
 		t.Errorf("the second run's diabetes task did something:\n%s", logs["diabetes"])
 	}
+	if !strings.Contains(logs["tiny-llama"], "(make -j2 model-tiny-llama)") {
+		t.Errorf("with --cpus-per-task=2, the task did not run make -j2:\n%s", logs["tiny-llama"])
+	}
 	same("the repaired Slurm build", made(c), want)
+}
+
+// TestSlurmJobIndex runs slurm/job.sh as a Kubernetes Indexed Job would
+// (docs/SCALE.md): without Slurm, the unit chosen by JOB_COMPLETION_INDEX.
+func TestSlurmJobIndex(t *testing.T) {
+	needPrograms(t, "apr-sign", "apr-seal")
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	tmp := t.TempDir()
+	run, out := filepath.Join(tmp, "run"), filepath.Join(tmp, "out")
+	if err := os.Mkdir(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	job := func(index string) (string, int) {
+		cmd := exec.Command("slurm/job.sh", run, "Makefile", out, "diabetes,prep")
+		for _, e := range os.Environ() {
+			if k, _, _ := strings.Cut(e, "="); !strings.HasPrefix(k, "SLURM_") && !strings.HasPrefix(k, "MAKE") && k != "MFLAGS" {
+				cmd.Env = append(cmd.Env, e)
+			}
+		}
+		cmd.Env = append(cmd.Env, "JOB_COMPLETION_INDEX="+index)
+		b, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(b), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(b), 0
+	}
+	if log, code := job("2"); code != 2 || !strings.Contains(log, "no unit 2 in diabetes,prep") {
+		t.Errorf("JOB_COMPLETION_INDEX=2 of two units: exit %d, want 2\n%s", code, log)
+	}
+	log, code := job("1")
+	if code != 0 || !strings.Contains(log, "apr slurm: prep (make -j1 prep)") || !strings.Contains(log, "apr slurm: prep done") {
+		t.Fatalf("JOB_COMPLETION_INDEX=1: exit %d\n%s", code, log)
+	}
+	for _, f := range []string{filepath.Join(run, "prep.ok"), filepath.Join(out, "keys", "signing.key"),
+		filepath.Join(out, "keys", "customer.key"), filepath.Join(out, "obj", "train")} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("make prep did not make %s: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "obj", "diabetes.apr")); err == nil {
+		t.Error("JOB_COMPLETION_INDEX=1 made unit 0's model too")
+	}
 }
 
 // needSlurm skips the test unless it runs as root with Slurm and MUNGE installed; where

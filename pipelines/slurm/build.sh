@@ -2,15 +2,16 @@
 # pipelines/Makefile's build as Slurm jobs (docs/SCALE.md): one array task per model,
 # ordered with --dependency=afterok, every job running the Makefile's own targets.
 #
-#   pipelines/slurm/build.sh [--wait] OUT [VAR=VALUE ...]
+#   pipelines/slurm/build.sh [--wait] [--SBATCH-OPTION=VALUE ...] OUT [VAR=VALUE ...]
 #
 # OUT (and this checkout, and the inputs) must be on storage every node sees at the
 # same path. The jobs, all with --kill-on-invalid-dep=yes:
 #
 #   apr-prep     make prep: the keys (made once, the first time) and the trainer
-#   apr-models   a job array per wave, task i making model i (make model-NAME); a
-#                model made from another's output (the Makefile's AFTER.NAME) waits
-#                for that model's task; -j is the task's --cpus-per-task
+#   apr-models   a job array per wave, task i making model i (make model-NAME): the
+#                first wave after apr-prep, a later one also after the tasks of the
+#                models its models are made from (the Makefile's AFTER.NAME); make
+#                runs with -j the task's --cpus-per-task
 #   apr-final    make all check: manifest.sha256 and sealed.sha256, then every digest,
 #                signature and sealed copy checked
 #
@@ -18,8 +19,9 @@
 # the script waits for every job, then prints a line a unit, the log of each that
 # failed, and exits 1 unless the whole build succeeded. VAR=VALUE (HF, DATASETS,
 # DIGITS, EPOCHS, SOURCE_DATE_EPOCH) go to every make, as on a make command line.
-# sbatch's options (partition, account, time limit) come from Slurm's own SBATCH_*
-# environment variables (sbatch(1)); the jobs get this environment (PATH with the apr
+# --SBATCH-OPTION=VALUE (--partition=, --account=, --time=, --cpus-per-task=, --mem=)
+# go to every sbatch, and so do Slurm's SBATCH_* environment variables but for those
+# of options this script sets itself. The jobs get this environment (PATH with the apr
 # programs included), as sbatch passes it by default.
 #
 # Running it again into the same OUT submits the same jobs, and make in each of them
@@ -27,14 +29,21 @@
 # (and the manifests).
 set -euo pipefail
 
-usage() { echo "usage: $0 [--wait] OUT [VAR=VALUE ...]" >&2; exit 2; }
-wait=
-if [ "${1-}" = --wait ]; then
-	wait=1
+usage() { echo "usage: $0 [--wait] [--SBATCH-OPTION=VALUE ...] OUT [VAR=VALUE ...]" >&2; exit 2; }
+wait= sbopts=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--wait) wait=1 ;;
+	--*=*) sbopts+=("$1") ;;
+	-*) usage ;;
+	*) break ;;
+	esac
 	shift
-fi
+done
 [ $# -ge 1 ] || usage
-case $1 in -*) usage ;; esac
+# What this script decides for each job is not left to the environment: SBATCH_WAIT
+# would block on the first job, SBATCH_ARRAY_INX make every job an array.
+unset SBATCH_WAIT SBATCH_ARRAY_INX SBATCH_OUTPUT SBATCH_ERROR SBATCH_JOB_NAME SBATCH_INPUT
 out=$(realpath -m "$1")
 shift
 for v in "$@"; do
@@ -82,7 +91,7 @@ done
 
 run=$out/slurm/$(date -u +%Y%m%dT%H%M%SZ)
 if [ -e "$run" ]; then
-	echo "build.sh: $run exists: one build a second into one OUT" >&2
+	echo "build.sh: $run exists: another build into $out started this second" >&2
 	exit 1
 fi
 mkdir -p "$run"
@@ -95,7 +104,7 @@ submit() {
 		opts+=("$1")
 		shift
 	done
-	id=$(sbatch --parsable --job-name="$name" --kill-on-invalid-dep=yes "${opts[@]}" \
+	id=$(sbatch --parsable --job-name="$name" --kill-on-invalid-dep=yes "${sbopts[@]}" "${opts[@]}" \
 		"$here/job.sh" "$run" "$makefile" "$out" "$2" "${vars[@]}")
 	echo "${id%%;*}"
 }

@@ -5,7 +5,8 @@
 #   job.sh RUN MAKEFILE OUT UNITS [VAR=VALUE ...]
 #
 # UNITS is a comma-separated list; a job array's task takes the one at its index
-# (SLURM_ARRAY_TASK_ID), a plain job the only one. A unit is "prep" (make prep),
+# (SLURM_ARRAY_TASK_ID, or JOB_COMPLETION_INDEX in a Kubernetes Indexed Job), a plain
+# job the first. A unit is "prep" (make prep),
 # "final" (make all check: the manifests, then every digest, signature and sealed
 # copy checked) or a model name (make model-NAME). Make decides what is out of date,
 # so a rerun into the same OUT only remakes what is missing. On success the job
@@ -17,22 +18,28 @@ if [ $# -lt 4 ]; then
 	echo "usage: job.sh RUN MAKEFILE OUT UNITS [VAR=VALUE ...]" >&2
 	exit 2
 fi
-run=$1 makefile=$2 out=$3
-IFS=, read -r -a units <<< "$4"
+run=$1 makefile=$2 out=$3 list=$4
+IFS=, read -r -a units <<< "$list"
 shift 4
 
-unit=${units[${SLURM_ARRAY_TASK_ID:-0}]}
+i=${SLURM_ARRAY_TASK_ID:-${JOB_COMPLETION_INDEX:-0}}
+if ! [[ $i =~ ^[0-9]+$ ]] || [ "$i" -ge ${#units[@]} ]; then
+	echo "job.sh: no unit $i in $list" >&2
+	exit 2
+fi
+unit=${units[$i]}
 case $unit in
 prep) targets=(prep) ;;
 final) targets=(all check) ;;
 *) targets=("model-$unit") ;;
 esac
 
-echo "apr slurm: $unit (make ${targets[*]}) on $(hostname) in job ${SLURM_JOB_ID:-?}${SLURM_ARRAY_TASK_ID:+, array $SLURM_ARRAY_JOB_ID task $SLURM_ARRAY_TASK_ID}"
-rm -f "$run/$unit.ok"
 # A task may use every CPU it was given (sbatch --cpus-per-task) for the model's
 # independent targets.
-if make -f "$makefile" -j "${SLURM_CPUS_PER_TASK:-1}" OUT="$out" "$@" "${targets[@]}"; then
+jobs=${SLURM_CPUS_PER_TASK:-1}
+echo "apr slurm: $unit (make -j$jobs ${targets[*]}) on $(hostname) in job ${SLURM_JOB_ID:-?}${SLURM_ARRAY_TASK_ID:+, array $SLURM_ARRAY_JOB_ID task $SLURM_ARRAY_TASK_ID}"
+rm -f "$run/$unit.ok"
+if make -f "$makefile" -j "$jobs" OUT="$out" "$@" "${targets[@]}"; then
 	touch "$run/$unit.ok"
 	echo "apr slurm: $unit done"
 else
