@@ -28,6 +28,7 @@
 # remakes only what is missing or out of date: after a failure, the failed models
 # (and the manifests).
 set -euo pipefail
+shopt -s inherit_errexit # a failed sbatch in $(...) stops the script
 
 usage() { echo "usage: $0 [--wait] [--SBATCH-OPTION=VALUE ...] OUT [VAR=VALUE ...]" >&2; exit 2; }
 wait= sbopts=()
@@ -106,7 +107,12 @@ submit() {
 	done
 	id=$(sbatch --parsable --job-name="$name" --kill-on-invalid-dep=yes "${sbopts[@]}" "${opts[@]}" \
 		"$here/job.sh" "$run" "$makefile" "$out" "$2" "${vars[@]}")
-	echo "${id%%;*}"
+	id=${id%%;*}
+	if ! [[ $id =~ ^[0-9]+$ ]]; then
+		echo "build.sh: sbatch printed no job id for $name" >&2
+		return 1
+	fi
+	echo "$id"
 }
 vars=("$@")
 
@@ -145,14 +151,21 @@ echo "build.sh: submitted ${#models[@]} models in $waves wave(s): jobs $jobs; lo
 [ -n "$wait" ] || exit 0
 
 # Wait until no job of the run is pending or running. squeue forgets a job some
-# minutes (MinJobAge) after it ended, and then says its id is invalid: that is done too.
+# minutes (MinJobAge) after it ended, and then says its id is invalid: that is done
+# too. Any other failure is retried, but not forever: the jobs are left to run.
+fails=0
 while :; do
 	if left=$(squeue -h -o %i -j "$jobs" 2>"$run/squeue.err"); then
+		fails=0
 		[ -n "$left" ] || break
-	elif ! grep -q "Invalid job id" "$run/squeue.err"; then
-		cat "$run/squeue.err" >&2
-	else
+	elif grep -q "Invalid job id" "$run/squeue.err"; then
 		break
+	else
+		cat "$run/squeue.err" >&2
+		if [ $((++fails)) -ge 10 ]; then
+			echo "build.sh: squeue failed 10 times in a row; stopped waiting for jobs $jobs" >&2
+			exit 1
+		fi
 	fi
 	sleep 1
 done
