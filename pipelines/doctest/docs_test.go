@@ -60,6 +60,8 @@ var skips = []struct{ file, command, reason string }{
 	{"README.md", "make -f pipelines/Makefile", "runs pipelines/Makefile from the repository's root, which pipelines' TestMakeBuild runs"},
 	{"README.md", "./pipelines/embedded", "builds pipelines/embedded from the repository's root, which pipelines' TestEmbeddedBinary builds and runs"},
 	{"README.md", "./classify --proba", "runs the binary of the line before; pipelines' TestEmbeddedBinary runs it on the same row (labels; lib tests cover --proba through lib/predict)"},
+	{"README.md", "pipelines/slurm/build.sh", "submits Slurm jobs, which pipelines' TestSlurmBuild runs on a single-node Slurm it starts"},
+	{"docs/SCALE.md", "pipelines/slurm/", "starts a Slurm or submits jobs to one: pipelines' TestSlurmBuild starts one with cluster.sh as root and runs build.sh --wait on it"},
 }
 
 // substitutions make a doc's placeholder concrete, in every command of the file that
