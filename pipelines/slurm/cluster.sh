@@ -8,7 +8,8 @@
 #   pipelines/slurm/cluster.sh start DIR   # prints SLURM_CONF=DIR/slurm.conf when the node is idle
 #   pipelines/slurm/cluster.sh stop DIR    # stops the three daemons it started there
 #
-# Clients find the cluster through SLURM_CONF; nothing under /etc is read or changed.
+# Clients find the cluster through SLURM_CONF; the packages' own configuration
+# (/etc/slurm, /etc/munge) is neither read nor changed.
 set -euo pipefail
 
 usage() { echo "usage: $0 start|stop DIR" >&2; exit 2; }
