@@ -64,6 +64,8 @@ var skips = []struct{ file, command, reason string }{
 	{"docs/BROWSER.md", "make browser", "serves the page until interrupted; pipelines/browser/e2e's TestPage builds and runs the same server and drives the page in Chromium"},
 	{"docs/BROWSER.md", "go run ./pipelines/browser -addr", "serves until interrupted, from the repository's root; TestPage runs the server with its own models and key"},
 	{"docs/BROWSER.md", "go run ./pipelines/browser -o site/", "runs from the repository's root; pipelines/browser's TestSite builds the same site"},
+	{"README.md", "pipelines/slurm/build.sh", "submits Slurm jobs, which pipelines' TestSlurmBuild runs on a single-node Slurm it starts"},
+	{"docs/SCALE.md", "pipelines/slurm/", "starts a Slurm or submits jobs to one: pipelines' TestSlurmBuild starts one with cluster.sh as root and runs build.sh --wait on it"},
 }
 
 // substitutions make a doc's placeholder concrete, in every command of the file that
