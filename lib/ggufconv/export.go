@@ -180,6 +180,9 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 	if why == "" {
 		return exportTable(w, s, h)
 	}
+	if f, ok := container.Patchable(w); ok && h.Table != nil {
+		return exportAtOffsets(f, s, h) // only the order differs: write in place
+	}
 	if o.Spooling != nil {
 		o.Spooling(why)
 	}

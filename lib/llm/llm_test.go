@@ -110,6 +110,9 @@ func TestPresetBytes(t *testing.T) {
 				}
 				out := toGGUF(t, "../../testdata/hf/"+c.name, p)
 				got := sha256Hex(out)
+				if inPlace := toGGUFFile(t, "../../testdata/hf/"+c.name, p); !bytes.Equal(inPlace, out) {
+					t.Errorf("the export to a file (%d bytes, without a spool) differs from the spooled export (%d bytes)", len(inPlace), len(out))
+				}
 				if iq4nl[c.name+"/"+p] {
 					if got == want {
 						t.Errorf("equal to llama-quantize's file, which has IQ4_NL fallbacks: drop the exception")
