@@ -87,6 +87,7 @@ var expectations = []struct{ file, command, want, then string }{
 	{"README.md", "apr-decode plain < small.apr", "OK, 2 tensors", ""},
 	{"README.md", "apr-st export tiny.apr -o tiny-again/", "", "diff -r tiny-again testdata/hf/tiny-llama"},
 	{"docs/GGUF.md", "apr-gguf export model.apr -o model.gguf", "", "cmp model.gguf model.f32.gguf"},
+	{"docs/GGUF.md", "-o tiny.Q4_K_M.gguf   # the merged file", "", `grep -q "^$(sha256sum < tiny.Q4_K_M.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
 	{"docs/QUANT.md", "-o ../../tiny.Q4_K_M.imatrix.gguf)", "", `grep -q "^$(sha256sum < tiny.Q4_K_M.imatrix.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.imatrix.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
 	{"docs/SAFETENSORS.md", "-o ./out/", "", "test -f out/config.json && test -f out/tokenizer.model"},
 	{"docs/SIGNING.md", "apr-sign keygen -o author", "", `test "$(stat -c %a author.key)" = 600 && grep -q "BEGIN PRIVATE KEY" author.key && grep -q "BEGIN PUBLIC KEY" author.pub`},
@@ -139,6 +140,7 @@ apr-sign keygen -o ci
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.gguf
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.f32.gguf
 cp -r "$TESTDATA/hf/tiny-llama" .
+cp "$TESTDATA"/gguf/split/tiny-llama.Q4_K_M-0000?-of-00003.gguf .
 `},
 	"docs/SIGNING.md": {shell: `
 apr-encode "$TESTDATA/aprender/mnist_784x2.apr" -o model.apr
