@@ -166,6 +166,14 @@ func newStream(r io.Reader, o ImportOptions, prov map[string]any) (*importStream
 	if err != nil {
 		return nil, named(name, err)
 	}
+	// The GGUF header lists every tensor: the APR stream announces them in its
+	// tensor table, in the order the data comes.
+	hdr.Table = make([]container.TensorInfo, 0, len(gh.Tensors))
+	for _, i := range dr.Order() {
+		ti := &gh.Tensors[i]
+		d, _ := ti.Type.DType() // importHeader checked every type
+		hdr.Table = append(hdr.Table, container.TensorInfo{Name: ti.Name, DType: d, Shape: ti.Shape()})
+	}
 	return &importStream{name: name, hdr: hdr, gh: gh, br: br, dr: dr}, nil
 }
 

@@ -265,6 +265,10 @@ func openSet(first *importStream, path string, si splitInfo, o ImportOptions, pl
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	// The tensor table: every part's, in the order the parts' data comes.
+	for _, p := range s.parts {
+		s.hdr.Table = append(s.hdr.Table, p.hdr.Table...)
+	}
 	s.merged = &merged
 	if o.Set != nil {
 		o.Set(paths)

@@ -22,6 +22,16 @@ type Arch struct {
 	// PermuteQK: the rows of the Q and K projections are reordered from Hugging Face's
 	// rotary layout (two halves per head) to ggml's (interleaved pairs).
 	PermuteQK bool
+	// LlamaKVs: the converter's class (LlamaModel) adds {arch}.vocab_size and
+	// {arch}.rope.dimension_count to the base class's hyperparameters, and
+	// tokenizer.ggml.add_space_prefix from tokenizer_config.json's add_prefix_space.
+	LlamaKVs bool
+	// Biases are the layer tensors the family must have beyond Llama's (Qwen2's Q, K
+	// and V biases), as names after "blk.N.".
+	Biases []string
+	// Back is the Hugging Face class and model_type a GGUF of this family is written
+	// back as (hfgen.go).
+	Back [2]string
 }
 
 var llamaLayer = map[string]string{
@@ -45,11 +55,24 @@ var llamaTop = map[string]string{
 	"lm_head.weight":            "output.weight",
 }
 
+// archs is the table of families. Llama and Mistral are one GGUF architecture (the
+// converter writes both as "llama"; GGUF does not record which it was, and
+// transformers' Llama class runs both, Mistral's sliding window aside). Qwen2 is
+// Llama's layout with Q, K and V biases, rotary halves left as they are (llama.cpp
+// runs it in NeoX order) and only the converter's base hyperparameters.
 var archs = []*Arch{
 	{
 		HF:   []string{"LlamaForCausalLM", "MistralForCausalLM"},
-		GGUF: "llama", Top: llamaTop, Layer: llamaLayer, PermuteQK: true,
+		GGUF: "llama", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, LlamaKVs: true,
 		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"LlamaForCausalLM", "llama"},
+	},
+	{
+		HF:   []string{"Qwen2ForCausalLM"},
+		GGUF: "qwen2", Top: llamaTop, Layer: llamaLayer,
+		Skip:   []string{"self_attn.rotary_emb.inv_freq"},
+		Biases: []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"},
+		Back:   [2]string{"Qwen2ForCausalLM", "qwen2"},
 	},
 }
 

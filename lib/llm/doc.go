@@ -11,15 +11,17 @@
 // keeps its own (docs/FORMAT.md, "The LLM description").
 //
 // A family is an entry of the architecture table (arch.go): its config.json names,
-// its GGUF name, its tensor names and whether Q/K are permuted. Supported today:
-// LlamaForCausalLM and MistralForCausalLM (grouped-query attention, tied or untied
-// embeddings, sharded checkpoints), with a SentencePiece tokenizer.model.
+// its GGUF name, its tensor names, whether Q/K are permuted and which biases it has.
+// Supported today: LlamaForCausalLM, MistralForCausalLM and Qwen2ForCausalLM
+// (grouped-query attention, tied or untied embeddings, sharded checkpoints), with a
+// SentencePiece tokenizer.model or a byte-level BPE tokenizer.json (bpe.go; llama.cpp's
+// pre-tokenizer named from the tokenizer's definition, preTable).
 //
 // And back: a model in llama.cpp's form returns to the Hugging Face layout
 // (Checkpoint.HFStream); one imported from a GGUF file, with no checkpoint files of
 // its own, gets its config, generation config, tokenizer config, special tokens map
-// and SentencePiece tokenizer.model generated from its GGUF key-values
-// (Checkpoint.HFFiles, hfgen.go).
+// and SentencePiece tokenizer.model or BPE tokenizer.json generated from its GGUF
+// key-values (Checkpoint.HFFiles, hfgen.go, bpegen.go).
 //
 // Layer: a transform (layer 4). It imports the formats (container, gguf), the stream
 // and the kernels; lib/stconv calls it on import and export.

@@ -160,6 +160,18 @@ type TensorShape struct {
 // architecture apr does not know, and an error for a config that contradicts the
 // tensors or a tokenizer it cannot read.
 func FromCheckpoint(files map[string][]byte, dir string, tensors []TensorShape) (*Checkpoint, bool, error) {
+	return FromCheckpointWith(files, dir, tensors, Options{})
+}
+
+// Options are the choices of a conversion that the checkpoint's files cannot make.
+type Options struct {
+	// TokenizerPre names llama.cpp's pre-tokenizer (tokenizer.ggml.pre) of a BPE
+	// tokenizer.json instead of apr's table (PreNames), for one the table lacks.
+	TokenizerPre string
+}
+
+// FromCheckpointWith is FromCheckpoint with options.
+func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorShape, opts Options) (*Checkpoint, bool, error) {
 	raw, ok := files["config.json"]
 	if !ok {
 		return nil, false, nil
@@ -187,7 +199,7 @@ func FromCheckpoint(files map[string][]byte, dir string, tensors []TensorShape) 
 	if err != nil {
 		return nil, false, err
 	}
-	tok, err := sentencePieceVocab(files, h.Vocab)
+	tok, err := vocabKVs(files, h.Vocab, arch, opts)
 	if err != nil {
 		return nil, false, err
 	}
@@ -213,6 +225,7 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 	}
 	maxLayer := -1
 	types := map[dtype.DType]int{}
+	have := map[string]bool{}
 	for _, t := range tensors {
 		g, layer, skip, err := cp.Arch.GGUFName(t.Name)
 		if err != nil {
@@ -222,6 +235,7 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			continue
 		}
 		maxLayer = max(maxLayer, layer)
+		have[g] = true
 		n := int64(1)
 		for _, d := range t.Shape {
 			n *= d
@@ -260,6 +274,14 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 	}
 	if maxLayer+1 != h.Layers {
 		return 0, 0, fmt.Errorf("config.json: num_hidden_layers is %d, but the checkpoint has %d layers", h.Layers, maxLayer+1)
+	}
+	for l := range h.Layers {
+		for _, b := range cp.Arch.Biases {
+			if g := fmt.Sprintf("blk.%d.%s", l, b); !have[g] {
+				hf, _ := cp.Arch.HFName(g)
+				return 0, 0, fmt.Errorf("%s checkpoints have %q, this one does not", strings.Join(cp.Arch.HF, "/"), hf)
+			}
+		}
 	}
 	switch {
 	case len(types) == 1 && types[dtype.F16] > 0:
@@ -347,9 +369,46 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) []gguf.KV {
 		u32("attention.value_length", h.HeadDim)
 	}
 	kvs = append(kvs, gguf.KV{Key: "general.file_type", Value: gguf.Uint32(fileType)})
-	u32("vocab_size", h.Vocab)
-	u32("rope.dimension_count", h.HeadDim)
+	if cp.Arch.LlamaKVs {
+		u32("vocab_size", h.Vocab)
+		u32("rope.dimension_count", h.HeadDim)
+	}
 	return kvs
+}
+
+// vocabKVs builds the tokenizer.* keys: from tokenizer.model (SentencePiece) when the
+// checkpoint has one, as the converter prefers it, else from tokenizer.json (byte-level
+// BPE); then, for a family whose converter class does so (Llama's), add_space_prefix
+// from tokenizer_config.json's add_prefix_space.
+func vocabKVs(files map[string][]byte, vocab int, arch *Arch, opts Options) ([]gguf.KV, error) {
+	var kvs []gguf.KV
+	var err error
+	_, spm := files["tokenizer.model"]
+	_, bpe := files["tokenizer.json"]
+	switch {
+	case spm:
+		if opts.TokenizerPre != "" {
+			return nil, fmt.Errorf("the tokenizer pre-tokenizer %q is for a BPE tokenizer.json; this checkpoint has a SentencePiece tokenizer.model", opts.TokenizerPre)
+		}
+		kvs, err = sentencePieceVocab(files, vocab)
+	case bpe:
+		kvs, err = bpeVocab(files, vocab, opts.TokenizerPre)
+	default:
+		return nil, fmt.Errorf("the checkpoint has no tokenizer (tokenizer.model or tokenizer.json)")
+	}
+	if err != nil || !arch.LlamaKVs {
+		return kvs, err
+	}
+	if b, ok := files["tokenizer_config.json"]; ok {
+		tc, err := parseJSON("tokenizer_config.json", b)
+		if err != nil {
+			return nil, err
+		}
+		if add, ok := tc["add_prefix_space"].(bool); ok {
+			kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_space_prefix", Value: gguf.Bool(add)})
+		}
+	}
+	return kvs, nil
 }
 
 // specialTypes are the special tokens the converter looks for, in its order.
@@ -361,14 +420,7 @@ var specialTypes = []string{"bos", "eos", "unk", "sep", "pad", "cls", "mask"}
 // added_tokens_decoder, special token ids from config.json, add_bos/add_eos and the
 // chat template from tokenizer_config.json.
 func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
-	spm, ok := files["tokenizer.model"]
-	if !ok {
-		if _, ok := files["tokenizer.json"]; ok {
-			return nil, fmt.Errorf("tokenizer.json (BPE) vocabularies are not supported yet; only tokenizer.model (SentencePiece)")
-		}
-		return nil, fmt.Errorf("the checkpoint has no tokenizer.model")
-	}
-	pieces, err := ParseSentencePiece(spm)
+	pieces, err := ParseSentencePiece(files["tokenizer.model"])
 	if err != nil {
 		return nil, err
 	}
@@ -435,6 +487,25 @@ func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
 		{Key: "tokenizer.ggml.scores", Value: gguf.Array(scores)},
 		{Key: "tokenizer.ggml.token_type", Value: gguf.Array(types)},
 	}
+	tail, err := tokenizerTail(files, vocab)
+	if err != nil {
+		return nil, err
+	}
+	return append(kvs, tail...), nil
+}
+
+// tokenizerTail are the keys gguf-py's SpecialVocab writes after the vocabulary, for
+// SentencePiece and BPE alike: the special token ids, add_bos/add_eos and the chat
+// template of tokenizer_config.json.
+func tokenizerTail(files map[string][]byte, vocab int) ([]gguf.KV, error) {
+	var tc map[string]any
+	if b, ok := files["tokenizer_config.json"]; ok {
+		var err error
+		if tc, err = parseJSON("tokenizer_config.json", b); err != nil {
+			return nil, err
+		}
+	}
+	var kvs []gguf.KV
 	ids, err := specialIDs(files, tc, vocab)
 	if err != nil {
 		return nil, err

@@ -12,31 +12,18 @@ import (
 	"github.com/apr-go/apr/lib/gguf"
 )
 
-// The Hugging Face class a llama GGUF comes back as. GGUF does not record whether the
-// model was a LlamaForCausalLM or a MistralForCausalLM (the converter writes both as
-// "llama"); transformers' Llama class runs both (Mistral's sliding window is not in
-// the GGUF either).
-var hfClass = map[string][2]string{
-	"llama": {"LlamaForCausalLM", "llama"},
-}
-
 // HFFiles generates the Hugging Face checkpoint files of a model in llama.cpp's form
 // that came from a GGUF file, so has no checkpoint files of its own: config.json,
 // generation_config.json, tokenizer_config.json, special_tokens_map.json and a
-// SentencePiece tokenizer.model, all from the GGUF key-values. tensors are the
+// SentencePiece tokenizer.model or a BPE tokenizer.json, all from the GGUF key-values. tensors are the
 // checkpoint's tensors as the export writes them (Hugging Face names, output dtypes):
 // they give vocab_size, tie_word_embeddings (no lm_head.weight) and torch_dtype.
 func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) {
-	cls, ok := hfClass[cp.Arch.GGUF]
-	if !ok {
-		return nil, fmt.Errorf("no Hugging Face class for GGUF architecture %q", cp.Arch.GGUF)
-	}
+	cls := cp.Arch.Back
 	g := ggufKVs{h: gguf.Header{KVs: cp.KVs}, arch: cp.Arch.GGUF}
-	if m, _ := g.str("tokenizer.ggml.model"); m != "llama" {
-		if m == "" {
-			return nil, fmt.Errorf("the GGUF has no tokenizer (tokenizer.ggml.model); a Hugging Face checkpoint needs one (apr-st export -o FILE.safetensors writes the tensors alone)")
-		}
-		return nil, fmt.Errorf("tokenizer.ggml.model %q: only SentencePiece (\"llama\") vocabularies are written back as a Hugging Face tokenizer yet (apr-st export -o FILE.safetensors writes the tensors alone)", m)
+	voc, err := g.hfVocab()
+	if err != nil {
+		return nil, err
 	}
 	shapes := map[string]TensorShape{}
 	types := map[dtype.DType]int{}
@@ -103,19 +90,15 @@ func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) 
 	cfg.set("hidden_act", "silu")
 	cfg.set("tie_word_embeddings", !hasHead)
 
-	tok, err := g.tokenizer()
-	if err != nil {
-		return nil, err
-	}
 	gen := jsonObject{}
 	stm := jsonObject{}
 	tc := jsonObject{}
-	tc.set("add_bos_token", tok.addBOS)
-	tc.set("add_eos_token", tok.addEOS)
+	tc.set("add_bos_token", voc.addBOS)
+	tc.set("add_eos_token", voc.addEOS)
 	for _, sp := range []struct {
 		typ string
 		id  int
-	}{{"bos", tok.bos}, {"eos", tok.eos}, {"unk", tok.unk}, {"pad", tok.pad}} {
+	}{{"bos", voc.bos}, {"eos", voc.eos}, {"unk", voc.unk}, {"pad", voc.pad}} {
 		if sp.id < 0 {
 			continue
 		}
@@ -123,20 +106,22 @@ func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) 
 			cfg.set(sp.typ+"_token_id", sp.id)
 			gen.set(sp.typ+"_token_id", sp.id)
 		}
-		tc.set(sp.typ+"_token", tok.pieces[sp.id].Text)
-		stm.set(sp.typ+"_token", tok.pieces[sp.id].Text)
+		tc.set(sp.typ+"_token", voc.texts[sp.id])
+		stm.set(sp.typ+"_token", voc.texts[sp.id])
 	}
 	cfg.set("torch_dtype", torchDType)
 	if n, ok := g.archUint("context_length"); ok {
 		tc.set("model_max_length", n)
 	}
-	tc.set("tokenizer_class", "LlamaTokenizer")
-	tc.set("legacy", false)
+	tc.set("tokenizer_class", voc.class)
+	if voc.class == "LlamaTokenizer" {
+		tc.set("legacy", false)
+	}
 	tc.set("clean_up_tokenization_spaces", false)
 	if t, ok := g.str("tokenizer.chat_template"); ok {
 		tc.set("chat_template", t)
 	}
-	files := map[string][]byte{"tokenizer.model": tok.model()}
+	files := voc.files
 	for name, o := range map[string]jsonObject{"config.json": cfg, "generation_config.json": gen,
 		"tokenizer_config.json": tc, "special_tokens_map.json": stm} {
 		if files[name], err = o.marshal(); err != nil {
@@ -144,6 +129,51 @@ func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) 
 		}
 	}
 	return files, nil
+}
+
+// hfVocabulary is a GGUF's vocabulary as Hugging Face files: the token texts by id,
+// the special ids, add_bos/add_eos, the tokenizer class and the tokenizer file.
+type hfVocabulary struct {
+	texts              []string
+	unk, bos, eos, pad int
+	addBOS, addEOS     bool
+	class              string
+	files              map[string][]byte
+}
+
+// hfVocab writes the GGUF's tokenizer back: a SentencePiece tokenizer.model for
+// tokenizer.ggml.model "llama", a byte-level BPE tokenizer.json for "gpt2".
+func (g ggufKVs) hfVocab() (*hfVocabulary, error) {
+	switch m, _ := g.str("tokenizer.ggml.model"); m {
+	case "llama":
+		tok, err := g.tokenizer()
+		if err != nil {
+			return nil, err
+		}
+		texts := make([]string, len(tok.pieces))
+		for i, p := range tok.pieces {
+			texts[i] = p.Text
+		}
+		return &hfVocabulary{texts: texts, unk: tok.unk, bos: tok.bos, eos: tok.eos, pad: tok.pad,
+			addBOS: tok.addBOS, addEOS: tok.addEOS, class: "LlamaTokenizer",
+			files: map[string][]byte{"tokenizer.model": tok.model()}}, nil
+	case "gpt2":
+		tok, err := g.bpeTokenizer()
+		if err != nil {
+			return nil, err
+		}
+		j, err := tok.json()
+		if err != nil {
+			return nil, err
+		}
+		return &hfVocabulary{texts: tok.tokens, unk: tok.unk, bos: tok.bos, eos: tok.eos, pad: tok.pad,
+			addBOS: tok.addBOS, addEOS: tok.addEOS, class: "PreTrainedTokenizerFast",
+			files: map[string][]byte{"tokenizer.json": j}}, nil
+	case "":
+		return nil, fmt.Errorf("the GGUF has no tokenizer (tokenizer.ggml.model); a Hugging Face checkpoint needs one (apr-st export -o FILE.safetensors writes the tensors alone)")
+	default:
+		return nil, fmt.Errorf("tokenizer.ggml.model %q: only SentencePiece (\"llama\") and byte-level BPE (\"gpt2\") vocabularies are written back as a Hugging Face tokenizer (apr-st export -o FILE.safetensors writes the tensors alone)", m)
+	}
 }
 
 // ggufKVs reads typed values of one model's key-values.

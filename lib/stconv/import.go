@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/llm"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
@@ -43,6 +44,9 @@ type ImportOptions struct {
 	// and SHA-256 runs at about 1.3 GB/s on one core: slower than the conversion itself,
 	// so it is off unless asked for.
 	Digest bool
+	// TokenizerPre names llama.cpp's pre-tokenizer of a BPE tokenizer.json that lib/llm's
+	// table does not recognize (llm.Options).
+	TokenizerPre string
 }
 
 // Caps on the checkpoint files kept in the metadata; the container's metadata cap is
@@ -133,6 +137,7 @@ func NewStream(r io.Reader, opts ImportOptions) (stream.Stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	hdr.Table = tableOf([][]safetensors.TensorInfo{h.Tensors}, nil)
 	return &pipeStream{h: hdr, r: sr}, nil
 }
 
@@ -191,19 +196,48 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 	}
 	s := &fileStream{h: h, shards: shards, seen: map[string]string{}}
 	if files != nil && !opts.HFLayout {
-		if s.llm, err = describeLLM(files, shards); err != nil {
+		if s.llm, err = describeLLM(files, shards, llm.Options{TokenizerPre: opts.TokenizerPre}); err != nil {
 			return nil, err
 		}
 		if s.llm != nil {
 			s.llm.SetMetadata(&s.h.Metadata)
 		}
 	}
+	s.h.Table = tableOf(tensors, s.llm)
 	return s, nil
+}
+
+// tableOf is the tensor table of the APR stream of the shards' tensors (in data
+// order, shard after shard), converted to llama.cpp's form by cp when it is not nil
+// (names mapped, tensors llama.cpp drops left out, 1-D floats widened to F32, as
+// llm.Convert does). A name cp cannot map gives no table: Next reports that error.
+func tableOf(shards [][]safetensors.TensorInfo, cp *llm.Checkpoint) []container.TensorInfo {
+	table := []container.TensorInfo{}
+	for _, tensors := range shards {
+		for _, t := range tensors {
+			info := containerInfo(t)
+			if cp != nil {
+				g, _, skip, err := cp.Arch.GGUFName(t.Name)
+				if err != nil {
+					return nil
+				}
+				if skip {
+					continue
+				}
+				info.Name = g
+				if len(info.Shape) == 1 && info.DType.Info().Float && info.DType != dtype.F32 {
+					info.DType = dtype.F32
+				}
+			}
+			table = append(table, info)
+		}
+	}
+	return table
 }
 
 // describeLLM returns the description of a checkpoint whose config.json names an
 // architecture lib/llm converts, nil for any other checkpoint.
-func describeLLM(files map[string]any, shards []*safetensors.File) (*llm.Checkpoint, error) {
+func describeLLM(files map[string]any, shards []*safetensors.File, lo llm.Options) (*llm.Checkpoint, error) {
 	raw := make(map[string][]byte, len(files))
 	for name, b := range files {
 		raw[name], _ = b.([]byte)
@@ -218,7 +252,7 @@ func describeLLM(files map[string]any, shards []*safetensors.File) (*llm.Checkpo
 	if len(shards) > 0 {
 		dir = filepath.Base(filepath.Dir(shards[0].Path()))
 	}
-	cp, ok, err := llm.FromCheckpoint(raw, dir, shapes)
+	cp, ok, err := llm.FromCheckpointWith(raw, dir, shapes, lo)
 	if err != nil || !ok {
 		return nil, err
 	}

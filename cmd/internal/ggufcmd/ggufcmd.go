@@ -106,15 +106,16 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 
 // ExportCmd is `apr-gguf export`.
 type ExportCmd struct {
-	cli.InputFlag `set:"input_help=APR (or aprender) file ('-': stdin, spooled to a temporary file)."`
+	cli.InputFlag `set:"input_help=APR (or aprender) file ('-': stdin, streamed when it has a tensor table, else spooled to a temporary file)."`
 	cli.OutputFlag
-	cli.TempDirFlag `set:"temp_dir_help=Where to spool tensors read from stdin (default: $TMPDIR or /tmp)."`
+	cli.TempDirFlag `set:"temp_dir_help=Where to spool tensors read from stdin without a tensor table (default: $TMPDIR or /tmp)."`
 	Generic         bool `help:"Write a Hugging Face language model that is not in llama.cpp's form (an architecture apr does not convert, or imported with --hf-layout) as a generic GGUF of its tensors, which llama.cpp cannot run, instead of refusing it."`
 }
 
 // Run implements the command.
 func (c *ExportCmd) Run(env *cli.Env) error {
 	o := ggufconv.ExportOptions{TempDir: c.TempDir, Generic: c.Generic}
+	o.Spooling = func(why string) { env.Notef("%s", why) }
 	out, err := env.Create(c.Output, true)
 	if err != nil {
 		return err

@@ -43,11 +43,12 @@ type grammar struct {
 type ImportCmd struct {
 	cli.InputFlag `set:"input_help=A .safetensors file, a checkpoint directory (model.safetensors.index.json and shards, or model.safetensors), an index file, or '-' for stdin (a pipe streams through)."`
 	cli.OutputFlag
-	Type     string `short:"t" placeholder:"TYPE" help:"Model type of the APR (a name such as LinearRegression, or a code); default: __metadata__'s apr.model_type, else Custom."`
-	Name     string `help:"Model name to record in the metadata."`
-	NoFiles  bool   `help:"Do not keep a checkpoint directory's config and tokenizer files in the metadata."`
-	HFLayout bool   `name:"hf-layout" help:"Keep a language model's tensors as the checkpoint names and lays them out. By default a checkpoint whose config.json names an architecture apr converts (LlamaForCausalLM, MistralForCausalLM) is imported in llama.cpp's form, ready for apr-gguf export."`
-	Digest   bool   `help:"Record the SHA-256 of each source file in the provenance (one more read of the input, hashed beside the conversion into a file; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for a pipe."`
+	Type         string `short:"t" placeholder:"TYPE" help:"Model type of the APR (a name such as LinearRegression, or a code); default: __metadata__'s apr.model_type, else Custom."`
+	Name         string `help:"Model name to record in the metadata."`
+	NoFiles      bool   `help:"Do not keep a checkpoint directory's config and tokenizer files in the metadata."`
+	HFLayout     bool   `name:"hf-layout" help:"Keep a language model's tensors as the checkpoint names and lays them out. By default a checkpoint whose config.json names an architecture apr converts (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM) is imported in llama.cpp's form, ready for apr-gguf export."`
+	TokenizerPre string `name:"tokenizer-pre" placeholder:"NAME" help:"llama.cpp's pre-tokenizer (tokenizer.ggml.pre) of a BPE tokenizer.json whose pre-tokenizer apr does not recognize (it knows llama-bpe, smaug-bpe, qwen2, tekken; docs/SAFETENSORS.md)."`
+	Digest       bool   `help:"Record the SHA-256 of each source file in the provenance (one more read of the input, hashed beside the conversion into a file; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for a pipe."`
 	cli.CompressFlag
 	Shuffle bool `help:"Byte-shuffle float and integer tensors before compression."`
 	cli.WorkersFlag
@@ -62,7 +63,7 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 	if c.Shuffle && comp == container.CompressNone {
 		return cli.Usagef("--shuffle needs a codec (--compress zstd, zstd-max or lz4)")
 	}
-	opts := stconv.ImportOptions{Name: c.Name, SkipFiles: c.NoFiles, Digest: c.Digest, HFLayout: c.HFLayout}
+	opts := stconv.ImportOptions{Name: c.Name, SkipFiles: c.NoFiles, Digest: c.Digest, HFLayout: c.HFLayout, TokenizerPre: c.TokenizerPre}
 	if c.Type != "" {
 		if opts.Type, err = modeltype.ParseType(c.Type); err != nil {
 			return cli.Usagef("%v", err)
@@ -146,16 +147,17 @@ func regularFile(r io.Reader) (*os.File, bool) {
 
 // ExportCmd exports SafeTensors.
 type ExportCmd struct {
-	cli.InputFlag   `set:"input_help=APR (or aprender) model file, or '-' for stdin (a pipe is spooled to a temporary file: SafeTensors needs every tensor's shape before the data)."`
+	cli.InputFlag   `set:"input_help=APR (or aprender) model file, or '-' for stdin (streamed when its tensor table lists the tensors in the output's order, else spooled to a temporary file: SafeTensors needs every tensor's shape before the data)."`
 	Output          string `short:"o" placeholder:"PATH" help:"Write to FILE (atomically) instead of stdout. A directory (existing, ending in '/', or with --shard-size) gets a Hugging Face checkpoint: model.safetensors or shards and index, plus the config and tokenizer files kept at import."`
 	ShardSize       string `placeholder:"SIZE" aliases:"max-shard-size" help:"Write a sharded checkpoint to -o DIR with shards of at most SIZE (5GB = 5*10^9 bytes, 500MB, 2GiB = 2*2^30, or bytes), split as save_pretrained(max_shard_size=SIZE) splits them (huggingface_hub's rule); --max-shard-size is the same flag, in transformers' spelling."`
 	DType           string `name:"dtype" default:"auto" enum:"auto,f32,f16,bf16,f64" help:"Dtype for quantized tensors, which are dequantized: auto (their dtype before import when known, else f32), f32, f16, bf16 or f64. Other tensors keep their dtype."`
-	cli.TempDirFlag `set:"temp_dir_help=Where to spool a piped input (default: beside the output file, else $TMPDIR)."`
+	cli.TempDirFlag `set:"temp_dir_help=Where to spool a piped input that cannot be streamed (default: beside the output file, else $TMPDIR)."`
 }
 
 // Run exports.
 func (c *ExportCmd) Run(env *cli.Env) error {
 	opts := stconv.ExportOptions{TempDir: c.TempDir}
+	opts.Spooling = func(why string) { env.Notef("%s", why) }
 	if c.DType != "auto" {
 		d, err := dtype.Parse(strings.ToUpper(c.DType))
 		if err != nil {

@@ -10,6 +10,12 @@
 //
 //	go run ./testdata/hf/genckpt -tokenizer testdata/hf/tiny-llama/tokenizer.model -o testdata/hf/small-mistral
 //
+// With -tokenizer DIR/tokenizer.json (a byte-level BPE tokenizer.json) the checkpoint
+// ships that file and the tokenizer_config.json beside it instead of tokenizer.model,
+// and config.json names no special token ids (the tokenizer config does);
+// -arch Qwen2ForCausalLM adds Qwen2's Q, K and V biases. .ci/test-peers-gguf makes
+// checkpoints of npm's real Llama 3, Qwen2.5 and Mistral-Nemo tokenizers that way.
+//
 // The benchmark (.ci/bench-llm) writes one of TinyLlama-1.1B's shape with flags:
 // -arch LlamaForCausalLM -vocab 32000 -hidden 2048 -ffn 5632 -layers 22 -heads 32
 // -kvheads 4 -headdim 0 -dtype bf16 -tied=false -shards 2.
@@ -23,6 +29,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/apr-go/apr/kernels"
@@ -50,9 +57,7 @@ const config = `{
   "rope_theta": 1000000.0,
   "sliding_window": null,
   "hidden_act": "silu",
-  "tie_word_embeddings": %t,
-  "bos_token_id": 1,
-  "eos_token_id": 2,
+  "tie_word_embeddings": %t,%s
   "torch_dtype": "%s"
 }
 `
@@ -69,7 +74,7 @@ const tokenizerConfig = `{
 `
 
 func main() {
-	tok := flag.String("tokenizer", "", "SentencePiece tokenizer.model to include")
+	tok := flag.String("tokenizer", "", "SentencePiece tokenizer.model, or BPE tokenizer.json (with the tokenizer_config.json beside it), to include")
 	out := flag.String("o", "", "output directory (must not exist)")
 	arch := flag.String("arch", "MistralForCausalLM", "config.json architecture")
 	vocab := flag.Int64("vocab", 520, "vocab_size")
@@ -136,16 +141,31 @@ func main() {
 			half(p+"mlp.gate_proj.weight", *ffn, *hidden),
 			half(p+"mlp.up_proj.weight", *ffn, *hidden),
 			half(p+"mlp.down_proj.weight", *hidden, *ffn))
+		if *arch == "Qwen2ForCausalLM" {
+			ts = append(ts,
+				half(p+"self_attn.q_proj.bias", *heads*headDim),
+				half(p+"self_attn.k_proj.bias", *kvHeads*headDim),
+				half(p+"self_attn.v_proj.bias", *kvHeads*headDim))
+		}
 	}
 	model := strings.ToLower(strings.TrimSuffix(*arch, "ForCausalLM"))
+	ids := "\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2,"
 	files := map[string]any{
-		"config.json": []byte(fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
-			headDimJSON, *tied, d.torch)),
 		"tokenizer.model":         spm,
 		"tokenizer_config.json":   []byte(tokenizerConfig),
 		"special_tokens_map.json": []byte("{\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n  \"unk_token\": \"<unk>\"\n}\n"),
 		"generation_config.json":  []byte("{\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2\n}\n"),
 	}
+	if strings.HasSuffix(*tok, ".json") {
+		tc, err := os.ReadFile(filepath.Join(filepath.Dir(*tok), "tokenizer_config.json"))
+		if err != nil {
+			log.Fatal(err)
+		}
+		ids = ""
+		files = map[string]any{"tokenizer.json": spm, "tokenizer_config.json": tc}
+	}
+	files["config.json"] = []byte(fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
+		headDimJSON, *tied, ids, d.torch))
 	md := container.Metadata{Extra: map[string]any{stconv.KeyFiles: files}}
 	s := stream.FromTensors(modeltype.Custom, md, ts)
 	var total int64
