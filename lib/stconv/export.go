@@ -302,7 +302,7 @@ func ExportDir(dir string, src *Source, opts ExportOptions) error {
 	}
 	defer p.close()
 	parent := filepath.Dir(filepath.Clean(dir))
-	stage, removeStage, err := cleanup.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(dir))+".tmp-*")
+	stage, removeStage, err := cleanup.MkdirTempPerm(parent, "."+filepath.Base(filepath.Clean(dir))+".tmp-", 0o777)
 	if err != nil {
 		return err
 	}
@@ -324,7 +324,7 @@ func ExportDir(dir string, src *Source, opts ExportOptions) error {
 		if written[name] {
 			return fmt.Errorf("metadata %s: file %q clashes with an output file", KeyFiles, name)
 		}
-		if err := os.WriteFile(filepath.Join(stage, name), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(stage, name), b, 0o666); err != nil {
 			return err
 		}
 		written[name] = true
@@ -362,10 +362,7 @@ var shardName = regexp.MustCompile(`^model-[0-9]{5}-of-[0-9]{5}\.safetensors$`)
 // commitDir moves the staged files into dir.
 func commitDir(stage, dir string, written map[string]bool) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.Chmod(stage, 0o755); err != nil {
-			return err
-		}
-		return os.Rename(stage, dir)
+		return os.Rename(stage, dir) // made 0777 less the umask, as mkdir makes it
 	}
 	old, err := os.ReadDir(dir)
 	if err != nil {

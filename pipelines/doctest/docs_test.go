@@ -93,6 +93,9 @@ var expectations = []struct{ file, command, want, then string }{
 	{"README.md", "apr-decode plain < small.apr", "OK, 2 tensors", ""},
 	{"README.md", "apr-st export tiny.apr -o tiny-again/", "", "diff -r tiny-again testdata/hf/tiny-llama"},
 	{"docs/GGUF.md", "apr-gguf export model.apr -o model.gguf", "", "cmp model.gguf model.f32.gguf"},
+	{"README.md", "-o tiny-merged.Q4_K_M.gguf", "", `grep -q "^$(sha256sum < tiny-merged.Q4_K_M.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
+	{"docs/SAFETENSORS.md", "--max-shard-size 2GB -o ./out2/", "", "test -f out2/model.safetensors && test -f out2/config.json && test \"$(stat -c %a out2/model.safetensors)\" = \"$(touch probe && stat -c %a probe)\""},
+	{"docs/GGUF.md", "-o tiny.Q4_K_M.gguf   # the merged file", "", `grep -q "^$(sha256sum < tiny.Q4_K_M.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
 	{"docs/QUANT.md", "-o ../../tiny.Q4_K_M.imatrix.gguf)", "", `grep -q "^$(sha256sum < tiny.Q4_K_M.imatrix.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.imatrix.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
 	{"docs/SAFETENSORS.md", "-o ./out/", "", "test -f out/config.json && test -f out/tokenizer.model"},
 	{"docs/SIGNING.md", "apr-sign keygen -o author", "", `test "$(stat -c %a author.key)" = 600 && grep -q "BEGIN PRIVATE KEY" author.key && grep -q "BEGIN PUBLIC KEY" author.pub`},
@@ -129,6 +132,7 @@ cp "$TESTDATA/onnx/mlp-64-32-10.onnx" mlp.onnx
 mkdir -p testdata/hf
 cp -r "$TESTDATA/hf/tiny-llama" testdata/hf/
 cp "$TESTDATA/hf/ref/tiny-llama.imatrix.dat" .
+cp "$TESTDATA"/gguf/split/tiny-llama.Q4_K_M-0000?-of-00003.gguf .
 awk 'BEGIN { for (r = 0; r < 3; r++) { for (i = 0; i < 64; i++) printf "%s%d", (i ? "," : ""), (r + i) % 5; print "" } }' > features.csv
 echo "AGE_RECIPIENT=$(apr-seal keygen -o customer.key)"
 `},
@@ -153,6 +157,7 @@ apr-sign keygen -o ci
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.gguf
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.f32.gguf
 cp -r "$TESTDATA/hf/tiny-llama" .
+cp "$TESTDATA"/gguf/split/tiny-llama.Q4_K_M-0000?-of-00003.gguf .
 `},
 	"docs/SIGNING.md": {shell: `
 apr-encode "$TESTDATA/aprender/mnist_784x2.apr" -o model.apr
