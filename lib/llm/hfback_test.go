@@ -13,6 +13,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/ggufconv"
@@ -75,7 +76,11 @@ func toGGUFOn(t *testing.T, dir, typ string, f *os.File) []byte {
 		t.Fatal(err)
 	}
 	if f != nil {
-		spooled := func(why string) { t.Errorf("export to a file spooled: %s", why) }
+		spooled := func(why string) {
+			if _, ok := container.Patchable(f); ok { // not where pwrite's use cannot be told safe (wasm)
+				t.Errorf("export to a file spooled: %s", why)
+			}
+		}
 		if err := ggufconv.Export(f, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir(), Spooling: spooled}); err != nil {
 			t.Fatal(err)
 		}
