@@ -1,0 +1,207 @@
+//go:build amd64 && !purego && !noasm
+
+package kernels
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// AVX2 and F16C assembly (asm_amd64.s) for plain builds: the legacy
+// quantizers Q8_0, Q4_0 and Q4_1, the f16 and bf16 conversions both ways,
+// the dot product and axpy. They are chosen at start-up by CPU features;
+// without AVX2 and F16C (or with the purego or noasm tags) the plain Go
+// reference runs.
+//
+// Each kernel does the reference's float32 operations, lane by lane, in the
+// reference's order (no fused multiply-add), so the bytes are the
+// reference's; the tests compare them (fast_test.go, asm_amd64_test.go):
+//
+//   - a block's largest |x| is an integer maximum of the |x| bits, which
+//     orders non-negative floats as their values; d, 1/d and the f16 bits of
+//     d are one VDIVSS, one VDIVSS and one VCVTPS2PH (IEEE round to nearest
+//     even, as F32ToF16Bits);
+//   - Q8_0's roundf truncates (VROUNDPS), subtracts (exact) and steps away
+//     from zero where the remainder is 0.5 or more, as roundAway does;
+//   - Q4_0's scale is the first element of largest magnitude (a compare and
+//     a bit scan over the block), Q4_1's minimum and maximum are VMINPS and
+//     VMAXPS (exact), except that a zero extreme is the block's first zero
+//     with its sign, as the reference's strict comparisons keep it;
+//   - quantized values are stored as the low byte of the 32-bit result,
+//     which is what the reference's byte(int8(...)) keeps, also where a
+//     scale's inverse overflows to +Inf (the reference then writes 0s:
+//     VCVTTPS2DQ's 0x80000000 has a zero low byte).
+//
+// A block with a NaN or infinity is left to the reference (the kernels stop
+// before it and say how many blocks they did), so those bytes are the
+// reference's too, and apr-quant's check for such values (QuantizeChecked)
+// comes from the same pass.
+//
+// In a GOEXPERIMENT=simd build these are set first (package variable
+// initialisation runs before every init function), and the init functions
+// of simd_amd64.go and kquants_amd64.go then replace what they have a faster
+// path for: on a CPU with AVX-512 the legacy quantizers and the f16
+// conversions; the dot product and axpy (AVX2) in any case.
+var _ = setupAsm()
+
+func setupAsm() bool {
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasF16C {
+		return false
+	}
+	quantMaxQ8_0 = asmBlocks(q8_0AVX2, quantQ8_0Generic, 34)
+	quantMaxQ4_0 = asmBlocks(q4_0AVX2, quantQ4_0Generic, 18)
+	quantMaxQ4_1 = asmBlocks(q4_1AVX2, quantQ4_1Generic, 20)
+	quantQ8_0 = dropMaxBits(quantMaxQ8_0)
+	quantQ4_0 = dropMaxBits(quantMaxQ4_0)
+	quantQ4_1 = dropMaxBits(quantMaxQ4_1)
+	f32ToF16 = func(dst []uint16, src []float32) {
+		f32ToF16Ptr(unsafe.Pointer(unsafe.SliceData(dst)), src[:len(dst)])
+	}
+	f16ToF32 = func(dst []float32, src []uint16) {
+		f16ToF32Ptr(dst, unsafe.Pointer(unsafe.SliceData(src)), len(dst))
+	}
+	f32ToBF16 = func(dst []uint16, src []float32) {
+		f32ToBF16Ptr(unsafe.Pointer(unsafe.SliceData(dst)), src[:len(dst)])
+	}
+	bf16ToF32 = func(dst []float32, src []uint16) {
+		bf16ToF32Ptr(dst, unsafe.Pointer(unsafe.SliceData(src)), len(dst))
+	}
+	f32ToF16Bytes = func(dst []byte, src []float32) {
+		f32ToF16Ptr(unsafe.Pointer(unsafe.SliceData(dst)), src[:len(dst)/2])
+	}
+	f16BytesToF32 = func(dst []float32, src []byte) {
+		f16ToF32Ptr(dst, unsafe.Pointer(unsafe.SliceData(src)), len(src)/2)
+	}
+	f32ToBF16Bytes = func(dst []byte, src []float32) {
+		f32ToBF16Ptr(unsafe.Pointer(unsafe.SliceData(dst)), src[:len(dst)/2])
+	}
+	bf16BytesToF32 = func(dst []float32, src []byte) {
+		bf16ToF32Ptr(dst, unsafe.Pointer(unsafe.SliceData(src)), len(src)/2)
+	}
+	dotF32 = dotAsm
+	axpy = axpyAsm
+	asmName = "avx2 asm"
+	return true
+}
+
+//go:noescape
+func q8_0AVX2(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+
+//go:noescape
+func q4_0AVX2(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+
+//go:noescape
+func q4_1AVX2(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+
+//go:noescape
+func f32ToF16F16C(dst *uint16, src *float32, n int)
+
+//go:noescape
+func f16ToF32F16C(dst *float32, src *uint16, n int)
+
+//go:noescape
+func f32ToBF16AVX2(dst *uint16, src *float32, n int)
+
+//go:noescape
+func bf16ToF32AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func dotAVX2Asm(a, b *float32, n int, s *[8]float32)
+
+//go:noescape
+func axpyAVX2Asm(y, x *float32, n int, alpha float32)
+
+// asmBlocks drives a block kernel: run quantizes up to nb blocks and stops
+// before a block with a NaN or infinity, which the reference quantizes
+// here. The result is the largest |x| of src as float32 bits (NaN above
+// infinity above any finite value), for QuantizeChecked.
+func asmBlocks(run func(dst *byte, src *float32, nb int) (int, uint32), ref func([]byte, []float32), bs int) func([]byte, []float32) uint32 {
+	return func(dst []byte, src []float32) uint32 {
+		var m uint32
+		for {
+			nb := min(len(src)/qk, len(dst)/bs)
+			if nb == 0 {
+				return m
+			}
+			k, km := run(&dst[0], &src[0], nb)
+			m = max(m, km)
+			src, dst = src[k*qk:], dst[k*bs:]
+			if k < nb {
+				m = max(m, absMaxBits(src[:qk]))
+				ref(dst[:bs], src[:qk])
+				src, dst = src[qk:], dst[bs:]
+			}
+		}
+	}
+}
+
+func dropMaxBits(f func([]byte, []float32) uint32) func([]byte, []float32) {
+	return func(dst []byte, src []float32) { f(dst, src) }
+}
+
+// The conversions take the 16-bit side as a pointer, so that one kernel
+// serves []uint16 and little-endian []byte; the caller has checked that it
+// holds as many values as the float side. The tails (less than a vector)
+// go through the reference.
+
+func f32ToF16Ptr(dst unsafe.Pointer, src []float32) {
+	n := len(src) &^ 7
+	if n > 0 {
+		f32ToF16F16C((*uint16)(dst), &src[0], n)
+	}
+	for i := n; i < len(src); i++ {
+		*(*uint16)(unsafe.Add(dst, 2*i)) = F32ToF16Bits(src[i])
+	}
+}
+
+func f16ToF32Ptr(dst []float32, src unsafe.Pointer, n int) {
+	dst = dst[:n]
+	v := n &^ 7
+	if v > 0 {
+		f16ToF32F16C(&dst[0], (*uint16)(src), v)
+	}
+	for i := v; i < n; i++ {
+		dst[i] = F16BitsToF32(*(*uint16)(unsafe.Add(src, 2*i)))
+	}
+}
+
+func f32ToBF16Ptr(dst unsafe.Pointer, src []float32) {
+	n := len(src) &^ 15
+	if n > 0 {
+		f32ToBF16AVX2((*uint16)(dst), &src[0], n)
+	}
+	for i := n; i < len(src); i++ {
+		*(*uint16)(unsafe.Add(dst, 2*i)) = F32ToBF16Bits(src[i])
+	}
+}
+
+func bf16ToF32Ptr(dst []float32, src unsafe.Pointer, n int) {
+	dst = dst[:n]
+	v := n &^ 7
+	if v > 0 {
+		bf16ToF32AVX2(&dst[0], (*uint16)(src), v)
+	}
+	for i := v; i < n; i++ {
+		dst[i] = BF16BitsToF32(*(*uint16)(unsafe.Add(src, 2*i)))
+	}
+}
+
+func dotAsm(a, b []float32) float32 {
+	b = b[:len(a)]
+	n := len(a) &^ 7
+	var s [8]float32
+	if n > 0 {
+		dotAVX2Asm(&a[0], &b[0], n, &s)
+	}
+	return reduce8(&s) + dotTail(a[n:], b[n:])
+}
+
+func axpyAsm(y []float32, alpha float32, x []float32) {
+	x = x[:len(y)]
+	n := len(y) &^ 7
+	if n > 0 {
+		axpyAVX2Asm(&y[0], &x[0], n, alpha)
+	}
+	axpyGeneric(y[n:], alpha, x[n:])
+}

@@ -1,0 +1,516 @@
+//go:build amd64 && !purego && !noasm
+
+#include "textflag.h"
+
+// AVX2 (and F16C) kernels for plain builds; see asm_amd64.go for what each
+// one computes and why its bytes equal the Go reference's. Only VEX-encoded
+// instructions touch vector registers (no legacy SSE after the first AVX
+// instruction), and every function ends with VZEROUPPER.
+//
+// Go's assembler takes operands source first, destination last: for the
+// three-operand VEX forms "VSUBPS a, b, c" computes c = b - a.
+
+DATA c32<>+0x00(SB)/4, $0x7fffffff // |x| mask
+DATA c32<>+0x04(SB)/4, $0x80000000 // sign mask
+DATA c32<>+0x08(SB)/4, $0x3f000000 // 0.5
+DATA c32<>+0x0c(SB)/4, $0x3f800000 // 1.0
+DATA c32<>+0x10(SB)/4, $0x42fe0000 // 127.0
+DATA c32<>+0x14(SB)/4, $0x000000ff // low byte
+DATA c32<>+0x18(SB)/4, $0xbe000000 // -0.125
+DATA c32<>+0x1c(SB)/4, $0x41080000 // 8.5
+DATA c32<>+0x20(SB)/4, $0x0000000f // 15 (integer)
+DATA c32<>+0x24(SB)/4, $0x41700000 // 15.0
+DATA c32<>+0x28(SB)/4, $0x7fc00000 // quiet NaN
+DATA c32<>+0x2c(SB)/4, $0x00007fff // bf16 rounding bias, |h| mask
+DATA c32<>+0x30(SB)/4, $0x00000001 // 1 (integer)
+DATA c32<>+0x34(SB)/4, $0x7f800000 // +inf bits
+DATA c32<>+0x38(SB)/4, $0x00000040 // bf16 quiet bit
+DATA c32<>+0x3c(SB)/4, $0x00007c00 // half +inf bits
+DATA c32<>+0x40(SB)/4, $0x00400000 // f32 quiet bit
+GLOBL c32<>(SB), RODATA|NOPTR, $0x44
+
+// VPERMD index that puts the dwords of a VPACKUSWB of two VPACKUSDW
+// results (elements 0-3, 8-11, 16-19, 24-27 | 4-7, 12-15, 20-23, 28-31)
+// back in order.
+DATA permQ8<>+0x00(SB)/4, $0
+DATA permQ8<>+0x04(SB)/4, $4
+DATA permQ8<>+0x08(SB)/4, $1
+DATA permQ8<>+0x0c(SB)/4, $5
+DATA permQ8<>+0x10(SB)/4, $2
+DATA permQ8<>+0x14(SB)/4, $6
+DATA permQ8<>+0x18(SB)/4, $3
+DATA permQ8<>+0x1c(SB)/4, $7
+GLOBL permQ8<>(SB), RODATA|NOPTR, $32
+
+// BLOCKMAX loads the block at SI into Y0-Y3, their |x| into Y4-Y7, and
+// the largest |x| bits of the block into every lane of X8 (integer max of
+// non-negative float bits orders as the values do). Uses X9.
+#define BLOCKMAX \
+	VMOVUPS 0(SI), Y0          \
+	VMOVUPS 32(SI), Y1         \
+	VMOVUPS 64(SI), Y2         \
+	VMOVUPS 96(SI), Y3         \
+	VPAND   Y15, Y0, Y4        \
+	VPAND   Y15, Y1, Y5        \
+	VPAND   Y15, Y2, Y6        \
+	VPAND   Y15, Y3, Y7        \
+	VPMAXUD Y5, Y4, Y8         \
+	VPMAXUD Y7, Y6, Y9         \
+	VPMAXUD Y9, Y8, Y8         \
+	VEXTRACTI128 $1, Y8, X9    \
+	VPMAXUD X9, X8, X8         \
+	VPSHUFD $0x4e, X8, X9      \
+	VPMAXUD X9, X8, X8         \
+	VPSHUFD $0xb1, X8, X9      \
+	VPMAXUD X9, X8, X8
+
+// INVERSE sets X10 to 1/X9, or to 0 where X9 is zero (the reference's
+// id = d != 0 ? 1/d : 0), and broadcasts it to Y10. Uses s and t.
+#define INVERSE(s, t) \
+	VBROADCASTSS c32<>+0x0c(SB), s \
+	VDIVSS       X9, s, X10        \
+	VXORPS       t, t, t           \
+	VCMPPS       $4, t, X9, t      \
+	VANDPS       t, X10, X10       \
+	VBROADCASTSS X10, Y10
+
+// PACK4 packs the low bytes of the dwords of four vectors of 8 (elements
+// 0-7, 8-15, 16-23, 24-31) into the 32 bytes of the first, in order; Y13
+// holds 0xff in every dword, Y14 permQ8. The values are masked to their low
+// byte first, so the saturating packs keep them: the bytes equal the
+// reference's byte(int8(q)) truncation.
+#define PACK4(a, b, c, d) \
+	VPAND     Y13, a, a    \
+	VPAND     Y13, b, b    \
+	VPAND     Y13, c, c    \
+	VPAND     Y13, d, d    \
+	VPACKUSDW b, a, a      \
+	VPACKUSDW d, c, c      \
+	VPACKUSWB c, a, a      \
+	VPERMD    a, Y14, a
+
+// PACKNIB packs a|b<<4 (elements 0-7 and 8-15 in a, 16-23 and 24-31 in b:
+// low nibbles from the block's first half, high from its second) of
+// dword vectors a, b, c, d: a|c<<4 and b|d<<4, into the 16 bytes of X of a.
+// Y13 holds 0xff in every dword.
+#define PACKNIB(a, b, c, d, xa, xb) \
+	VPSLLD       $4, c, c  \
+	VPSLLD       $4, d, d  \
+	VPOR         c, a, a   \
+	VPOR         d, b, b   \
+	VPAND        Y13, a, a \
+	VPAND        Y13, b, b \
+	VPACKUSDW    b, a, a   \
+	VPERMQ       $0xd8, a, a \
+	VEXTRACTI128 $1, a, xb \
+	VPACKUSWB    xb, xa, xa
+
+// func q8_0AVX2(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+TEXT ·q8_0AVX2(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nb+16(FP), CX
+	XORQ DX, DX
+	VPBROADCASTD c32<>+0x00(SB), Y15
+	VPBROADCASTD c32<>+0x14(SB), Y13
+	VMOVDQU      permQ8<>(SB), Y14
+	XORL         R12, R12      // running max of |x| bits
+q8loop:
+	CMPQ DX, CX
+	JGE  q8done
+	BLOCKMAX
+	VMOVD X8, AX
+	CMPL  AX, $0x7f800000
+	JAE   q8done                 // NaN or infinity: the reference's block
+	CMPL    AX, R12
+	CMOVLHI AX, R12
+	VDIVSS  c32<>+0x10(SB), X8, X9 // d = amax / 127
+	VCVTPS2PH $0, X9, X11
+	VMOVD     X11, AX
+	MOVW      AX, 0(DI)
+	INVERSE(X4, X5)
+	VBROADCASTSS c32<>+0x08(SB), Y9 // 0.5
+	VBROADCASTSS c32<>+0x0c(SB), Y11 // 1.0
+	VBROADCASTSS c32<>+0x04(SB), Y8  // sign
+	// q = roundf(x*id): truncate, then step away from zero by one where
+	// the (exact) remainder is 0.5 or more in magnitude.
+#define ROUNDAWAY(x, t) \
+	VMULPS     Y10, x, x     \
+	VROUNDPS   $3, x, t      \
+	VSUBPS     t, x, Y12     \
+	VPAND      Y15, Y12, Y12 \
+	VCMPPS     $13, Y9, Y12, Y12 \
+	VANDPS     Y8, x, x      \
+	VORPS      Y11, x, x     \
+	VANDPS     Y12, x, x     \
+	VADDPS     x, t, t       \
+	VCVTTPS2DQ t, t
+	ROUNDAWAY(Y0, Y4)
+	ROUNDAWAY(Y1, Y5)
+	ROUNDAWAY(Y2, Y6)
+	ROUNDAWAY(Y3, Y7)
+#undef ROUNDAWAY
+	PACK4(Y4, Y5, Y6, Y7)
+	VMOVDQU Y4, 2(DI)
+	ADDQ    $128, SI
+	ADDQ    $34, DI
+	INCQ    DX
+	JMP     q8loop
+q8done:
+	MOVQ  DX, done+24(FP)
+	MOVL  R12, maxBits+32(FP)
+	VZEROUPPER
+	RET
+
+// FIRSTMAX sets AX to the bits of the first element of the block at SI
+// whose |x| bits are those in every lane of X8 (nonzero; Y4-Y7 hold the
+// |x| bits). Uses Y9, Y11, BX, R8.
+#define FIRSTMAX \
+	VPBROADCASTD X8, Y9           \
+	VPCMPEQD     Y9, Y7, Y11      \
+	VMOVMSKPS    Y11, BX          \
+	SHLL         $8, BX           \
+	VPCMPEQD     Y9, Y6, Y11      \
+	VMOVMSKPS    Y11, R8          \
+	ORL          R8, BX           \
+	SHLL         $8, BX           \
+	VPCMPEQD     Y9, Y5, Y11      \
+	VMOVMSKPS    Y11, R8          \
+	ORL          R8, BX           \
+	SHLL         $8, BX           \
+	VPCMPEQD     Y9, Y4, Y11      \
+	VMOVMSKPS    Y11, R8          \
+	ORL          R8, BX           \
+	BSFL         BX, BX           \
+	MOVL         (SI)(BX*4), AX
+
+// func q4_0AVX2(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+TEXT ·q4_0AVX2(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nb+16(FP), CX
+	XORQ DX, DX
+	VPBROADCASTD c32<>+0x00(SB), Y15
+	VPBROADCASTD c32<>+0x14(SB), Y13
+	XORL         R12, R12 // running max of |x| bits
+q40loop:
+	CMPQ DX, CX
+	JGE  q40done
+	BLOCKMAX
+	VMOVD X8, AX
+	CMPL  AX, $0x7f800000
+	JAE   q40done
+	CMPL    AX, R12
+	CMOVLHI AX, R12
+	TESTL   AX, AX
+	JZ      q40zero // an all-zero block: the reference's +0
+	FIRSTMAX
+q40zero:
+	VMOVD   AX, X9
+	VMULSS  c32<>+0x18(SB), X9, X9 // d = max / -8 (exactly as the division)
+	VCVTPS2PH $0, X9, X11
+	VMOVD     X11, AX
+	MOVW      AX, 0(DI)
+	INVERSE(X4, X5)
+	VBROADCASTSS c32<>+0x1c(SB), Y9 // 8.5
+	VPBROADCASTD c32<>+0x20(SB), Y8 // 15
+	// q = min(15, int(x*id + 8.5))
+#define Q4(x) \
+	VMULPS     Y10, x, x \
+	VADDPS     Y9, x, x  \
+	VCVTTPS2DQ x, x      \
+	VPMINSD    Y8, x, x
+	Q4(Y0)
+	Q4(Y1)
+	Q4(Y2)
+	Q4(Y3)
+	PACKNIB(Y0, Y1, Y2, Y3, X0, X1)
+	VMOVDQU X0, 2(DI)
+	ADDQ    $128, SI
+	ADDQ    $18, DI
+	INCQ    DX
+	JMP     q40loop
+q40done:
+	MOVQ  DX, done+24(FP)
+	MOVL  R12, maxBits+32(FP)
+	VZEROUPPER
+	RET
+
+// FIRSTZERO sets AX to the bits of the first ±0 among Y0-Y3 (there is
+// one). Uses Y11, BX, R8.
+#define FIRSTZERO \
+	VXORPS    Y11, Y11, Y11 \
+	VCMPPS    $0, Y11, Y3, Y9 \
+	VMOVMSKPS Y9, BX        \
+	SHLL      $8, BX        \
+	VCMPPS    $0, Y11, Y2, Y9 \
+	VMOVMSKPS Y9, R8        \
+	ORL       R8, BX        \
+	SHLL      $8, BX        \
+	VCMPPS    $0, Y11, Y1, Y9 \
+	VMOVMSKPS Y9, R8        \
+	ORL       R8, BX        \
+	SHLL      $8, BX        \
+	VCMPPS    $0, Y11, Y0, Y9 \
+	VMOVMSKPS Y9, R8        \
+	ORL       R8, BX        \
+	BSFL      BX, BX        \
+	MOVL      (SI)(BX*4), AX
+
+// func q4_1AVX2(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+TEXT ·q4_1AVX2(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nb+16(FP), CX
+	XORQ DX, DX
+	VPBROADCASTD c32<>+0x00(SB), Y15
+	VPBROADCASTD c32<>+0x14(SB), Y13
+	XORL         R12, R12 // running max of |x| bits
+q41loop:
+	CMPQ DX, CX
+	JGE  q41done
+	BLOCKMAX
+	VMOVD X8, AX
+	CMPL  AX, $0x7f800000
+	JAE   q41done
+	CMPL    AX, R12
+	CMOVLHI AX, R12
+	// lo and hi: exact minimum and maximum (finite values)
+	VMINPS Y1, Y0, Y4
+	VMINPS Y3, Y2, Y5
+	VMINPS Y5, Y4, Y4
+	VMAXPS Y1, Y0, Y6
+	VMAXPS Y3, Y2, Y7
+	VMAXPS Y7, Y6, Y6
+	VEXTRACTI128 $1, Y4, X5
+	VMINPS X5, X4, X4
+	VEXTRACTI128 $1, Y6, X7
+	VMAXPS X7, X6, X6
+	VPSHUFD $0x4e, X4, X5
+	VMINPS  X5, X4, X4
+	VPSHUFD $0x4e, X6, X7
+	VMAXPS  X7, X6, X6
+	VPSHUFD $0xb1, X4, X5
+	VMINPS  X5, X4, X4
+	VPSHUFD $0xb1, X6, X7
+	VMAXPS  X7, X6, X6
+	// A zero extreme is the block's first zero, with its sign (the
+	// reference's strict comparisons keep the first).
+	VMOVD X4, R10 // lo
+	VMOVD X6, R11 // hi
+	MOVL  R10, AX
+	SHLL  $1, AX
+	JZ    q41fix
+	MOVL  R11, AX
+	SHLL  $1, AX
+	JNZ   q41ok
+q41fix:
+	FIRSTZERO
+	MOVL    R10, BX
+	SHLL    $1, BX
+	CMOVLEQ AX, R10
+	MOVL    R11, BX
+	SHLL    $1, BX
+	CMOVLEQ AX, R11
+	VMOVD   R10, X4
+	VMOVD   R11, X6
+q41ok:
+	VSUBSS X4, X6, X9
+	VDIVSS c32<>+0x24(SB), X9, X9 // d = (hi - lo) / 15
+	VUNPCKLPS X4, X9, X11         // d, lo
+	VCVTPS2PH $0, X11, X11
+	VMOVD     X11, AX
+	MOVL      AX, 0(DI)
+	INVERSE(X5, X7)
+	VBROADCASTSS X4, Y4             // lo
+	VBROADCASTSS c32<>+0x08(SB), Y9 // 0.5
+	VPBROADCASTD c32<>+0x20(SB), Y8 // 15
+	// q = min(15, int((x-lo)*id + 0.5))
+#define Q41(x) \
+	VSUBPS     Y4, x, x  \
+	VMULPS     Y10, x, x \
+	VADDPS     Y9, x, x  \
+	VCVTTPS2DQ x, x      \
+	VPMINSD    Y8, x, x
+	Q41(Y0)
+	Q41(Y1)
+	Q41(Y2)
+	Q41(Y3)
+	PACKNIB(Y0, Y1, Y2, Y3, X0, X1)
+	VMOVDQU X0, 4(DI)
+	ADDQ    $128, SI
+	ADDQ    $20, DI
+	INCQ    DX
+	JMP     q41loop
+q41done:
+	MOVQ  DX, done+24(FP)
+	MOVL  R12, maxBits+32(FP)
+	VZEROUPPER
+	RET
+
+// func f32ToF16F16C(dst *uint16, src *float32, n int)
+// n is a multiple of 8. NaN lanes are replaced by the quiet NaN of their
+// sign first, which VCVTPS2PH turns into the reference's 0x7e00|sign;
+// every other value converts with IEEE round-to-nearest-even as the
+// reference does (subnormal halves included).
+TEXT ·f32ToF16F16C(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   h16done
+	VBROADCASTSS c32<>+0x04(SB), Y15 // sign
+	VBROADCASTSS c32<>+0x28(SB), Y14 // quiet NaN
+h16loop:
+	VMOVUPS   (SI), Y0
+	VCMPPS    $3, Y0, Y0, Y1 // unordered: NaN
+	VANDPS    Y15, Y0, Y2
+	VORPS     Y14, Y2, Y2
+	VBLENDVPS Y1, Y2, Y0, Y0
+	VCVTPS2PH $0, Y0, X0
+	VMOVDQU   X0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $16, DI
+	DECQ      CX
+	JNZ       h16loop
+h16done:
+	VZEROUPPER
+	RET
+
+// func f16ToF32F16C(dst *float32, src *uint16, n int)
+// n is a multiple of 8. VCVTPH2PS is exact, subnormals included; it sets
+// the quiet bit of a signalling NaN, which the reference keeps as it was,
+// so that bit is put back from the half's bit 9 on NaN lanes.
+TEXT ·f16ToF32F16C(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   f16done
+	VPBROADCASTD c32<>+0x2c(SB), Y15 // 0x7fff
+	VPBROADCASTD c32<>+0x3c(SB), Y14 // 0x7c00
+	VPBROADCASTD c32<>+0x40(SB), Y13 // 0x00400000
+f16loop:
+	VCVTPH2PS (SI), Y0
+	VPMOVZXWD (SI), Y1
+	VPAND     Y15, Y1, Y2
+	VPCMPGTD  Y14, Y2, Y2 // |h| > inf: NaN
+	VPAND     Y13, Y2, Y2
+	VPSLLD    $13, Y1, Y1
+	VPANDN    Y2, Y1, Y2  // NaN lanes whose half had bit 9 clear
+	VPANDN    Y0, Y2, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       f16loop
+f16done:
+	VZEROUPPER
+	RET
+
+// func f32ToBF16AVX2(dst *uint16, src *float32, n int)
+// n is a multiple of 16: (b + 0x7fff + (b>>16)&1) >> 16, or b>>16 | 0x40
+// for NaN, in integer lanes as the reference.
+TEXT ·f32ToBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   b16done
+	VPBROADCASTD c32<>+0x00(SB), Y15 // |x| mask
+	VPBROADCASTD c32<>+0x2c(SB), Y14 // 0x7fff
+	VPBROADCASTD c32<>+0x30(SB), Y13 // 1
+	VPBROADCASTD c32<>+0x34(SB), Y12 // inf
+	VPBROADCASTD c32<>+0x38(SB), Y11 // 0x40
+#define BF16(x, t, u) \
+	VPSRLD    $16, x, t   \
+	VPAND     Y13, t, u   \
+	VPADDD    Y14, u, u   \
+	VPADDD    x, u, u     \
+	VPSRLD    $16, u, u   \
+	VPOR      Y11, t, t   \
+	VPAND     Y15, x, x   \
+	VPCMPGTD  Y12, x, x   \
+	VPBLENDVB x, t, u, u
+b16loop:
+	VMOVDQU (SI), Y0
+	VMOVDQU 32(SI), Y1
+	BF16(Y0, Y2, Y3)
+	BF16(Y1, Y4, Y5)
+	VPACKUSDW Y5, Y3, Y3
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVDQU   Y3, (DI)
+	ADDQ      $64, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       b16loop
+#undef BF16
+b16done:
+	VZEROUPPER
+	RET
+
+// func bf16ToF32AVX2(dst *float32, src *uint16, n int)
+// n is a multiple of 8.
+TEXT ·bf16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   bfdone
+bfloop:
+	VPMOVZXWD (SI), Y0
+	VPSLLD    $16, Y0, Y0
+	VMOVDQU   Y0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       bfloop
+bfdone:
+	VZEROUPPER
+	RET
+
+// func dotAVX2Asm(a, b *float32, n int, s *[8]float32)
+// n is a multiple of 8: s[j] = sum over i of a[8i+j]*b[8i+j], each product
+// rounded before it is added (VMULPS then VADDPS, never fused), as
+// dotGeneric's eight partial sums.
+TEXT ·dotAVX2Asm(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVQ s+24(FP), DX
+	VXORPS Y0, Y0, Y0
+	SHRQ   $3, CX
+	JZ     dotdone
+dotloop:
+	VMOVUPS (SI), Y1
+	VMULPS  (DI), Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     dotloop
+dotdone:
+	VMOVUPS Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func axpyAVX2Asm(y, x *float32, n int, alpha float32)
+// n is a multiple of 8: y[i] += float32(alpha*x[i]).
+TEXT ·axpyAVX2Asm(SB), NOSPLIT, $0-28
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS alpha+24(FP), Y0
+	SHRQ $3, CX
+	JZ   axdone
+axloop:
+	VMULPS  (SI), Y0, Y1
+	VADDPS  (DI), Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     axloop
+axdone:
+	VZEROUPPER
+	RET
