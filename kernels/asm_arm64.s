@@ -1,0 +1,250 @@
+//go:build arm64 && !purego && !noasm
+
+#include "textflag.h"
+
+// NEON kernels for arm64; see asm_arm64.go for what each computes and why
+// its bytes equal the Go reference's. Go's assembler has no mnemonics for
+// the vector float instructions, so those are WORDs, each with the GNU
+// syntax beside it. They run with Go's FPCR (round to nearest even, no
+// flush to zero, NaNs propagated, IEEE half precision).
+
+// func q8_0NEON(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+TEXT ·q8_0NEON(SB), NOSPLIT, $0-36
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  nb+16(FP), R2
+	MOVD  $0, R3          // blocks done
+	MOVW  $0, R4          // largest |x| bits
+	MOVW  $0x7fffffff, R5
+	VDUP  R5, V31.S4      // |x| mask
+	MOVW  $0x42fe0000, R5 // 127.0
+	FMOVS R5, F30
+	MOVW  $0x3f800000, R5 // 1.0
+	FMOVS R5, F29
+	MOVW  $0x7f800000, R8 // +inf bits
+q8loop:
+	CMP   R2, R3
+	BGE   q8done
+	ADD   $64, R1, R6
+	VLD1  (R1), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1  (R6), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VAND  V31.B16, V0.B16, V8.B16
+	VAND  V31.B16, V1.B16, V9.B16
+	VAND  V31.B16, V2.B16, V10.B16
+	VAND  V31.B16, V3.B16, V11.B16
+	VAND  V31.B16, V4.B16, V12.B16
+	VAND  V31.B16, V5.B16, V13.B16
+	VAND  V31.B16, V6.B16, V14.B16
+	VAND  V31.B16, V7.B16, V15.B16
+	VUMAX V9.S4, V8.S4, V8.S4
+	VUMAX V11.S4, V10.S4, V10.S4
+	VUMAX V13.S4, V12.S4, V12.S4
+	VUMAX V15.S4, V14.S4, V14.S4
+	VUMAX V10.S4, V8.S4, V8.S4
+	VUMAX V14.S4, V12.S4, V12.S4
+	VUMAX V12.S4, V8.S4, V16.S4
+	WORD  $0x6eb0aa11 // umaxv s17, v16.4s
+	FMOVS F17, R7
+	CMPW  R8, R7
+	BHS   q8done      // NaN or infinity: the reference's block
+	CMPW  R4, R7
+	CSELW HI, R7, R4, R4
+	FDIVS F30, F17, F18 // d = amax / 127
+	FCVTSH F18, F19
+	FMOVS F19, R9
+	MOVH  R9, (R0)
+	// id = 1/d, or 0 where that is +inf (d == 0, or d so small that its
+	// inverse overflows): then the reference's roundf of x*id, of ±inf
+	// or NaN, writes 0s, as FCVTAS of x*0 does.
+	FDIVS F18, F29, F21
+	FMOVS F21, R10
+	CMPW  R8, R10
+	CSELW EQ, ZR, R10, R10
+	FMOVS R10, F21
+	VDUP  V21.S[0], V22.S4
+	WORD  $0x6e36dc00 // fmul v0.4s, v0.4s, v22.4s
+	WORD  $0x6e36dc21 // fmul v1.4s, v1.4s, v22.4s
+	WORD  $0x6e36dc42 // fmul v2.4s, v2.4s, v22.4s
+	WORD  $0x6e36dc63 // fmul v3.4s, v3.4s, v22.4s
+	WORD  $0x6e36dc84 // fmul v4.4s, v4.4s, v22.4s
+	WORD  $0x6e36dca5 // fmul v5.4s, v5.4s, v22.4s
+	WORD  $0x6e36dcc6 // fmul v6.4s, v6.4s, v22.4s
+	WORD  $0x6e36dce7 // fmul v7.4s, v7.4s, v22.4s
+	// roundf: to nearest, ties away from zero (|x*id| <= 127.00002)
+	WORD  $0x4e21c800 // fcvtas v0.4s, v0.4s
+	WORD  $0x4e21c821 // fcvtas v1.4s, v1.4s
+	WORD  $0x4e21c842 // fcvtas v2.4s, v2.4s
+	WORD  $0x4e21c863 // fcvtas v3.4s, v3.4s
+	WORD  $0x4e21c884 // fcvtas v4.4s, v4.4s
+	WORD  $0x4e21c8a5 // fcvtas v5.4s, v5.4s
+	WORD  $0x4e21c8c6 // fcvtas v6.4s, v6.4s
+	WORD  $0x4e21c8e7 // fcvtas v7.4s, v7.4s
+	// low bytes of the 32 results, in order
+	VUZP1 V1.H8, V0.H8, V0.H8
+	VUZP1 V3.H8, V2.H8, V2.H8
+	VUZP1 V5.H8, V4.H8, V4.H8
+	VUZP1 V7.H8, V6.H8, V6.H8
+	VUZP1 V2.B16, V0.B16, V24.B16
+	VUZP1 V6.B16, V4.B16, V25.B16
+	ADD   $2, R0, R11
+	VST1  [V24.B16, V25.B16], (R11)
+	ADD   $34, R0
+	ADD   $128, R1
+	ADD   $1, R3
+	B     q8loop
+q8done:
+	MOVD  R3, done+24(FP)
+	MOVW  R4, maxBits+32(FP)
+	RET
+
+// func f32ToF16NEON(dst *uint16, src *float32, n int)
+// n is a multiple of 8. NaN lanes become the quiet NaN of their sign first,
+// which FCVTN turns into the reference's 0x7e00|sign; other values convert
+// with IEEE round to nearest even, as the reference.
+TEXT ·f32ToF16NEON(SB), NOSPLIT, $0-24
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  n+16(FP), R2
+	LSR   $3, R2
+	CBZ   R2, h16done
+	MOVW  $0x80000000, R5
+	VDUP  R5, V30.S4
+	MOVW  $0x7fc00000, R5
+	VDUP  R5, V29.S4
+h16loop:
+	VLD1.P 32(R1), [V0.S4, V1.S4]
+	WORD  $0x4e20e402 // fcmeq v2.4s, v0.4s, v0.4s (not NaN)
+	WORD  $0x4e21e423 // fcmeq v3.4s, v1.4s, v1.4s
+	VAND  V30.B16, V0.B16, V4.B16
+	VORR  V29.B16, V4.B16, V4.B16
+	VAND  V30.B16, V1.B16, V5.B16
+	VORR  V29.B16, V5.B16, V5.B16
+	VBIF  V2.B16, V4.B16, V0.B16
+	VBIF  V3.B16, V5.B16, V1.B16
+	WORD  $0x0e216804 // fcvtn v4.4h, v0.4s
+	WORD  $0x4e216824 // fcvtn2 v4.8h, v1.4s
+	VST1.P [V4.H8], 16(R0)
+	SUB   $1, R2
+	CBNZ  R2, h16loop
+h16done:
+	RET
+
+// func f16ToF32NEON(dst *float32, src *uint16, n int)
+// n is a multiple of 8. FCVTL is exact, subnormals included; it sets the
+// quiet bit of a signalling NaN, which the reference keeps as it was, so on
+// NaN lanes that bit is taken back from the half's bit 9.
+TEXT ·f16ToF32NEON(SB), NOSPLIT, $0-24
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  n+16(FP), R2
+	LSR   $3, R2
+	CBZ   R2, f16done
+	MOVW  $0x7c00, R5
+	VDUP  R5, V31.S4
+	MOVW  $0x3ff, R5
+	VDUP  R5, V30.S4
+	MOVW  $0x00400000, R5
+	VDUP  R5, V29.S4
+f16loop:
+	VLD1.P 16(R1), [V0.H8]
+	WORD  $0x0e217801 // fcvtl v1.4s, v0.4h
+	WORD  $0x4e217802 // fcvtl2 v2.4s, v0.8h
+	VUXTL  V0.H4, V3.S4
+	VUXTL2 V0.H8, V4.S4
+#define SNAN(h, f) \
+	VAND   V31.B16, h.B16, V5.B16 \
+	VCMEQ  V31.S4, V5.S4, V5.S4   \
+	VCMTST V30.S4, h.S4, V6.S4    \
+	VAND   V6.B16, V5.B16, V5.B16 \
+	VAND   V29.B16, V5.B16, V5.B16 \
+	VSHL   $13, h.S4, h.S4        \
+	VBIT   V5.B16, h.B16, f.B16
+	SNAN(V3, V1)
+	SNAN(V4, V2)
+#undef SNAN
+	VST1.P [V1.S4, V2.S4], 32(R0)
+	SUB   $1, R2
+	CBNZ  R2, f16loop
+f16done:
+	RET
+
+// func f32ToBF16NEON(dst *uint16, src *float32, n int)
+// n is a multiple of 8: the top halves of b + 0x7fff + (b>>16)&1, or of
+// b | 0x00400000 (the top half's quiet bit 0x40) for NaN, as the reference.
+TEXT ·f32ToBF16NEON(SB), NOSPLIT, $0-24
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  n+16(FP), R2
+	LSR   $3, R2
+	CBZ   R2, b16done
+	MOVW  $1, R5
+	VDUP  R5, V31.S4
+	MOVW  $0x7fff, R5
+	VDUP  R5, V30.S4
+	MOVW  $0x00400000, R5
+	VDUP  R5, V29.S4
+b16loop:
+	VLD1.P 32(R1), [V0.S4, V1.S4]
+	WORD  $0x4e20e404 // fcmeq v4.4s, v0.4s, v0.4s (not NaN)
+	WORD  $0x4e21e425 // fcmeq v5.4s, v1.4s, v1.4s
+#define BF16(x, t, q) \
+	VUSHR $16, x.S4, t.S4         \
+	VAND  V31.B16, t.B16, t.B16   \
+	VADD  V30.S4, t.S4, t.S4      \
+	VADD  x.S4, t.S4, t.S4        \
+	VORR  V29.B16, x.B16, x.B16   \
+	VBIF  q.B16, x.B16, t.B16
+	BF16(V0, V2, V4)
+	BF16(V1, V3, V5)
+#undef BF16
+	VUZP2 V3.H8, V2.H8, V6.H8
+	VST1.P [V6.H8], 16(R0)
+	SUB   $1, R2
+	CBNZ  R2, b16loop
+b16done:
+	RET
+
+// func bf16ToF32NEON(dst *float32, src *uint16, n int)
+// n is a multiple of 8: each half becomes the top half of a word.
+TEXT ·bf16ToF32NEON(SB), NOSPLIT, $0-24
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  n+16(FP), R2
+	LSR   $3, R2
+	CBZ   R2, bfdone
+	VEOR  V31.B16, V31.B16, V31.B16
+bfloop:
+	VLD1.P 16(R1), [V0.H8]
+	VZIP1 V0.H8, V31.H8, V1.H8
+	VZIP2 V0.H8, V31.H8, V2.H8
+	VST1.P [V1.S4, V2.S4], 32(R0)
+	SUB   $1, R2
+	CBNZ  R2, bfloop
+bfdone:
+	RET
+
+// func dotNEON(a, b *float32, n int, s *[8]float32)
+// n is a multiple of 8: s[j] = sum over i of a[8i+j]*b[8i+j], each product
+// rounded before it is added (FMUL then FADD, never FMLA), as dotGeneric's
+// eight partial sums.
+TEXT ·dotNEON(SB), NOSPLIT, $0-32
+	MOVD  a+0(FP), R0
+	MOVD  b+8(FP), R1
+	MOVD  n+16(FP), R2
+	MOVD  s+24(FP), R3
+	VEOR  V16.B16, V16.B16, V16.B16
+	VEOR  V17.B16, V17.B16, V17.B16
+	LSR   $3, R2
+	CBZ   R2, dotdone
+dotloop:
+	VLD1.P 32(R0), [V0.S4, V1.S4]
+	VLD1.P 32(R1), [V4.S4, V5.S4]
+	WORD  $0x6e24dc02 // fmul v2.4s, v0.4s, v4.4s
+	WORD  $0x6e25dc23 // fmul v3.4s, v1.4s, v5.4s
+	WORD  $0x4e22d610 // fadd v16.4s, v16.4s, v2.4s
+	WORD  $0x4e23d631 // fadd v17.4s, v17.4s, v3.4s
+	SUB   $1, R2
+	CBNZ  R2, dotloop
+dotdone:
+	VST1  [V16.S4, V17.S4], (R3)
+	RET
