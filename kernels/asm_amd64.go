@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -81,6 +82,7 @@ func setupAsm() bool {
 	}
 	dotF32 = dotAsm
 	axpy = axpyAsm
+	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16Asm, nil) }
 	asmName = "avx2 asm"
 	return true
 }
@@ -105,6 +107,9 @@ func f32ToBF16AVX2(dst *uint16, src *float32, n int)
 
 //go:noescape
 func bf16ToF32AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func qxLanesAVX2(grp *qxAsm)
 
 //go:noescape
 func dotAVX2Asm(a, b *float32, n int, s *[8]float32)
@@ -176,4 +181,44 @@ func axpyAsm(y []float32, alpha float32, x []float32) {
 		axpyAVX2Asm(&y[0], &x[0], n, alpha)
 	}
 	axpyGeneric(y[n:], alpha, x[n:])
+}
+
+// qxAsm is qxLanesAVX2's input and output (offsets fixed in asm_amd64.s).
+type qxAsm struct {
+	xt    [128]uint32  // element i of sub-block j at 8i+j, as bits
+	num   [18]uint32   // the numerators of the candidates' iscales
+	scale [8]float32   // result: the scale of each sub-block
+	lt    [128]int32   // result: levels 0..63, transposed as xt
+	w, wv [128]float32 // scratch: v·v and (v·v)·v, transposed as xt
+}
+
+// q6Fits16Asm is Q6_K's sub-block loop (makeQXQuants with nmax 32 on the
+// 16 sub-blocks of 16) in two groups of 8, one sub-block per lane: the
+// block is transposed so that element i of the 8 sub-blocks is one load,
+// and the levels are transposed back.
+func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
+	var g qxAsm
+	x = x[:qkK]
+	const nmax = 32
+	k := 0
+	for is := int32(-9); is <= 9; is++ {
+		if is != 0 {
+			g.num[k] = math.Float32bits(-(float32(nmax) + float32(0.1*float32(is))))
+			k++
+		}
+	}
+	for h := range 2 {
+		for i := range 16 {
+			for j := range 8 {
+				g.xt[8*i+j] = math.Float32bits(x[16*(8*h+j)+i])
+			}
+		}
+		qxLanesAVX2(&g)
+		copy(scales[8*h:], g.scale[:])
+		for i := range 16 {
+			for j := range 8 {
+				L[16*(8*h+j)+i] = int8(g.lt[8*i+j])
+			}
+		}
+	}
 }

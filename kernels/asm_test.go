@@ -220,3 +220,54 @@ type asmKernel struct {
 	ref  func([]byte, []float32)
 	bs   int
 }
+
+// TestQ6KEdges compares Q6_K's fast path with the reference on sub-blocks
+// at the edges of its search: largest |x| at, just below and just above
+// the flat threshold (groupMaxEps as float32), a ±0 sub-block, one value
+// among zeros, ties of ±max (the first is the scale's sign), f32
+// subnormals, and NaNs and infinities (which callers refuse; the bytes
+// still follow the reference).
+func TestQ6KEdges(t *testing.T) {
+	eps := math.Float32bits(groupMaxEps)
+	r := rand.New(rand.NewPCG(61, 62))
+	const nb = 400
+	x := make([]float32, nb*qkK)
+	for sb := range nb * 16 {
+		y := x[16*sb : 16*sb+16]
+		for i := range y {
+			y[i] = float32(r.NormFloat64())
+		}
+		switch r.IntN(10) {
+		case 0, 1, 2:
+			m := math.Float32frombits(eps + uint32(r.IntN(3)) - 1)
+			for i := range y {
+				y[i] = m * float32(r.Float64())
+			}
+			y[r.IntN(16)] = m * float32(1-2*r.IntN(2))
+		case 3:
+			for i := range y {
+				y[i] = float32(math.Copysign(0, float64(1-2*r.IntN(2))))
+			}
+			if r.IntN(2) == 0 {
+				y[r.IntN(16)] = float32(r.NormFloat64())
+			}
+		case 4:
+			a := float32(r.NormFloat64())
+			y[r.IntN(16)], y[r.IntN(16)] = a, -a
+		case 5:
+			for i := range y {
+				y[i] = math.Float32frombits(uint32(r.IntN(1 << 23)))
+			}
+		case 6:
+			bad := []uint32{0x7f800000, 0xff800000, 0x7fc00000, 0xff800001}
+			y[r.IntN(16)] = math.Float32frombits(bad[r.IntN(len(bad))])
+		}
+	}
+	got, want := make([]byte, nb*210), make([]byte, nb*210)
+	quantQ6_K(got, x)
+	quantQ6_KGeneric(want, x)
+	if !bytes.Equal(got, want) {
+		i := firstDiff(got, want)
+		t.Fatalf("Q6_K block %d byte %d: %#02x, want %#02x (block %v)", i/210, i%210, got[i], want[i], x[i/210*qkK:][:qkK])
+	}
+}
