@@ -83,6 +83,9 @@ func setupAsm() bool {
 	dotF32 = dotAsm
 	axpy = axpyAsm
 	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16Asm, nil) }
+	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, kx2BlockAsm) }
+	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, kx2BlockAsm) }
+	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, q2Fits16Asm) }
 	asmName = "avx2 asm"
 	return true
 }
@@ -107,6 +110,9 @@ func f32ToBF16AVX2(dst *uint16, src *float32, n int)
 
 //go:noescape
 func bf16ToF32AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func kx2LanesAVX2(grp *kx2Asm)
 
 //go:noescape
 func qxLanesAVX2(grp *qxAsm)
@@ -218,6 +224,78 @@ func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
 		for i := range 16 {
 			for j := range 8 {
 				L[16*(8*h+j)+i] = int8(g.lt[8*i+j])
+			}
+		}
+	}
+}
+
+// kx2Asm is kx2LanesAVX2's input and output (offsets fixed in asm_amd64.s,
+// checked by TestAsmLayout).
+type kx2Asm struct {
+	xt    [256]uint32 // element i of sub-block j at 8i+j, as bits
+	num   [64]uint32  // the numerators of the candidates' iscales
+	fmax  uint32      // float32(nmax), as bits
+	n     int32       // elements per sub-block (32, or 16 for Q2_K)
+	nmax  int32
+	nstep int32 // candidates 0..nstep
+	q2    int32 // 1: weights |x| and absolute errors (Q2_K)
+	_     [3]uint32
+	scale [8]float32   // results: scale and -min per sub-block
+	min   [8]float32   //
+	lt    [256]int32   // the chosen levels, transposed as xt
+	w, fl [256]float32 // scratch: weights and the current candidate's levels
+}
+
+// kx2BlockAsm is kx2Fits (make_qkx2_quants on the 8 sub-blocks of 32 of a
+// Q4_K or Q5_K super-block) with one sub-block per lane.
+func kx2BlockAsm(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin float32, nstep int) {
+	if nstep > 63 {
+		kx2Fits(x, L, scales, mins, nmax, rmin, nstep)
+		return
+	}
+	var g kx2Asm
+	x = x[:qkK]
+	for i := range 32 {
+		for j := range 8 {
+			g.xt[8*i+j] = math.Float32bits(x[32*j+i])
+		}
+	}
+	fmax := float32(nmax)
+	for is := 0; is <= nstep; is++ {
+		g.num[is] = math.Float32bits(float32(rmin+float32(0.1*float32(is))) + fmax)
+	}
+	g.fmax, g.n, g.nmax, g.nstep = math.Float32bits(fmax), 32, nmax, int32(nstep)
+	kx2LanesAVX2(&g)
+	*scales, *mins = g.scale, g.min
+	for i := range 32 {
+		for j := range 8 {
+			L[32*j+i] = uint8(g.lt[8*i+j])
+		}
+	}
+}
+
+// q2Fits16Asm is Q2_K's sub-block loop (make_qkx2_quants on the 16
+// sub-blocks of 16, weights |x|, absolute errors): two groups of 8.
+func q2Fits16Asm(x []float32, L []uint8, scales, mins *[16]float32) {
+	var g kx2Asm
+	x = x[:qkK]
+	const nmax, nstep = 3, 15
+	for is := 0; is <= nstep; is++ {
+		g.num[is] = math.Float32bits(float32(-0.5+float32(0.1*float32(is))) + nmax)
+	}
+	g.fmax, g.n, g.nmax, g.nstep, g.q2 = math.Float32bits(nmax), 16, nmax, nstep, 1
+	for h := range 2 {
+		for i := range 16 {
+			for j := range 8 {
+				g.xt[8*i+j] = math.Float32bits(x[16*(8*h+j)+i])
+			}
+		}
+		kx2LanesAVX2(&g)
+		copy(scales[8*h:], g.scale[:])
+		copy(mins[8*h:], g.min[:])
+		for i := range 16 {
+			for j := range 8 {
+				L[16*(8*h+j)+i] = uint8(g.lt[8*i+j])
 			}
 		}
 	}

@@ -655,3 +655,234 @@ qxlev:
 	JNE       qxlev
 	VZEROUPPER
 	RET
+
+// func kx2LanesAVX2(grp *kx2Asm)
+// make_qkx2_quants on 8 sub-blocks of n (32 for Q4_K and Q5_K, 16 for
+// Q2_K), one per lane, as kx2Lanes8 in kquants_lanes_amd64.go and the
+// reference makeQKX2Quants: the first fit at nmax/(max-min), then the
+// nstep+1 candidates in order, each accepted or not by a per-lane mask
+// (an accepted one changes the min the later ones use). Weights are the
+// RMS plus |x| with squared errors, or |x| with absolute errors (q2).
+// kx2Asm's layout: xt at 0, num at 1024, fmax 1280, n 1284, nmax 1288,
+// nstep 1292, q2 1296, scale 1312, min 1344, lt 1376, w 2400, fl 3424.
+// Locals: flat at 0(SP), minv0 32, scale 64, bestNum 96, bestMin 128.
+DATA kxc<>+0x00(SB)/4, $0x4b400000 // 12582912.0
+DATA kxc<>+0x04(SB)/4, $0x007fffff
+DATA kxc<>+0x08(SB)/4, $0x00400000
+DATA kxc<>+0x0c(SB)/4, $0x7fffffff
+DATA kxc<>+0x10(SB)/4, $0x3f800000 // 1.0
+DATA kxc<>+0x14(SB)/4, $0x80000000
+GLOBL kxc<>(SB), RODATA|NOPTR, $0x18
+
+DATA zero32<>+0x00(SB)/8, $0
+DATA zero32<>+0x08(SB)/8, $0
+DATA zero32<>+0x10(SB)/8, $0
+DATA zero32<>+0x18(SB)/8, $0
+GLOBL zero32<>(SB), RODATA|NOPTR, $32
+
+// KXLEVELS: t = clamp(nearest_int(Y4·(t-Y9)), 0, nmax) as floats; t holds v.
+#define KXLEVELS(t) \
+	VSUBPS     Y9, t, t     \
+	VMULPS     Y4, t, t     \
+	VADDPS     Y15, t, t    \
+	VPAND      Y14, t, t    \
+	VPSUBD     Y13, t, t    \
+	VPMAXSD    zero32<>(SB), t, t \
+	VPMINSD    Y12, t, t    \
+	VCVTDQ2PS  t, t
+
+TEXT ·kx2LanesAVX2(SB), NOSPLIT, $160-8
+	MOVQ grp+0(FP), DI
+	MOVLQSX 1284(DI), R8 // n
+	SHLQ    $5, R8       // n·32 bytes
+	MOVL    1296(DI), R9 // q2
+	MOVLQSX 1292(DI), R10
+	INCQ    R10          // nstep+1 candidates
+	VPBROADCASTD kxc<>+0x00(SB), Y15
+	VPBROADCASTD kxc<>+0x04(SB), Y14
+	VPBROADCASTD kxc<>+0x08(SB), Y13
+	VPBROADCASTD 1288(DI), Y12 // nmax
+	VPBROADCASTD kxc<>+0x0c(SB), Y11
+	// Weights: w = avX + |v| with avX = sqrt(sum v·v / n), or |v| (q2).
+	VXORPS Y0, Y0, Y0
+	TESTL  R9, R9
+	JNZ    kxw
+	XORQ   AX, AX
+kxsq:
+	VMOVUPS (DI)(AX*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	ADDQ    $32, AX
+	CMPQ    AX, R8
+	JNE     kxsq
+	VPBROADCASTD 1284(DI), Y1
+	VCVTDQ2PS Y1, Y1
+	VDIVPS  Y1, Y0, Y0
+	VSQRTPS Y0, Y0
+kxw:
+	XORQ AX, AX
+kxwl:
+	VMOVUPS (DI)(AX*1), Y1
+	VANDPS  Y11, Y1, Y1
+	VADDPS  Y1, Y0, Y1 // avX + |v| (q2: 0 + |v|, exact)
+	VMOVUPS Y1, 2400(DI)(AX*1)
+	ADDQ    $32, AX
+	CMPQ    AX, R8
+	JNE     kxwl
+	// min, max (strict comparisons from v0), sumW, sumX
+	VMOVUPS (DI), Y9        // minv
+	VMOVUPS Y9, Y10         // maxv
+	VMOVUPS 2400(DI), Y8    // sumW
+	VMULPS  Y9, Y8, Y7      // sumX
+	MOVQ    $32, AX
+kxmm:
+	VMOVUPS   (DI)(AX*1), Y1
+	VCMPPS    $0x11, Y9, Y1, Y2 // v < minv
+	VBLENDVPS Y2, Y1, Y9, Y9
+	VCMPPS    $0x1e, Y10, Y1, Y2 // v > maxv
+	VBLENDVPS Y2, Y1, Y10, Y10
+	VMOVUPS   2400(DI)(AX*1), Y2
+	VADDPS    Y2, Y8, Y8
+	VMULPS    Y1, Y2, Y2
+	VADDPS    Y2, Y7, Y7
+	ADDQ      $32, AX
+	CMPQ      AX, R8
+	JNE       kxmm
+	VXORPS    Y1, Y1, Y1
+	VCMPPS    $0x1e, Y1, Y9, Y1 // minv > 0: 0
+	VANDNPS   Y9, Y1, Y9
+	VCMPPS    $0, Y9, Y10, Y1   // flat: maxv == minv
+	VMOVUPS   Y1, 0(SP)
+	VMOVUPS   Y9, 32(SP)
+	// first fit: iscale = fmax/(maxv-minv), scale = 1/iscale
+	VBROADCASTSS 1280(DI), Y3
+	VMOVUPS   Y3, 96(SP)   // bestNum = fmax
+	VMOVUPS   Y9, 128(SP)  // bestMin = minv
+	VSUBPS    Y9, Y10, Y1
+	VDIVPS    Y1, Y3, Y4   // iscale
+	VBROADCASTSS kxc<>+0x10(SB), Y1
+	VDIVPS    Y4, Y1, Y5   // scale
+	VMOVUPS   Y5, 64(SP)
+	VXORPS    Y6, Y6, Y6   // bestMad
+	XORQ      AX, AX
+kxf0:
+	VMOVUPS   (DI)(AX*1), Y1
+	VMOVUPS   Y1, Y3
+	KXLEVELS(Y1)
+	VMULPS    Y1, Y5, Y1 // scale·l
+	VADDPS    Y9, Y1, Y1 // + minv
+	VSUBPS    Y3, Y1, Y1 // - v
+	TESTL     R9, R9
+	JZ        kxf0sq
+	VANDPS    Y11, Y1, Y1
+	JMP       kxf0w
+kxf0sq:
+	VMULPS    Y1, Y1, Y1
+kxf0w:
+	VMULPS    2400(DI)(AX*1), Y1, Y1
+	VADDPS    Y1, Y6, Y6
+	ADDQ      $32, AX
+	CMPQ      AX, R8
+	JNE       kxf0
+	XORQ      CX, CX
+kxcand:
+	VBROADCASTSS 1024(DI)(CX*4), Y4
+	VSUBPS    Y9, Y10, Y1
+	VDIVPS    Y1, Y4, Y4 // iscale = num/(maxv-minv)
+	VXORPS    Y0, Y0, Y0 // sumL
+	VXORPS    Y1, Y1, Y1 // sumL2
+	VXORPS    Y2, Y2, Y2 // sumXL
+	XORQ      AX, AX
+kxc1:
+	VMOVUPS   (DI)(AX*1), Y3
+	KXLEVELS(Y3)
+	VMOVUPS   Y3, 3424(DI)(AX*1)
+	VMULPS    2400(DI)(AX*1), Y3, Y5 // wfl = w·fl
+	VADDPS    Y5, Y0, Y0
+	VMULPS    Y3, Y5, Y3
+	VADDPS    Y3, Y1, Y1
+	VMULPS    (DI)(AX*1), Y5, Y5
+	VADDPS    Y5, Y2, Y2
+	ADDQ      $32, AX
+	CMPQ      AX, R8
+	JNE       kxc1
+	VMULPS    Y1, Y8, Y3 // D = sumW·sumL2 - sumL·sumL
+	VMULPS    Y0, Y0, Y4
+	VSUBPS    Y4, Y3, Y3
+	VMULPS    Y2, Y8, Y4 // sc = (sumW·sumXL - sumX·sumL) / D
+	VMULPS    Y0, Y7, Y5
+	VSUBPS    Y5, Y4, Y4
+	VDIVPS    Y3, Y4, Y4
+	VMULPS    Y7, Y1, Y5 // mn = (sumL2·sumX - sumL·sumXL) / D
+	VMULPS    Y2, Y0, Y0
+	VSUBPS    Y0, Y5, Y5
+	VDIVPS    Y3, Y5, Y5
+	VDIVPS    Y1, Y2, Y0 // sumXL / sumL2
+	VXORPS    Y2, Y2, Y2
+	VCMPPS    $0x1e, Y2, Y5, Y1 // mn > 0: mn = 0, sc = sumXL/sumL2
+	VBLENDVPS Y1, Y0, Y4, Y4
+	VANDNPS   Y5, Y1, Y5
+	VXORPS    Y0, Y0, Y0 // mad
+	XORQ      AX, AX
+kxc2:
+	VMULPS    3424(DI)(AX*1), Y4, Y1
+	VADDPS    Y5, Y1, Y1
+	VSUBPS    (DI)(AX*1), Y1, Y1
+	TESTL     R9, R9
+	JZ        kxc2sq
+	VANDPS    Y11, Y1, Y1
+	JMP       kxc2w
+kxc2sq:
+	VMULPS    Y1, Y1, Y1
+kxc2w:
+	VMULPS    2400(DI)(AX*1), Y1, Y1
+	VADDPS    Y1, Y0, Y0
+	ADDQ      $32, AX
+	CMPQ      AX, R8
+	JNE       kxc2
+	// take = D > 0 && mad < bestMad
+	VXORPS    Y1, Y1, Y1
+	VCMPPS    $0x1e, Y1, Y3, Y1
+	VCMPPS    $0x11, Y6, Y0, Y2
+	VANDPS    Y2, Y1, Y1
+	VBLENDVPS Y1, Y0, Y6, Y6 // bestMad
+	VMOVUPS   64(SP), Y2
+	VBLENDVPS Y1, Y4, Y2, Y2
+	VMOVUPS   Y2, 64(SP)     // scale
+	VBROADCASTSS 1024(DI)(CX*4), Y0
+	VMOVUPS   96(SP), Y2
+	VBLENDVPS Y1, Y0, Y2, Y2
+	VMOVUPS   Y2, 96(SP)     // bestNum
+	VMOVUPS   128(SP), Y2
+	VBLENDVPS Y1, Y9, Y2, Y2
+	VMOVUPS   Y2, 128(SP)    // bestMin (the min before this candidate)
+	VBLENDVPS Y1, Y5, Y9, Y9 // minv
+	INCQ      CX
+	CMPQ      CX, R10
+	JNE       kxcand
+	// Flat lanes: scale 0, min as found, levels 0.
+	VMOVUPS   0(SP), Y3
+	VMOVUPS   64(SP), Y2
+	VANDNPS   Y2, Y3, Y2
+	VMOVUPS   Y2, 1312(DI)
+	VMOVUPS   32(SP), Y2
+	VBLENDVPS Y3, Y2, Y9, Y9
+	VBROADCASTSS kxc<>+0x14(SB), Y2
+	VXORPS    Y2, Y9, Y9
+	VMOVUPS   Y9, 1344(DI) // -min
+	VMOVUPS   128(SP), Y9  // bestMin
+	VSUBPS    Y9, Y10, Y1
+	VMOVUPS   96(SP), Y4
+	VDIVPS    Y1, Y4, Y4   // bestNum/(maxv-bestMin)
+	XORQ      AX, AX
+kxlev:
+	VMOVUPS   (DI)(AX*1), Y1
+	KXLEVELS(Y1)
+	VCVTPS2DQ Y1, Y1 // exact: small integers
+	VPANDN    Y1, Y3, Y1
+	VMOVDQU   Y1, 1376(DI)(AX*1)
+	ADDQ      $32, AX
+	CMPQ      AX, R8
+	JNE       kxlev
+	VZEROUPPER
+	RET

@@ -221,13 +221,14 @@ type asmKernel struct {
 	bs   int
 }
 
-// TestQ6KEdges compares Q6_K's fast path with the reference on sub-blocks
-// at the edges of its search: largest |x| at, just below and just above
-// the flat threshold (groupMaxEps as float32), a ±0 sub-block, one value
-// among zeros, ties of ±max (the first is the scale's sign), f32
-// subnormals, and NaNs and infinities (which callers refuse; the bytes
-// still follow the reference).
-func TestQ6KEdges(t *testing.T) {
+// TestKQuantEdges compares the K-quant fast paths with the reference on
+// sub-blocks (of 16) at the edges of their searches: largest |x| at, just
+// below and just above Q6_K's flat threshold (groupMaxEps as float32), ±0
+// sub-blocks, one value among zeros, ties of ±max (the first is Q6_K's
+// scale's sign), f32 subnormals, constant runs (max == min), one-signed
+// values, and NaNs and infinities (which callers refuse; the bytes still
+// follow the reference).
+func TestKQuantEdges(t *testing.T) {
 	eps := math.Float32bits(groupMaxEps)
 	r := rand.New(rand.NewPCG(61, 62))
 	const nb = 400
@@ -237,7 +238,7 @@ func TestQ6KEdges(t *testing.T) {
 		for i := range y {
 			y[i] = float32(r.NormFloat64())
 		}
-		switch r.IntN(10) {
+		switch r.IntN(12) {
 		case 0, 1, 2:
 			m := math.Float32frombits(eps + uint32(r.IntN(3)) - 1)
 			for i := range y {
@@ -261,13 +262,34 @@ func TestQ6KEdges(t *testing.T) {
 		case 6:
 			bad := []uint32{0x7f800000, 0xff800000, 0x7fc00000, 0xff800001}
 			y[r.IntN(16)] = math.Float32frombits(bad[r.IntN(len(bad))])
+		case 7:
+			c := float32(r.NormFloat64())
+			for i := range y {
+				y[i] = c
+			}
+		case 8:
+			for i := range y {
+				y[i] = float32(math.Abs(r.NormFloat64()))
+			}
 		}
 	}
-	got, want := make([]byte, nb*210), make([]byte, nb*210)
-	quantQ6_K(got, x)
-	quantQ6_KGeneric(want, x)
-	if !bytes.Equal(got, want) {
-		i := firstDiff(got, want)
-		t.Fatalf("Q6_K block %d byte %d: %#02x, want %#02x (block %v)", i/210, i%210, got[i], want[i], x[i/210*qkK:][:qkK])
+	for _, k := range []struct {
+		name      string
+		fast, ref func([]byte, []float32)
+		bs        int
+	}{
+		{"Q2_K", quantQ2_K, quantQ2_KGeneric, 84},
+		{"Q3_K", quantQ3_K, quantQ3_KGeneric, 110},
+		{"Q4_K", quantQ4_K, quantQ4_KGeneric, 144},
+		{"Q5_K", quantQ5_K, quantQ5_KGeneric, 176},
+		{"Q6_K", quantQ6_K, quantQ6_KGeneric, 210},
+	} {
+		got, want := make([]byte, nb*k.bs), make([]byte, nb*k.bs)
+		k.fast(got, x)
+		k.ref(want, x)
+		if !bytes.Equal(got, want) {
+			i := firstDiff(got, want)
+			t.Errorf("%s block %d byte %d: %#02x, want %#02x (block %v)", k.name, i/k.bs, i%k.bs, got[i], want[i], x[i/k.bs*qkK:][:qkK])
+		}
 	}
 }
