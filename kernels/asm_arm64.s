@@ -248,3 +248,166 @@ dotloop:
 dotdone:
 	VST1  [V16.S4, V17.S4], (R3)
 	RET
+
+// Byte indexes 0-31, for the first element of largest magnitude.
+DATA idx32<>+0x00(SB)/8, $0x0706050403020100
+DATA idx32<>+0x08(SB)/8, $0x0f0e0d0c0b0a0908
+DATA idx32<>+0x10(SB)/8, $0x1716151413121110
+DATA idx32<>+0x18(SB)/8, $0x1f1e1d1c1b1a1918
+GLOBL idx32<>(SB), RODATA|NOPTR, $32
+
+// func q4_0NEON(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+// The scale is the first element of largest magnitude over -8 (the index
+// is the smallest byte index whose |x| bits are the maximum: UMINV over
+// index|not-hit), q = min(15, int(x*id + 8.5)) with FCVTZS (toward zero,
+// as C's cast). Where 1/d overflows for a nonzero d, the reference's
+// x*id + 8.5 is ±inf or NaN and its cast writes 0s: so does this kernel.
+TEXT ·q4_0NEON(SB), NOSPLIT, $0-36
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  nb+16(FP), R2
+	MOVD  $0, R3          // blocks done
+	MOVW  $0, R4          // largest |x| bits
+	MOVW  $0x7fffffff, R5
+	VDUP  R5, V31.S4      // |x| mask
+	MOVW  $0x41080000, R5 // 8.5
+	VDUP  R5, V27.S4
+	MOVW  $15, R5
+	VDUP  R5, V23.S4
+	WORD  $0x4f07e7fa     // movi v26.16b, #0xff
+	MOVD  $idx32<>(SB), R5
+	VLD1  (R5), [V24.B16, V25.B16]
+	MOVW  $0xbe000000, R5 // -0.125
+	FMOVS R5, F28
+	MOVW  $0x3f800000, R5 // 1.0
+	FMOVS R5, F29
+	MOVW  $0x7f800000, R8 // +inf bits
+q40loop:
+	CMP   R2, R3
+	BGE   q40done
+	ADD   $64, R1, R6
+	VLD1  (R1), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1  (R6), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VAND  V31.B16, V0.B16, V8.B16
+	VAND  V31.B16, V1.B16, V9.B16
+	VAND  V31.B16, V2.B16, V10.B16
+	VAND  V31.B16, V3.B16, V11.B16
+	VAND  V31.B16, V4.B16, V12.B16
+	VAND  V31.B16, V5.B16, V13.B16
+	VAND  V31.B16, V6.B16, V14.B16
+	VAND  V31.B16, V7.B16, V15.B16
+	VUMAX V9.S4, V8.S4, V16.S4
+	VUMAX V11.S4, V10.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	VUMAX V13.S4, V12.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	VUMAX V15.S4, V14.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	WORD  $0x6eb0aa11 // umaxv s17, v16.4s
+	FMOVS F17, R7
+	CMPW  R8, R7
+	BHS   q40done      // NaN or infinity: the reference's block
+	CMPW  R4, R7
+	CSELW HI, R7, R4, R4
+	MOVW  $0, R13      // +0 for an all-zero block
+	CBZW  R7, q40scale
+	VDUP  R7, V18.S4
+	VCMEQ V18.S4, V8.S4, V8.S4
+	VCMEQ V18.S4, V9.S4, V9.S4
+	VCMEQ V18.S4, V10.S4, V10.S4
+	VCMEQ V18.S4, V11.S4, V11.S4
+	VCMEQ V18.S4, V12.S4, V12.S4
+	VCMEQ V18.S4, V13.S4, V13.S4
+	VCMEQ V18.S4, V14.S4, V14.S4
+	VCMEQ V18.S4, V15.S4, V15.S4
+	VUZP1 V9.H8, V8.H8, V8.H8
+	VUZP1 V11.H8, V10.H8, V10.H8
+	VUZP1 V13.H8, V12.H8, V12.H8
+	VUZP1 V15.H8, V14.H8, V14.H8
+	VUZP1 V10.B16, V8.B16, V8.B16
+	VUZP1 V14.B16, V12.B16, V12.B16
+	VEOR  V26.B16, V8.B16, V8.B16
+	VORR  V24.B16, V8.B16, V8.B16
+	VEOR  V26.B16, V12.B16, V12.B16
+	VORR  V25.B16, V12.B16, V12.B16
+	VUMIN V12.B16, V8.B16, V8.B16
+	WORD  $0x6e31a913 // uminv b19, v8.16b
+	FMOVS F19, R12
+	MOVWU (R1)(R12<<2), R13
+q40scale:
+	FMOVS R13, F20
+	FMULS F28, F20, F18 // d = max / -8 (exactly as the division)
+	FCVTSH F18, F19
+	FMOVS F19, R9
+	MOVH  R9, (R0)
+	ADD   $2, R0, R11
+	FMOVS F18, R10
+	LSLW  $1, R10, R10
+	CBZW  R10, q40zero  // d == 0: id = 0
+	FDIVS F18, F29, F21 // id = 1/d
+	FMOVS F21, R10
+	ANDW  $0x7fffffff, R10, R10
+	CMPW  R8, R10
+	BNE   q40id
+	VEOR  V20.B16, V20.B16, V20.B16 // 1/d overflowed: 0s
+	VST1  [V20.B16], (R11)
+	B     q40next
+q40zero:
+	FMOVS ZR, F21
+q40id:
+	VDUP  V21.S[0], V22.S4
+	WORD  $0x6e36dc00 // fmul v0.4s, v0.4s, v22.4s
+	WORD  $0x6e36dc21 // fmul v1.4s, v1.4s, v22.4s
+	WORD  $0x6e36dc42 // fmul v2.4s, v2.4s, v22.4s
+	WORD  $0x6e36dc63 // fmul v3.4s, v3.4s, v22.4s
+	WORD  $0x6e36dc84 // fmul v4.4s, v4.4s, v22.4s
+	WORD  $0x6e36dca5 // fmul v5.4s, v5.4s, v22.4s
+	WORD  $0x6e36dcc6 // fmul v6.4s, v6.4s, v22.4s
+	WORD  $0x6e36dce7 // fmul v7.4s, v7.4s, v22.4s
+	WORD  $0x4e3bd400 // fadd v0.4s, v0.4s, v27.4s
+	WORD  $0x4e3bd421 // fadd v1.4s, v1.4s, v27.4s
+	WORD  $0x4e3bd442 // fadd v2.4s, v2.4s, v27.4s
+	WORD  $0x4e3bd463 // fadd v3.4s, v3.4s, v27.4s
+	WORD  $0x4e3bd484 // fadd v4.4s, v4.4s, v27.4s
+	WORD  $0x4e3bd4a5 // fadd v5.4s, v5.4s, v27.4s
+	WORD  $0x4e3bd4c6 // fadd v6.4s, v6.4s, v27.4s
+	WORD  $0x4e3bd4e7 // fadd v7.4s, v7.4s, v27.4s
+	WORD  $0x4ea1b800 // fcvtzs v0.4s, v0.4s
+	WORD  $0x4ea1b821 // fcvtzs v1.4s, v1.4s
+	WORD  $0x4ea1b842 // fcvtzs v2.4s, v2.4s
+	WORD  $0x4ea1b863 // fcvtzs v3.4s, v3.4s
+	WORD  $0x4ea1b884 // fcvtzs v4.4s, v4.4s
+	WORD  $0x4ea1b8a5 // fcvtzs v5.4s, v5.4s
+	WORD  $0x4ea1b8c6 // fcvtzs v6.4s, v6.4s
+	WORD  $0x4ea1b8e7 // fcvtzs v7.4s, v7.4s
+	// min(15, q): q >= 0 here (x*id >= -8 within rounding), so unsigned
+	VUMIN V23.S4, V0.S4, V0.S4
+	VUMIN V23.S4, V1.S4, V1.S4
+	VUMIN V23.S4, V2.S4, V2.S4
+	VUMIN V23.S4, V3.S4, V3.S4
+	VUMIN V23.S4, V4.S4, V4.S4
+	VUMIN V23.S4, V5.S4, V5.S4
+	VUMIN V23.S4, V6.S4, V6.S4
+	VUMIN V23.S4, V7.S4, V7.S4
+	// byte j: q[j] | q[j+16] << 4
+	VSHL  $4, V4.S4, V4.S4
+	VSHL  $4, V5.S4, V5.S4
+	VSHL  $4, V6.S4, V6.S4
+	VSHL  $4, V7.S4, V7.S4
+	VORR  V4.B16, V0.B16, V0.B16
+	VORR  V5.B16, V1.B16, V1.B16
+	VORR  V6.B16, V2.B16, V2.B16
+	VORR  V7.B16, V3.B16, V3.B16
+	VUZP1 V1.H8, V0.H8, V0.H8
+	VUZP1 V3.H8, V2.H8, V2.H8
+	VUZP1 V2.B16, V0.B16, V20.B16
+	VST1  [V20.B16], (R11)
+q40next:
+	ADD   $18, R0
+	ADD   $128, R1
+	ADD   $1, R3
+	B     q40loop
+q40done:
+	MOVD  R3, done+24(FP)
+	MOVW  R4, maxBits+32(FP)
+	RET

@@ -3,5 +3,8 @@
 package kernels
 
 func asmBlockKernels() []asmKernel {
-	return []asmKernel{{"Q8_0", q8_0NEON, quantQ8_0Generic, 34}}
+	return []asmKernel{
+		{"Q8_0", q8_0NEON, quantQ8_0Generic, 34},
+		{"Q4_0", q4_0NEON, quantQ4_0Generic, 18},
+	}
 }
