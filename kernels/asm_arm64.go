@@ -4,7 +4,7 @@ package kernels
 
 import "unsafe"
 
-// NEON assembly (asm_arm64.s): the Q8_0 and Q4_0 quantizers, the f16 and bf16
+// NEON assembly (asm_arm64.s): the Q8_0, Q4_0 and Q4_1 quantizers, the f16 and bf16
 // conversions both ways and the dot product. Every arm64 CPU has them
 // (Advanced SIMD and its half-precision conversions are part of ARMv8-A),
 // so they are always used, except with the purego or noasm tags.
@@ -24,6 +24,8 @@ func setupAsm() bool {
 	quantQ8_0 = dropMaxBits(quantMaxQ8_0)
 	quantMaxQ4_0 = asmBlocks(q4_0NEON, quantQ4_0Generic, 18)
 	quantQ4_0 = dropMaxBits(quantMaxQ4_0)
+	quantMaxQ4_1 = asmBlocks(q4_1NEON, quantQ4_1Generic, 20)
+	quantQ4_1 = dropMaxBits(quantMaxQ4_1)
 	f32ToF16 = func(dst []uint16, src []float32) {
 		convPtr(f32ToF16NEON, F32ToF16Bits, unsafe.Pointer(unsafe.SliceData(dst)), src[:len(dst)])
 	}
@@ -58,6 +60,9 @@ func q8_0NEON(dst *byte, src *float32, nb int) (done int, maxBits uint32)
 
 //go:noescape
 func q4_0NEON(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+
+//go:noescape
+func q4_1NEON(dst *byte, src *float32, nb int) (done int, maxBits uint32)
 
 //go:noescape
 func f32ToF16NEON(dst *uint16, src *float32, n int)

@@ -411,3 +411,197 @@ q40done:
 	MOVD  R3, done+24(FP)
 	MOVW  R4, maxBits+32(FP)
 	RET
+
+// func q4_1NEON(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+// lo and hi are FMIN/FMAX reductions (exact for finite values); a zero
+// extreme is the block's first ±0 (its smallest index among FCMEQ #0 hits),
+// as the reference's strict comparisons keep it. q = min(15,
+// int((x-lo)*id + 0.5)); d == 0 gives id 0, an overflowing 1/d writes 0s
+// as the reference's cast of +inf/NaN does.
+TEXT ·q4_1NEON(SB), NOSPLIT, $0-36
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  nb+16(FP), R2
+	MOVD  $0, R3          // blocks done
+	MOVW  $0, R4          // largest |x| bits
+	MOVW  $0x7fffffff, R5
+	VDUP  R5, V31.S4      // |x| mask
+	MOVW  $0x3f000000, R5 // 0.5
+	VDUP  R5, V27.S4
+	MOVW  $15, R5
+	VDUP  R5, V23.S4
+	WORD  $0x4f07e7fa     // movi v26.16b, #0xff
+	MOVD  $idx32<>(SB), R5
+	VLD1  (R5), [V24.B16, V25.B16]
+	MOVW  $0x41700000, R5 // 15.0
+	FMOVS R5, F28
+	MOVW  $0x3f800000, R5 // 1.0
+	FMOVS R5, F29
+	MOVW  $0x7f800000, R8 // +inf bits
+q41loop:
+	CMP   R2, R3
+	BGE   q41done
+	ADD   $64, R1, R6
+	VLD1  (R1), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1  (R6), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VAND  V31.B16, V0.B16, V8.B16
+	VAND  V31.B16, V1.B16, V9.B16
+	VAND  V31.B16, V2.B16, V10.B16
+	VAND  V31.B16, V3.B16, V11.B16
+	VAND  V31.B16, V4.B16, V12.B16
+	VAND  V31.B16, V5.B16, V13.B16
+	VAND  V31.B16, V6.B16, V14.B16
+	VAND  V31.B16, V7.B16, V15.B16
+	VUMAX V9.S4, V8.S4, V16.S4
+	VUMAX V11.S4, V10.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	VUMAX V13.S4, V12.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	VUMAX V15.S4, V14.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	WORD  $0x6eb0aa11 // umaxv s17, v16.4s
+	FMOVS F17, R7
+	CMPW  R8, R7
+	BHS   q41done      // NaN or infinity: the reference's block
+	CMPW  R4, R7
+	CSELW HI, R7, R4, R4
+	WORD  $0x4ea1f410 // fmin v16.4s, v0.4s, v1.4s
+	WORD  $0x4ea3f451 // fmin v17.4s, v2.4s, v3.4s
+	WORD  $0x4eb1f610 // fmin v16.4s, v16.4s, v17.4s
+	WORD  $0x4ea5f491 // fmin v17.4s, v4.4s, v5.4s
+	WORD  $0x4eb1f610 // fmin v16.4s, v16.4s, v17.4s
+	WORD  $0x4ea7f4d1 // fmin v17.4s, v6.4s, v7.4s
+	WORD  $0x4eb1f610 // fmin v16.4s, v16.4s, v17.4s
+	WORD  $0x6eb0fa12 // fminv s18, v16.4s
+	WORD  $0x4e21f410 // fmax v16.4s, v0.4s, v1.4s
+	WORD  $0x4e23f451 // fmax v17.4s, v2.4s, v3.4s
+	WORD  $0x4e31f610 // fmax v16.4s, v16.4s, v17.4s
+	WORD  $0x4e25f491 // fmax v17.4s, v4.4s, v5.4s
+	WORD  $0x4e31f610 // fmax v16.4s, v16.4s, v17.4s
+	WORD  $0x4e27f4d1 // fmax v17.4s, v6.4s, v7.4s
+	WORD  $0x4e31f610 // fmax v16.4s, v16.4s, v17.4s
+	WORD  $0x6e30fa14 // fmaxv s20, v16.4s
+	FMOVS F18, R13 // lo
+	FMOVS F20, R14 // hi
+	LSLW  $1, R13, R15
+	CBZW  R15, q41fix
+	LSLW  $1, R14, R15
+	CBNZW R15, q41ok
+q41fix:
+	WORD  $0x4ea0d808 // fcmeq v8.4s, v0.4s, #0.0
+	WORD  $0x4ea0d829 // fcmeq v9.4s, v1.4s, #0.0
+	WORD  $0x4ea0d84a // fcmeq v10.4s, v2.4s, #0.0
+	WORD  $0x4ea0d86b // fcmeq v11.4s, v3.4s, #0.0
+	WORD  $0x4ea0d88c // fcmeq v12.4s, v4.4s, #0.0
+	WORD  $0x4ea0d8ad // fcmeq v13.4s, v5.4s, #0.0
+	WORD  $0x4ea0d8ce // fcmeq v14.4s, v6.4s, #0.0
+	WORD  $0x4ea0d8ef // fcmeq v15.4s, v7.4s, #0.0
+	VUZP1 V9.H8, V8.H8, V8.H8
+	VUZP1 V11.H8, V10.H8, V10.H8
+	VUZP1 V13.H8, V12.H8, V12.H8
+	VUZP1 V15.H8, V14.H8, V14.H8
+	VUZP1 V10.B16, V8.B16, V8.B16
+	VUZP1 V14.B16, V12.B16, V12.B16
+	VEOR  V26.B16, V8.B16, V8.B16
+	VORR  V24.B16, V8.B16, V8.B16
+	VEOR  V26.B16, V12.B16, V12.B16
+	VORR  V25.B16, V12.B16, V12.B16
+	VUMIN V12.B16, V8.B16, V8.B16
+	WORD  $0x6e31a913 // uminv b19, v8.16b
+	FMOVS F19, R12
+	MOVWU (R1)(R12<<2), R12 // the first ±0
+	LSLW  $1, R13, R15
+	CMPW  $0, R15
+	CSELW EQ, R12, R13, R13
+	LSLW  $1, R14, R15
+	CMPW  $0, R15
+	CSELW EQ, R12, R14, R14
+	FMOVS R13, F18
+	FMOVS R14, F20
+q41ok:
+	FSUBS F18, F20, F16
+	FDIVS F28, F16, F16 // d = (hi - lo) / 15
+	FCVTSH F16, F17
+	FMOVS F17, R9
+	MOVH  R9, (R0)
+	FCVTSH F18, F17
+	FMOVS F17, R9
+	MOVH  R9, 2(R0)
+	ADD   $4, R0, R11
+	VDUP  V18.S[0], V21.S4 // lo
+	FMOVS F16, R10
+	LSLW  $1, R10, R10
+	CBZW  R10, q41zero  // d == 0: id = 0
+	FDIVS F16, F29, F19 // id = 1/d
+	FMOVS F19, R10
+	ANDW  $0x7fffffff, R10, R10
+	CMPW  R8, R10
+	BNE   q41id
+	VEOR  V20.B16, V20.B16, V20.B16 // 1/d overflowed: 0s
+	VST1  [V20.B16], (R11)
+	B     q41next
+q41zero:
+	FMOVS ZR, F19
+q41id:
+	VDUP  V19.S[0], V22.S4
+	WORD  $0x4eb5d400 // fsub v0.4s, v0.4s, v21.4s
+	WORD  $0x4eb5d421 // fsub v1.4s, v1.4s, v21.4s
+	WORD  $0x4eb5d442 // fsub v2.4s, v2.4s, v21.4s
+	WORD  $0x4eb5d463 // fsub v3.4s, v3.4s, v21.4s
+	WORD  $0x4eb5d484 // fsub v4.4s, v4.4s, v21.4s
+	WORD  $0x4eb5d4a5 // fsub v5.4s, v5.4s, v21.4s
+	WORD  $0x4eb5d4c6 // fsub v6.4s, v6.4s, v21.4s
+	WORD  $0x4eb5d4e7 // fsub v7.4s, v7.4s, v21.4s
+	WORD  $0x6e36dc00 // fmul v0.4s, v0.4s, v22.4s
+	WORD  $0x6e36dc21 // fmul v1.4s, v1.4s, v22.4s
+	WORD  $0x6e36dc42 // fmul v2.4s, v2.4s, v22.4s
+	WORD  $0x6e36dc63 // fmul v3.4s, v3.4s, v22.4s
+	WORD  $0x6e36dc84 // fmul v4.4s, v4.4s, v22.4s
+	WORD  $0x6e36dca5 // fmul v5.4s, v5.4s, v22.4s
+	WORD  $0x6e36dcc6 // fmul v6.4s, v6.4s, v22.4s
+	WORD  $0x6e36dce7 // fmul v7.4s, v7.4s, v22.4s
+	WORD  $0x4e3bd400 // fadd v0.4s, v0.4s, v27.4s
+	WORD  $0x4e3bd421 // fadd v1.4s, v1.4s, v27.4s
+	WORD  $0x4e3bd442 // fadd v2.4s, v2.4s, v27.4s
+	WORD  $0x4e3bd463 // fadd v3.4s, v3.4s, v27.4s
+	WORD  $0x4e3bd484 // fadd v4.4s, v4.4s, v27.4s
+	WORD  $0x4e3bd4a5 // fadd v5.4s, v5.4s, v27.4s
+	WORD  $0x4e3bd4c6 // fadd v6.4s, v6.4s, v27.4s
+	WORD  $0x4e3bd4e7 // fadd v7.4s, v7.4s, v27.4s
+	WORD  $0x4ea1b800 // fcvtzs v0.4s, v0.4s
+	WORD  $0x4ea1b821 // fcvtzs v1.4s, v1.4s
+	WORD  $0x4ea1b842 // fcvtzs v2.4s, v2.4s
+	WORD  $0x4ea1b863 // fcvtzs v3.4s, v3.4s
+	WORD  $0x4ea1b884 // fcvtzs v4.4s, v4.4s
+	WORD  $0x4ea1b8a5 // fcvtzs v5.4s, v5.4s
+	WORD  $0x4ea1b8c6 // fcvtzs v6.4s, v6.4s
+	WORD  $0x4ea1b8e7 // fcvtzs v7.4s, v7.4s
+	VUMIN V23.S4, V0.S4, V0.S4
+	VUMIN V23.S4, V1.S4, V1.S4
+	VUMIN V23.S4, V2.S4, V2.S4
+	VUMIN V23.S4, V3.S4, V3.S4
+	VUMIN V23.S4, V4.S4, V4.S4
+	VUMIN V23.S4, V5.S4, V5.S4
+	VUMIN V23.S4, V6.S4, V6.S4
+	VUMIN V23.S4, V7.S4, V7.S4
+	VSHL  $4, V4.S4, V4.S4
+	VSHL  $4, V5.S4, V5.S4
+	VSHL  $4, V6.S4, V6.S4
+	VSHL  $4, V7.S4, V7.S4
+	VORR  V4.B16, V0.B16, V0.B16
+	VORR  V5.B16, V1.B16, V1.B16
+	VORR  V6.B16, V2.B16, V2.B16
+	VORR  V7.B16, V3.B16, V3.B16
+	VUZP1 V1.H8, V0.H8, V0.H8
+	VUZP1 V3.H8, V2.H8, V2.H8
+	VUZP1 V2.B16, V0.B16, V20.B16
+	VST1  [V20.B16], (R11)
+q41next:
+	ADD   $20, R0
+	ADD   $128, R1
+	ADD   $1, R3
+	B     q41loop
+q41done:
+	MOVD  R3, done+24(FP)
+	MOVW  R4, maxBits+32(FP)
+	RET
