@@ -12,13 +12,13 @@ PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
 .PHONY: all build test test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
-        test-docs test-ollama golden lint demo models bench fuzz install clean
+        test-docs test-ollama test-browser golden lint demo models browser bench fuzz install clean
 
 all: build
 
 # The programs are built with GOEXPERIMENT=simd so the kernels' AVX-512/AVX2 fast paths
 # are compiled in (chosen at run time by CPU features). A plain build (go install) has the
-# kernels' assembly instead: AVX2/F16C on amd64, NEON on arm64 (docs/QUANT.md, "Fast paths");
+# kernels' assembly instead: AVX2/F16C on amd64, NEON on arm64 (docs/QUANT.md, "Assembly kernels");
 # the simd build uses it too where it has nothing faster. Elsewhere the plain Go reference.
 SIMD := GOEXPERIMENT=simd
 
@@ -49,13 +49,14 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	cd $(BROWSER_E2E) && $(GO) vet ./...
 
 # Every leg of the test suite: native (with race detector on the concurrent packages, and
 # the kernels' fast paths against their reference: the assembly in the plain build, and
 # under GOEXPERIMENT=simd), pure Go, arm64 under qemu-user, js/wasm under node, wasip1
 # under wazero, brief fuzzing. The whole-pipeline tests (./pipelines) are part of
 # test-native; they build the programs themselves.
-test: lint test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-ollama
+test: lint test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-ollama test-browser
 
 test-native:
 	$(GO) test ./...
@@ -104,9 +105,18 @@ test-pipelines:
 test-docs:
 	$(GO) test -count=1 ./pipelines/doctest/
 
-# Rewrite the golden files of every test that has them (-update; docs/DESIGN.md, "Tests").
+# The browser page's test in a real headless Chromium (docs/BROWSER.md); a module of
+# its own, so chromedp stays out of go.mod. Skips without chromium unless
+# APR_REQUIRE_PEERS=1 (or CI=true).
+BROWSER_E2E := pipelines/browser/e2e
+test-browser:
+	cd $(BROWSER_E2E) && $(GO) test -count=1 ./...
+
+# Rewrite the golden files of every test that has them (-update; docs/DESIGN.md, "Tests");
+# the browser test's module runs from its own directory.
 golden:
-	$(GO) test -count=1 $$(grep -rl --include='*_test.go' '^var update = flag.Bool("update"' . | xargs -n1 dirname | sort -u) -update
+	$(GO) test -count=1 $$(grep -rl --include='*_test.go' '^var update = flag.Bool("update"' . | xargs -n1 dirname | grep -v '^./$(BROWSER_E2E)' | sort -u) -update
+	cd $(BROWSER_E2E) && $(GO) test -count=1 . -update
 
 # Longer fuzzing of every target: make fuzz FUZZTIME=10m
 fuzz:
@@ -114,6 +124,11 @@ fuzz:
 
 demo: build
 	PATH="$(BIN):$$PATH" pipelines/demo.sh
+
+# The browser page on http://localhost:8080/ (docs/BROWSER.md): apr.wasm built with
+# GOOS=js, the embedded pipeline's signed model, its key pinned. Ctrl-C stops it.
+browser:
+	$(GO) run ./pipelines/browser
 
 # The Make-driven model build (pipelines/README.md): signed .apr, GGUF, SafeTensors,
 # sealed copies and a manifest under pipelines/build (MODELS_OUT), then checked.

@@ -10,7 +10,7 @@ import (
 
 var programs = []string{"apr-encode", "apr-decode", "apr-quant", "apr-sign", "apr-seal", "apr-st", "apr-st-import",
 	"apr-st-export", "apr-gguf", "apr-gguf-import", "apr-gguf-export", "apr-distill",
-	"apr-predict"}
+	"apr-predict", "apr-onnx"}
 
 // TestCompletionsAndManPages checks what make install writes, generated from each
 // program's kong model: the bash completion loads in bash and registers the program,

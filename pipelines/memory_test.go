@@ -74,9 +74,9 @@ func ggufStr(s string) []byte {
 // with a clear "apr-NAME: ..." error and exit 1 (or, for a file that is only large,
 // succeed), never "fatal error: out of memory" or another crash of the Go runtime.
 func TestHostileInputsUnderUlimit(t *testing.T) {
-	needPrograms(t, "apr-encode", "apr-decode", "apr-quant", "apr-sign", "apr-seal", "apr-st", "apr-gguf")
+	needPrograms(t, "apr-encode", "apr-decode", "apr-quant", "apr-sign", "apr-seal", "apr-st", "apr-gguf", "apr-predict", "apr-distill")
 	if testing.Short() {
-		t.Skip("writes about 400 MB of hostile files (-short)")
+		t.Skip("writes about 700 MB of hostile files (-short)")
 	}
 	dir := t.TempDir()
 	writeModel(t, dir)
@@ -201,6 +201,31 @@ PW=secret apr-seal --passphrase-env PW model.apr -o sealed.apr
 		metaCap.Seek(0, 0)
 		stderr, code := run(t, metaCap, p.argv...)
 		check(t, strings.Join(p.argv, " ")+" < metadata of 64 MiB - 1", stderr, code, 1)
+	}
+
+	// Programs that take the model as an argument: apr-predict and apr-distill's
+	// teachers, on the same hostile files (the zeros written out, as a file).
+	zeroFile := filepath.Join(t.TempDir(), "zeros.apr")
+	zf, err := os.Create(zeroFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(zf, io.MultiReader(strings.NewReader("APRN\x02"), &zeros{300 << 20})); err != nil {
+		t.Fatal(err)
+	}
+	zf.Close()
+	features := filepath.Join(dir, "features.csv")
+	if err := os.WriteFile(features, []byte("0,1\n1,0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, hostile := range []string{zeroFile, metaCap.Name()} {
+		for _, argv := range [][]string{
+			{"apr-predict", hostile, features},
+			{"apr-distill", "distill", "--data", features, "--label-column", "none", "--student", "2-2", "-o", "student.apr", hostile},
+		} {
+			stderr, code := run(t, strings.NewReader(""), argv...)
+			check(t, strings.Join(argv, " "), stderr, code, 1)
+		}
 	}
 
 	// A sealed file whose passphrase stanza asks Argon2id t=4, 1 GiB, 16 lanes (the

@@ -3,6 +3,7 @@
 package pipelines
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/stream"
 )
 
 // TestSignalsLeaveNothing stops programs in the middle of a stream (stdin is a pipe
@@ -24,13 +28,15 @@ func TestSignalsLeaveNothing(t *testing.T) {
 	if _, stderr, code := sh(t, dir, `apr-gguf import '`+src+`' -o llama.apr`); code != 0 {
 		t.Fatal(stderr)
 	}
+	writeWithoutTable(t, filepath.Join(dir, "llama.apr"), filepath.Join(dir, "llama-2.0.apr"))
 	cases := []struct {
 		name, input, leftover string
 		args                  []string
 	}{
 		{"apr-quant -o", "llama.apr", ".out.apr.tmp-*", []string{"apr-quant", "q8_0", "-o", "out.apr"}},
 		{"apr-encode -o", "model.apr", ".out.apr.tmp-*", []string{"apr-encode", "-c", "zstd", "-o", "out.apr"}},
-		{"apr-gguf export spool", "llama.apr", "apr-gguf-*.spool", []string{"apr-gguf", "export", "-o", "out.gguf"}},
+		{"apr-gguf export spool", "llama-2.0.apr", "apr-gguf-*.spool", []string{"apr-gguf", "export", "-o", "out.gguf"}},
+		{"apr-gguf export streamed", "llama.apr", ".out.gguf.tmp-*", []string{"apr-gguf", "export", "-o", "out.gguf"}},
 		{"apr-st export spool", "llama.apr", "apr-st-spool-*", []string{"apr-st", "export", "-o", "out.safetensors"}},
 	}
 	for _, c := range cases {
@@ -120,5 +126,38 @@ func TestClosedStdoutWarns(t *testing.T) {
 		if _, stderr, code := sh(t, dir, script); code != 0 || stderr != "" {
 			t.Errorf("%s: exit %d, stderr %q; want 0 and nothing", script, code, stderr)
 		}
+	}
+}
+
+// noTable is a stream without its tensor table, as a 2.0 writer sends it.
+type noTable struct{ stream.Stream }
+
+func (s noTable) Header() container.Header {
+	h := s.Stream.Header()
+	h.Table = nil
+	return h
+}
+
+// writeWithoutTable rewrites the APR file in as a format 2.0 file without a tensor
+// table (what apr wrote before 2.1), which exporters reading a pipe must spool.
+func writeWithoutTable(t *testing.T, in, out string) {
+	t.Helper()
+	b, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := stream.Open(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := stream.Write(&buf, noTable{s}); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Bytes()[5] != 0 {
+		t.Fatal("the rewrite is not format 2.0")
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

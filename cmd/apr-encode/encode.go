@@ -12,7 +12,12 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/printable"
+	"github.com/apr-go/apr/lib/seal"
 )
+
+// inferenceRecipientKey is lib/predict's RecipientKey, spelled out so that apr-encode
+// does not carry the models' code.
+const inferenceRecipientKey = "inference_recipient"
 
 // source is the input stream: NumPy files make a new model; otherwise an APR file or stdin.
 func (c *encodeCmd) source(env *cli.Env) (apr.Stream, error) {
@@ -90,8 +95,39 @@ func (c *encodeCmd) checkPairs() error {
 	return nil
 }
 
+// checkRecipient parses --inference-recipient into its age1... string.
+func (c *encodeCmd) checkRecipient() error {
+	if c.InferenceRecipient == nil || *c.InferenceRecipient == "" {
+		return nil
+	}
+	rs, err := (&cli.RecipientFlag{Recipient: []string{*c.InferenceRecipient}}).Recipients()
+	if err != nil {
+		return err
+	}
+	if len(rs) != 1 {
+		return cli.Usagef("--inference-recipient: one X25519 recipient, please (found %d)", len(rs))
+	}
+	r, ok := rs[0].(*seal.X25519Recipient)
+	if !ok {
+		return cli.Usagef("--inference-recipient: an age1... X25519 recipient")
+	}
+	s := r.String()
+	c.InferenceRecipient = &s
+	return nil
+}
+
 func (c *encodeCmd) edit(h *container.Header) {
 	md := &h.Metadata
+	if c.InferenceRecipient != nil {
+		if *c.InferenceRecipient == "" {
+			delete(md.Extra, inferenceRecipientKey)
+		} else {
+			if md.Extra == nil {
+				md.Extra = map[string]any{}
+			}
+			md.Extra[inferenceRecipientKey] = *c.InferenceRecipient
+		}
+	}
 	if c.Name != nil {
 		md.Name = *c.Name
 	}

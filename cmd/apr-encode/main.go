@@ -20,16 +20,17 @@ type encodeCmd struct {
 	cli.Globals
 	Inputs []string `arg:"" optional:"" help:"NumPy .npy/.npz files to build a model from, or one APR (or aprender) file to re-encode; none or '-' re-encodes stdin."`
 	cli.OutputFlag
-	Type             string   `short:"t" placeholder:"TYPE" help:"Model type of a new model: a name such as LinearRegression, or a code such as 0x0002 (default Custom); on re-encode, must match the input."`
-	Name             *string  `help:"Set the model name."`
-	Description      *string  `help:"Set the description."`
-	Meta             []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a custom metadata value (repeatable)."`
-	Hyper            []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a hyperparameter (repeatable)."`
-	Metric           []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a metric (repeatable)."`
-	Unset            []string `sep:"none" placeholder:"KEY" help:"Remove a custom, hyperparameter or metric key (repeatable)."`
-	cli.CompressFlag `set:"compress=zstd"`
-	Shuffle          bool `help:"Byte-shuffle float and integer tensors before compression (helps float weights)."`
-	ChunkSize        int  `default:"1048576" placeholder:"BYTES" help:"Raw bytes per compressed chunk."`
+	Type               string   `short:"t" placeholder:"TYPE" help:"Model type of a new model: a name such as LinearRegression, or a code such as 0x0002 (default Custom); on re-encode, must match the input."`
+	Name               *string  `help:"Set the model name."`
+	Description        *string  `help:"Set the description."`
+	Meta               []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a custom metadata value (repeatable)."`
+	Hyper              []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a hyperparameter (repeatable)."`
+	Metric             []string `sep:"none" placeholder:"KEY=VALUE" help:"Set a metric (repeatable)."`
+	Unset              []string `sep:"none" placeholder:"KEY" help:"Remove a custom, hyperparameter or metric key (repeatable)."`
+	InferenceRecipient *string  `placeholder:"RECIPIENT" help:"Publish the X25519 key (age1..., or a file holding one) that private requests are sealed to (metadata inference_recipient, covered by signatures; apr-predict --request); an empty value removes it."`
+	cli.CompressFlag   `set:"compress=zstd"`
+	Shuffle            bool `help:"Byte-shuffle float and integer tensors before compression (helps float weights)."`
+	ChunkSize          int  `default:"1048576" placeholder:"BYTES" help:"Raw bytes per compressed chunk."`
 	cli.WorkersFlag
 }
 
@@ -44,6 +45,9 @@ func (c *encodeCmd) Run(env *cli.Env) error {
 	if err := c.checkPairs(); err != nil {
 		return err
 	}
+	if err := c.checkRecipient(); err != nil {
+		return err
+	}
 	jopts, err := c.Options()
 	if err != nil {
 		return err
@@ -54,7 +58,7 @@ func (c *encodeCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer src.Close()
-	edited := c.Name != nil || c.Description != nil || len(c.Meta)+len(c.Hyper)+len(c.Metric)+len(c.Unset) > 0
+	edited := c.Name != nil || c.Description != nil || c.InferenceRecipient != nil || len(c.Meta)+len(c.Hyper)+len(c.Metric)+len(c.Unset) > 0
 	if edited && src.Header().Flags&(container.FlagSigned|container.FlagLicensed) != 0 {
 		env.Warnf("metadata edits invalidate the input's signatures and license; they are dropped")
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,5 +179,56 @@ func TestImportRedirectedStdin(t *testing.T) {
 		if name == "truncated.gguf" && wantCode != 1 {
 			t.Errorf("truncated stdin: exit %d", wantCode)
 		}
+	}
+}
+
+// TestSplitSet: `apr-gguf import FIRST` of llama.cpp's split set reads every part (a
+// note says so, -q silences it), `| apr-gguf export` gives the merged reference (its
+// SHA-256 from the fixture's list); a set with a part missing fails with exit 1, the
+// part named and no output; a part piped on stdin is refused with what to do instead.
+func TestSplitSet(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	dir := t.TempDir()
+	first := filepath.Join(testdata, "split", "tiny-llama.Q4_K_M-00001-of-00003.gguf")
+	out := filepath.Join(dir, "set.apr")
+	_, stderr, code := runIt(t, nil, "import", first, "-o", out)
+	if code != 0 || !strings.Contains(stderr, "apr-gguf: note: "+first+" is the first of a split set of 3 parts") {
+		t.Fatalf("import of the set: exit %d, stderr %q", code, stderr)
+	}
+	if _, stderr, _ := runIt(t, nil, "-q", "import", first, "-o", out); stderr != "" {
+		t.Errorf("-q: stderr %q", stderr)
+	}
+	aprBytes, _ := os.ReadFile(out)
+	gguf, stderr, code := runIt(t, aprBytes, "export", "--temp-dir", dir)
+	if code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	sums, _ := os.ReadFile("../../testdata/hf/tiny-llama.sha256")
+	h := sha256.Sum256([]byte(gguf))
+	if want := hex.EncodeToString(h[:]) + "  ref/tiny-llama.Q4_K_M.gguf\n"; !strings.Contains(string(sums), want) {
+		t.Fatalf("import FIRST | export: sha256 %x is not the merged reference's", h)
+	}
+
+	// A part missing.
+	set := filepath.Join(dir, "set")
+	os.Mkdir(set, 0o755)
+	for _, i := range []string{"1", "3"} {
+		b, _ := os.ReadFile(filepath.Join(testdata, "split", "tiny-llama.Q4_K_M-0000"+i+"-of-00003.gguf"))
+		os.WriteFile(filepath.Join(set, "m-0000"+i+"-of-00003.gguf"), b, 0o644)
+	}
+	bad := filepath.Join(dir, "bad.apr")
+	_, stderr, code = runIt(t, nil, "import", filepath.Join(set, "m-00001-of-00003.gguf"), "-o", bad)
+	if code != 1 || !strings.Contains(stderr, "apr-gguf: "+filepath.Join(set, "m-00002-of-00003.gguf")+": a part of the split set is missing") {
+		t.Errorf("a missing part: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(bad); err == nil {
+		t.Errorf("a failed import left %s", bad)
+	}
+
+	// A first part on stdin.
+	b, _ := os.ReadFile(first)
+	_, stderr, code = runIt(t, b, "import")
+	if code != 1 || !strings.Contains(stderr, "apr-gguf: stdin: holds part 1 of a split GGUF set of 3 parts") {
+		t.Errorf("a first part on stdin: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -5,12 +5,16 @@
 //	apr-predict softmax.apr x.npy --proba -o proba.npy
 //	apr-predict --require-signature -p ci.pub model.apr < x.npz > y.npz
 //	apr-predict -i alice.key sealed.apr x.csv
+//	apr-predict --request model.apr --reply-to user.key.pub < x.csv > request
+//	apr-predict model.apr -i owner.key --serve-request --replay-dir seen < request > reply
+//	apr-predict --open-reply request -i user.key < reply > predictions.csv
 package main
 
 import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
@@ -31,25 +35,38 @@ extension) says otherwise: CSV, one line per row; .npy, float64 values or int64 
 labels; .npz, that array as "y". --proba writes a classifier's class probabilities
 instead: one column per class (CSV under a header p0,p1,...; "proba" in an .npz).
 
-LinearRegression, LogisticRegression (binary and multinomial) and NeuralSequential
-models predict; other types are refused before their tensors are read. The model is
+LinearRegression, LogisticRegression (binary and multinomial), NeuralSequential and
+MixtureOfExperts models predict; other types are refused before their tensors are read. The model is
 read whole and every checksum verified before the first row is predicted; with
 --require-signature it must carry a valid signature by a -p key, and a sealed model
 opens with -i IDENTITY or its passphrase. Rows are read, predicted and written a batch
-at a time, so memory does not grow with the input.`
+at a time, so memory does not grow with the input.
+
+Private inference (docs/SEALING.md): --request seals the features to the X25519 key
+the model publishes (metadata inference_recipient) and to --reply-to; the owner
+answers with --serve-request -i OWNER_KEY --replay-dir DIR, which refuses a request
+for another model, older than --max-age, or served before, and seals the predictions
+to the reply-to key; --open-reply REQUEST -i USER_KEY checks that a reply answers that
+request and writes its predictions (age -d -i USER_KEY opens it too, unchecked).`
 
 type predictCmd struct {
 	cli.Globals
-	Model               string   `arg:"" placeholder:"MODEL" help:"The model: APR v2 file (or aprender)."`
-	Features            string   `arg:"" optional:"" default:"-" placeholder:"FEATURES" help:"Feature rows: CSV, .npy or .npz ('-': stdin)."`
-	Output              string   `short:"o" placeholder:"FILE" help:"Write the predictions to FILE (atomically; nothing is left behind on failure) instead of stdout."`
-	Format              string   `default:"auto" enum:"auto,csv,npy,npz" help:"Format of the predictions: csv, npy, npz, or auto: -o FILE's extension, else the features' format (default: auto)."`
-	Proba               bool     `help:"Write class probabilities (one column per class) instead of predictions; classifiers only."`
-	Array               string   `placeholder:"NAME" help:"The .npz array holding the features (default: x, or the only one)."`
-	BatchSize           int      `default:"0" placeholder:"ROWS" help:"Rows predicted at once (default: about 1 MiB of features); the output does not depend on it."`
-	RequireSignature    bool     `help:"Refuse a model without a valid signature by a trusted key (-p; giving -p implies it)."`
-	Pubkey              []string `short:"p" placeholder:"PUB" help:"Trusted public key (PKIX PEM, OpenSSH, minisign); repeatable. A key inside the file is never trusted."`
-	cli.IdentityFlag    `set:"identity_help=For a sealed model: an X25519 identity file (apr-seal keygen, age-keygen) that opens it."`
+	Model               string        `arg:"" optional:"" placeholder:"MODEL" help:"The model: APR v2 file (or aprender). With --open-reply, the reply (default: stdin)."`
+	Features            string        `arg:"" optional:"" default:"-" placeholder:"FEATURES" help:"Feature rows: CSV, .npy or .npz ('-': stdin)."`
+	Output              string        `short:"o" placeholder:"FILE" help:"Write the predictions to FILE (atomically; nothing is left behind on failure) instead of stdout."`
+	Format              string        `default:"auto" enum:"auto,csv,npy,npz" help:"Format of the predictions: csv, npy, npz, or auto: -o FILE's extension, else the features' format (default: auto)."`
+	Proba               bool          `help:"Write class probabilities (one column per class) instead of predictions; classifiers only."`
+	Array               string        `placeholder:"NAME" help:"The .npz array holding the features (default: x, or the only one)."`
+	BatchSize           int           `default:"0" placeholder:"ROWS" help:"Rows predicted at once (default: about 1 MiB of features); the output does not depend on it."`
+	RequireSignature    bool          `help:"Refuse a model without a valid signature by a trusted key (-p; giving -p implies it)."`
+	Pubkey              []string      `short:"p" placeholder:"PUB" help:"Trusted public key (PKIX PEM, OpenSSH, minisign); repeatable. A key inside the file is never trusted."`
+	Request             bool          `help:"Write a private request instead of predicting: FEATURES sealed to the model's inference_recipient and to --reply-to."`
+	ReplyTo             string        `placeholder:"RECIPIENT" help:"With --request: the age1... key (or a file holding it) the reply is sealed to."`
+	ServeRequest        bool          `help:"Answer a private request (FEATURES is the request) with a reply sealed to its reply-to key; -i is the model's inference identity."`
+	ReplayDir           string        `placeholder:"DIR" help:"With --serve-request: the directory holding the ids of served requests; a request served before is refused."`
+	MaxAge              time.Duration `default:"24h" placeholder:"DURATION" help:"With --serve-request: refuse requests made longer ago than this (default: 24h)."`
+	OpenReply           string        `placeholder:"REQUEST" help:"Open a reply (MODEL argument or stdin) to REQUEST with -i (the reply-to identity), check that it answers REQUEST, and write its predictions."`
+	cli.IdentityFlag    `set:"identity_help=For a sealed model: an X25519 identity file (apr-seal keygen, age-keygen) that opens it; with --serve-request, also the model's inference identity; with --open-reply, the reply-to identity."`
 	cli.PassphraseFlags `set:"passphrase_help=For a passphrase-sealed model: ask for its passphrase on the terminal (/dev/tty)."`
 	cli.TempDirFlag     `set:"temp_dir_help=Where a piped .npz input, and .npy or .npz predictions of CSV rows, are spooled (default: $TMPDIR or /tmp)."`
 }
@@ -58,11 +75,25 @@ func (c *predictCmd) Run(env *cli.Env) error {
 	if c.RequireSignature && len(c.Pubkey) == 0 {
 		return cli.Usagef("--require-signature needs the trusted key: -p PUB")
 	}
+	if err := c.checkPrivate(); err != nil {
+		return err
+	}
 	if c.BatchSize < 0 {
 		return cli.Usagef("--batch-size %d: must be 0 (automatic) or more", c.BatchSize)
 	}
-	if (c.Model == "-" || c.Model == "") && (c.Features == "-" || c.Features == "") {
+	if c.OpenReply != "" && c.Features != "-" {
+		return cli.Usagef("--open-reply takes one argument, the reply")
+	}
+	if c.OpenReply == "" && (c.Model == "-" || c.Model == "") && (c.Features == "-" || c.Features == "") {
 		return cli.Usagef("the model and the features cannot both come from stdin: give FEATURES as a file")
+	}
+	switch {
+	case c.Request:
+		return c.request(env)
+	case c.ServeRequest:
+		return c.serve(env)
+	case c.OpenReply != "":
+		return c.openReply(env)
 	}
 	keys, err := (&cli.PubkeyFlag{Pubkey: c.Pubkey}).Keys()
 	if err != nil {

@@ -31,7 +31,7 @@ func (c *keygenCmd) Run(env *cli.Env) error {
 	if err := writeNew(c.Output, text, 0o600); err != nil {
 		return err
 	}
-	if err := writeNew(c.Output+".pub", rcpt+"\n", 0o644); err != nil {
+	if err := writeNew(c.Output+".pub", rcpt+"\n", 0o666); err != nil {
 		os.Remove(c.Output)
 		return err
 	}

@@ -191,7 +191,12 @@ func TestFailuresExitOneWithoutOutput(t *testing.T) {
 	forged[i] = 'S'
 	fixCRCs(forged)
 	flipped := []byte(sealed)
-	flipped[len(flipped)/2] ^= 1
+	sf, err := container.NewFile(bytes.NewReader(flipped), int64(len(flipped)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce, _ := sf.Entry("coefficients")
+	flipped[ce.DataOffset+ce.StoredSize/2] ^= 1 // in the tensor's sealed data
 	out := filepath.Join(dir, "out.apr")
 	cases := []struct {
 		name string

@@ -70,7 +70,7 @@ func (c *signCmd) detached(env *cli.Env, key *sign.PrivateKey) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if err := atomicfile.WriteFile(sigPath, sig, 0o644); err != nil {
+	if err := atomicfile.WriteFile(sigPath, sig, 0o666); err != nil {
 		return err
 	}
 	env.Infof("%s: detached minisign signature by key %s written to %s", name, key.ID, sigPath)
@@ -122,7 +122,7 @@ func (c *keygenCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer kf.Abort()
-	pf, err := atomicfile.Create(pubPath, 0o644)
+	pf, err := atomicfile.Create(pubPath, 0o666)
 	if err != nil {
 		return err
 	}

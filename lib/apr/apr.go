@@ -45,7 +45,7 @@ type Info = stream.Info
 
 // Save writes m to path as an APR v2 file, atomically.
 func Save(path string, m model.Model, opts SaveOptions) error {
-	f, err := atomicfile.Create(path, 0o644)
+	f, err := atomicfile.Create(path, 0o666)
 	if err != nil {
 		return err
 	}

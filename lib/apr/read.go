@@ -25,6 +25,11 @@ type ReadOptions struct {
 	// trusted key, checked before the model is built. Its Unsealer opens a sealed
 	// file.
 	Policy Policy
+	// Describe, when set, is called once the whole file was read and checked (and
+	// its signatures, when Policy names keys), before the model is built, with the
+	// file's type, metadata and tensor list; its error ends the read. For an
+	// aprender file the metadata is nil.
+	Describe func(t modeltype.Type, md *container.Metadata, tensors []container.TensorInfo) error
 }
 
 // ReadModel reads a model of whatever type r holds: an APR v2 stream (every checksum
@@ -54,6 +59,15 @@ func ReadModel(r io.Reader, o ReadOptions) (model.Model, *Verification, error) {
 		}
 		if err := accept(af.ModelType); err != nil {
 			return nil, nil, err
+		}
+		if o.Describe != nil {
+			infos := make([]container.TensorInfo, len(af.Tensors))
+			for i, t := range af.Tensors {
+				infos[i] = container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}
+			}
+			if err := o.Describe(af.ModelType, nil, infos); err != nil {
+				return nil, nil, err
+			}
 		}
 		m, err := modelfile.FromTensors(af.ModelType, af.Config, af.Tensors)
 		return m, nil, err
@@ -108,6 +122,15 @@ func ReadModel(r io.Reader, o ReadOptions) (model.Model, *Verification, error) {
 			return nil, nil, err
 		}
 		if v, err = o.Policy.Check(digest, h, len(tensors), cr.Blocks()); err != nil {
+			return nil, v, err
+		}
+	}
+	if o.Describe != nil {
+		infos := make([]container.TensorInfo, len(tensors))
+		for i, t := range tensors {
+			infos[i] = container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}
+		}
+		if err := o.Describe(h.Type, h.Metadata, infos); err != nil {
 			return nil, v, err
 		}
 	}

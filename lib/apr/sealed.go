@@ -96,7 +96,7 @@ func SaveForRecipient(path string, m model.Model, opts SaveOptions, recipients .
 }
 
 func saveSealed(path string, m model.Model, opts SaveOptions, rs ...seal.Recipient) error {
-	f, err := atomicfile.Create(path, 0o644)
+	f, err := atomicfile.Create(path, 0o666)
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func EncodeSigned(w io.Writer, m model.Model, opts SaveOptions, key *sign.Privat
 
 // SaveSigned writes m to path, signed by key, atomically.
 func SaveSigned(path string, m model.Model, opts SaveOptions, key *sign.PrivateKey, sopts ...SignOption) error {
-	f, err := atomicfile.Create(path, 0o644)
+	f, err := atomicfile.Create(path, 0o666)
 	if err != nil {
 		return err
 	}

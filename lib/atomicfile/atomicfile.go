@@ -7,13 +7,20 @@
 // place (-o /dev/null, -o /dev/stdout, a named pipe), since replacing it would break
 // the system or the reader at the other end; a symlink to a regular file has its
 // target replaced, the link staying; an existing directory is refused.
+//
+// A new file gets the permission bits its creator asks for less the process's umask,
+// as open(2) gives any new file: pass 0o666 for an ordinary output (0o644 under the
+// usual umask 022, 0o600 under 077, 0o664 under 002, as cp or a shell's > would make
+// it) and 0o600 for a secret.
 package atomicfile
 
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/apr-go/apr/lib/cleanup"
 )
@@ -62,7 +69,8 @@ func resolve(path string) (target string, inPlace bool, err error) {
 	return "", false, fmt.Errorf("%s: too many levels of symbolic links", path)
 }
 
-// Create starts a pending file for path, with the given permission bits.
+// Create starts a pending file for path, with the permission bits perm less the
+// umask (see the package comment).
 func Create(path string, perm os.FileMode) (*File, error) {
 	target, inPlace, err := resolve(path)
 	if err != nil {
@@ -80,7 +88,7 @@ func Create(path string, perm os.FileMode) (*File, error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := createTemp(dir, "."+base+".tmp-", perm)
 	if err != nil {
 		// Named by the path asked for, not the temporary file's name.
 		var pe *os.PathError
@@ -89,14 +97,20 @@ func Create(path string, perm os.FileMode) (*File, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	forget := cleanup.Register(f.Name())
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		forget()
-		return nil, err
+	return &File{File: f, path: path, forget: cleanup.Register(f.Name())}, nil
+}
+
+// createTemp creates a new file named prefix and a random number in dir, with mode
+// perm less the umask: the kernel applies it (and a default ACL) at creation, as for
+// any new file; os.CreateTemp would make it 0600 whatever the umask.
+func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if err == nil || !errors.Is(err, os.ErrExist) || try == 10000 {
+			return f, err
+		}
 	}
-	return &File{File: f, path: path, forget: forget}, nil
 }
 
 // Commit closes the file and renames it into place. Like cp and gzip it does not fsync:

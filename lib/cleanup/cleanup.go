@@ -6,7 +6,11 @@
 package cleanup
 
 import (
+	"errors"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 )
 
@@ -61,6 +65,25 @@ func MkdirTemp(dir, pattern string) (path string, remove func(), err error) {
 	path, err = os.MkdirTemp(dir, pattern)
 	if err != nil {
 		return "", nil, err
+	}
+	done := Register(path)
+	return path, func() { os.RemoveAll(path); done() }, nil
+}
+
+// MkdirTempPerm is MkdirTemp with the directory made with mode perm less the umask,
+// as mkdir(2) makes any new directory (os.MkdirTemp makes it 0700 whatever the
+// umask): a directory staged to be renamed into place gets the mode a new directory
+// should have.
+func MkdirTempPerm(dir, prefix string, perm os.FileMode) (path string, remove func(), err error) {
+	for try := 0; ; try++ {
+		path = filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		err = os.Mkdir(path, perm)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) || try == 10000 {
+			return "", nil, err
+		}
 	}
 	done := Register(path)
 	return path, func() { os.RemoveAll(path); done() }, nil

@@ -88,7 +88,7 @@ func NewFile(ra io.ReaderAt, size int64, opts ...ReaderOption) (*File, error) {
 	}
 	dataStart := h.dataStart()
 	if dataStart > size-FooterSize {
-		return nil, formatErr(12, "metadata (%d bytes) and seal section (%d bytes) run past the end of the %d-byte file", h.MetaLen, h.SealLen, size)
+		return nil, formatErr(12, "metadata (%d bytes), seal section (%d bytes) and tensor table (%d bytes) run past the end of the %d-byte file", h.MetaLen, h.SealLen, h.TableLen, size)
 	}
 	meta, err := f.read(HeaderSize, int64(h.MetaLen))
 	if err != nil {
@@ -107,7 +107,21 @@ func NewFile(ra io.ReaderAt, size int64, opts ...ReaderOption) (*File, error) {
 			return nil, err
 		}
 	}
-	f.hdr = FileHeader{Major: h.Major, Minor: h.Minor, Type: h.Type, Flags: h.Flags, Metadata: md, MetadataSize: len(meta), Seal: seal}
+	var table []TensorInfo
+	if h.TableLen > 0 {
+		off := h.tableStart()
+		b, err := f.read(off, int64(h.TableLen))
+		if err != nil {
+			return nil, err
+		}
+		if got := crc32.ChecksumIEEE(b); got != h.TableCRC {
+			return nil, &ChecksumError{What: "tensor table", Offset: off, Expected: h.TableCRC, Actual: got}
+		}
+		if table, err = decodeTable(b, off); err != nil {
+			return nil, err
+		}
+	}
+	f.hdr = FileHeader{Major: h.Major, Minor: h.Minor, Type: h.Type, Flags: h.Flags, Metadata: md, MetadataSize: len(meta), Seal: seal, Table: table}
 
 	footOff := size - FooterSize
 	if footOff%Align != 0 {
@@ -136,6 +150,11 @@ func NewFile(ra io.ReaderAt, size int64, opts ...ReaderOption) (*File, error) {
 	}
 	if err := checkLayout(f.entries, dataStart, int64(ft.IndexOff)); err != nil {
 		return nil, err
+	}
+	if table != nil {
+		if err := checkAgainstTable(f.entries, table, int64(ft.IndexOff)); err != nil {
+			return nil, err
+		}
 	}
 	f.byName = make(map[string]int, len(f.entries))
 	for i := range f.entries {

@@ -11,10 +11,12 @@ import (
 	"github.com/apr-go/apr/lib/tensor"
 )
 
-// Version of the format this package writes. Readers accept major 2, minor 0..MinorVersion.
+// Version of the format. Readers accept major 2, minor 0..MinorVersion. Writers write
+// minor 1 only for a file with a tensor table (the one feature of 2.1), else minor 0,
+// so a file without one stays readable by 2.0 readers and keeps its bytes.
 const (
 	MajorVersion = 2
-	MinorVersion = 0
+	MinorVersion = 1
 )
 
 // Fixed sizes and caps. Every length read from a file is checked against these and
@@ -117,6 +119,8 @@ type fileHeader struct {
 	MetaLen      uint32
 	MetaCRC      uint32
 	SealLen      uint32
+	TableLen     uint32 // 2.1: bytes of the tensor table section, 0 when there is none
+	TableCRC     uint32 // 2.1: CRC32 of the tensor table section
 }
 
 func (h *fileHeader) encode() []byte {
@@ -128,6 +132,8 @@ func (h *fileHeader) encode() []byte {
 	le.PutUint32(b[12:], h.MetaLen)
 	le.PutUint32(b[16:], h.MetaCRC)
 	le.PutUint32(b[20:], h.SealLen)
+	le.PutUint32(b[24:], h.TableLen)
+	le.PutUint32(b[28:], h.TableCRC)
 	le.PutUint32(b[60:], crc32.ChecksumIEEE(b[:60]))
 	return b
 }
@@ -185,7 +191,12 @@ func decodeHeader(b []byte) (*fileHeader, error) {
 		MetaCRC: le.Uint32(b[16:]),
 		SealLen: le.Uint32(b[20:]),
 	}
-	for i := 24; i < 60; i++ {
+	reserved := 24 // bytes 24..31 are the tensor table's from minor 1 on
+	if h.Minor >= 1 {
+		h.TableLen, h.TableCRC = le.Uint32(b[24:]), le.Uint32(b[28:])
+		reserved = 32
+	}
+	for i := reserved; i < 60; i++ {
 		if b[i] != 0 {
 			return nil, formatErr(int64(i), "reserved header byte is 0x%02x, expected 0", b[i])
 		}
@@ -201,13 +212,24 @@ func decodeHeader(b []byte) (*fileHeader, error) {
 		return nil, formatErr(20, "seal section length %d exceeds the cap of %d", h.SealLen, MaxSeal)
 	case (h.SealLen != 0) != (h.Flags&FlagEncrypted != 0):
 		return nil, formatErr(20, "seal section length %d disagrees with the encrypted flag", h.SealLen)
+	case h.TableLen > MaxTable:
+		return nil, formatErr(24, "tensor table length %d exceeds the cap of %d", h.TableLen, MaxTable)
+	case h.TableLen != 0 && h.TableLen < tableFixed:
+		return nil, formatErr(24, "tensor table length %d is shorter than its %d-byte head", h.TableLen, tableFixed)
+	case h.TableLen == 0 && h.TableCRC != 0:
+		return nil, formatErr(28, "tensor table CRC 0x%08X without a tensor table", h.TableCRC)
 	}
 	return h, nil
 }
 
+// tableStart is the offset of the tensor table (right after the seal section, if any).
+func (h *fileHeader) tableStart() int64 {
+	return alignUp(alignUp(HeaderSize+int64(h.MetaLen)) + int64(h.SealLen))
+}
+
 // dataStart is the offset of the first tensor record.
 func (h *fileHeader) dataStart() int64 {
-	return alignUp(alignUp(HeaderSize+int64(h.MetaLen)) + int64(h.SealLen))
+	return alignUp(h.tableStart() + int64(h.TableLen))
 }
 
 // footer is the fixed 64-byte footer that ends every file.

@@ -12,6 +12,7 @@ func seeds(f *testing.F) {
 	for _, name := range []string{"none", "zstd", "lz4-shuffle"} {
 		f.Add(build(f, tensors, codecOptions[name]...))
 	}
+	f.Add(buildTable(f, tensors, codecOptions["zstd"]...))
 }
 
 // FuzzReader feeds arbitrary bytes to the streaming reader: it must return data or a

@@ -137,7 +137,9 @@ func filePrefix(h Header, opts []Option) ([]byte, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := cw.Close(); err != nil {
+	// What NewWriter wrote, without Close: a file with a tensor table cannot close
+	// before its tensors are written.
+	if err := cw.out.Flush(); err != nil {
 		return nil, 0, err
 	}
 	n := HeaderSize + (len(meta)+Align-1)/Align*Align

@@ -46,9 +46,15 @@ func patchHeader(name string, digest string) Header {
 // with the real digest from the start, a file that verifies.
 func TestPatcher(t *testing.T) {
 	dir := t.TempDir()
-	was := patchHeader("model", strings.Repeat("0", 64))
-	now := patchHeader("model", strings.Repeat("ab", 32))
-	for _, opts := range [][]Option{nil, {WithCompression(CompressZstd), WithChunkSize(64 << 10)}, {WithCompression(CompressLZ4), WithShuffle(true)}} {
+	for i, opts := range [][]Option{nil, {WithCompression(CompressZstd), WithChunkSize(64 << 10)}, {WithCompression(CompressLZ4), WithShuffle(true)}, nil} {
+		was := patchHeader("model", strings.Repeat("0", 64))
+		now := patchHeader("model", strings.Repeat("ab", 32))
+		if i == 3 { // with a tensor table (format 2.1), which sits after the metadata
+			for j, n := range []int64{1, 17, 4096, 300000} {
+				ti := TensorInfo{Name: strings.Repeat("t", j+1), DType: dtype.F32, Shape: []int64{n}}
+				was.Table, now.Table = append(was.Table, ti), append(now.Table, ti)
+			}
+		}
 		var want bytes.Buffer
 		writePatchTest(t, &want, now, opts)
 

@@ -20,6 +20,10 @@ type FileHeader struct {
 	Metadata     *Metadata
 	MetadataSize int
 	Seal         []byte // the raw seal section of an encrypted file
+	// Table is the tensor table of a 2.1 file (every tensor's name, dtype and shape,
+	// in order, before the first record), nil when the file has none. Readers check
+	// every record and the index against it.
+	Table []TensorInfo
 }
 
 // source reads the stream, keeping the offset and the CRC32 of every byte consumed
@@ -170,6 +174,10 @@ func NewReader(r io.Reader, opts ...ReaderOption) (*Reader, error) {
 			err = rd.src.skipPad()
 		}
 	}
+	var table []TensorInfo
+	if err == nil && h.TableLen > 0 {
+		table, err = rd.readTable(h)
+	}
 	if err == nil && seal != nil {
 		if o.opener != nil {
 			rd.opener = o.opener
@@ -181,8 +189,25 @@ func NewReader(r io.Reader, opts ...ReaderOption) (*Reader, error) {
 		cancel()
 		return nil, err
 	}
-	rd.hdr = FileHeader{Major: h.Major, Minor: h.Minor, Type: h.Type, Flags: h.Flags, Metadata: md, MetadataSize: len(meta), Seal: seal}
+	rd.hdr = FileHeader{Major: h.Major, Minor: h.Minor, Type: h.Type, Flags: h.Flags, Metadata: md, MetadataSize: len(meta), Seal: seal, Table: table}
 	return rd, nil
+}
+
+// readTable reads, checks and decodes the tensor table at the stream's offset.
+func (r *Reader) readTable(h *fileHeader) ([]TensorInfo, error) {
+	off := r.src.off
+	b, err := r.src.readAll(int64(h.TableLen))
+	if err != nil {
+		return nil, err
+	}
+	if got := crc32.ChecksumIEEE(b); got != h.TableCRC {
+		return nil, &ChecksumError{What: "tensor table", Offset: off, Expected: h.TableCRC, Actual: got}
+	}
+	t, err := decodeTable(b, off)
+	if err != nil {
+		return nil, err
+	}
+	return t, r.src.skipPad()
 }
 
 // readBuffer is the size of the Reader's buffer. bufio reads straight into the
@@ -304,6 +329,15 @@ func (r *Reader) readRecord() (*Tensor, error) {
 			return nil, &FormatError{Offset: off, Tensor: e.Name, Msg: "duplicate tensor name"}
 		}
 	}
+	if table := r.hdr.Table; table != nil {
+		i := len(r.seen)
+		if i >= len(table) {
+			return nil, tableMismatch(off, i, e.TensorInfo, nil, len(table))
+		}
+		if !sameInfo(e.TensorInfo, table[i]) {
+			return nil, tableMismatch(off, i, e.TensorInfo, &table[i], len(table))
+		}
+	}
 	if err := r.src.skipPad(); err != nil {
 		return nil, err
 	}
@@ -328,6 +362,11 @@ func (r *Reader) readEnd() error {
 	count, body := le.Uint64(head[8:]), le.Uint64(head[16:])
 	if count != uint64(len(r.seen)) {
 		return formatErr(indexOff+8, "index lists %d tensors, the file holds %d", count, len(r.seen))
+	}
+	if t := r.hdr.Table; t != nil && len(t) != len(r.seen) {
+		// Every record was checked against the table as it came; only missing ones are left.
+		return &FormatError{Offset: indexOff, Tensor: t[len(r.seen)].Name,
+			Msg: fmt.Sprintf("the file holds %d tensors, the tensor table lists %d (this one is missing)", len(r.seen), len(t))}
 	}
 	if body > uint64(len(r.seen))*(entryFixed+8*MaxDims+MaxName) {
 		return formatErr(indexOff+16, "index body length %d too large for %d tensors", body, count)

@@ -336,3 +336,63 @@ func TestReencodeChunksToPlain(t *testing.T) {
 		})
 	}
 }
+
+// TestSealedTable: a sealed file with a tensor table reads with and without its key,
+// and the table, like the index, is readable without the key (it names no more than
+// the index does). Every bit flip up to the first record fails.
+func TestSealedTable(t *testing.T) {
+	id := newID(t)
+	s, err := sealed.NewSealer(id.Recipient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tensors := sealedTensors()
+	var table []container.TensorInfo
+	for _, tt := range tensors {
+		table = append(table, tt.info)
+	}
+	var buf bytes.Buffer
+	w, err := container.NewWriter(&buf, container.Header{Type: modeltype.Custom, Metadata: container.Metadata{Name: "sealed"}, Table: table},
+		container.WithSealer(s), container.WithChunkSize(container.MinChunk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tensors {
+		if err := w.WriteTensorBytes(tt.info, tt.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	got, err := readSealed(b, sealed.NewUnsealer(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tensors {
+		if !bytes.Equal(got[tt.info.Name], tt.data) {
+			t.Errorf("tensor %q differs", tt.info.Name)
+		}
+	}
+	f, err := container.NewFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb := f.Header().Table; len(tb) != len(tensors) || tb[0].Name != "w" {
+		t.Fatalf("table without the key: %v", tb)
+	}
+	if testing.Short() {
+		return
+	}
+	u := sealed.NewUnsealer(id)
+	c := make([]byte, len(b))
+	// The sections before the first record (the rest is TestSealedEveryBitFlipFails's).
+	for i := 0; i < int(f.Entries()[0].RecordOffset)*8; i++ {
+		copy(c, b)
+		c[i/8] ^= 1 << (i % 8)
+		if _, err := readSealed(c, u); err == nil || !typedOrDecrypt(err) {
+			t.Fatalf("bit %d flipped: got %v", i, err)
+		}
+	}
+}

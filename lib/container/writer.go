@@ -19,6 +19,13 @@ type Header struct {
 	Type     modeltype.Type
 	Flags    Flags // FlagSigned, FlagLicensed, FlagQuantized as the content will need; the writer adds the rest
 	Metadata Metadata
+	// Table, when not nil, is every tensor the producer will write, in order: the
+	// writer puts it before the first record (format 2.1) and refuses a tensor that
+	// differs from it, or a Close with tensors missing. An empty, non-nil table
+	// declares a file without tensors. Producers that know their tensors up front
+	// (importers, transforms of a stream that has a table) set it, so that exporters
+	// reading a pipe can write their own headers without spooling the data.
+	Table []TensorInfo
 }
 
 type writerOptions struct {
@@ -61,6 +68,7 @@ type Writer struct {
 	entries []Entry
 	names   map[string]bool
 	blocks  []Block
+	table   []TensorInfo // the tensor table written, nil if none
 	sealed  TensorSealer // nil unless WithSealer
 	pool    *bufPool     // chunk buffers, made with the first chunked tensor
 	plain   []byte       // copy buffer of uncompressed tensors, made with the first one that needs it
@@ -103,8 +111,19 @@ func NewWriter(w io.Writer, h Header, opts ...Option) (*Writer, error) {
 	if len(meta) > MaxMetadata {
 		return nil, fmt.Errorf("metadata is %d bytes, the cap is %d", len(meta), MaxMetadata)
 	}
-	fh := fileHeader{Major: MajorVersion, Minor: MinorVersion, Type: h.Type, Flags: flags,
+	fh := fileHeader{Major: MajorVersion, Minor: 0, Type: h.Type, Flags: flags,
 		MetaLen: uint32(len(meta)), MetaCRC: crc32.ChecksumIEEE(meta)}
+	var table []byte
+	if h.Table != nil {
+		if err := checkTable(h.Table); err != nil {
+			return nil, err
+		}
+		table = encodeTable(h.Table)
+		if len(table) > MaxTable {
+			return nil, fmt.Errorf("tensor table is %d bytes, the cap is %d", len(table), MaxTable)
+		}
+		fh.Minor, fh.TableLen, fh.TableCRC = 1, uint32(len(table)), crc32.ChecksumIEEE(table)
+	}
 	var section []byte
 	var sealed TensorSealer
 	if o.sealer != nil {
@@ -127,6 +146,11 @@ func NewWriter(w io.Writer, h Header, opts ...Option) (*Writer, error) {
 	wr.pad()
 	if sealed != nil {
 		wr.write(section)
+		wr.pad()
+	}
+	if table != nil {
+		wr.table = cloneTable(h.Table)
+		wr.write(table)
 		wr.pad()
 	}
 	return wr, wr.err
@@ -175,6 +199,15 @@ func (w *Writer) WriteTensor(t TensorInfo, data io.Reader) error {
 	}
 	if w.names[t.Name] {
 		return fmt.Errorf("duplicate tensor name %q", t.Name)
+	}
+	if w.table != nil {
+		i := len(w.entries)
+		if i >= len(w.table) {
+			return fmt.Errorf("tensor %q: tensor %d, but the tensor table lists %d tensors", t.Name, i, len(w.table))
+		}
+		if want := w.table[i]; !sameInfo(t, want) {
+			return fmt.Errorf("tensor %d is %q %v %v, the tensor table says %q %v %v", i, t.Name, t.DType, t.Shape, want.Name, want.DType, want.Shape)
+		}
 	}
 	e := Entry{TensorInfo: t, RecordOffset: w.off}
 	e.Shape = append([]int64(nil), t.Shape...)
@@ -351,6 +384,10 @@ func (w *Writer) Close() error {
 	if w.closed || w.err != nil {
 		return w.err
 	}
+	if w.table != nil && len(w.entries) != len(w.table) {
+		w.err = fmt.Errorf("%d tensors written, the tensor table lists %d (the next is %q)", len(w.entries), len(w.table), w.table[len(w.entries)].Name)
+		return w.err
+	}
 	w.closed = true
 	idx := make([]byte, indexFixed)
 	copy(idx, magicIndex[:])
@@ -391,6 +428,15 @@ func (w *Writer) Close() error {
 		w.err = w.out.Flush()
 	}
 	return w.err
+}
+
+// cloneTable copies a table, so that a caller's later changes do not reach the writer.
+func cloneTable(t []TensorInfo) []TensorInfo {
+	out := make([]TensorInfo, len(t))
+	for i, x := range t {
+		out[i] = TensorInfo{Name: x.Name, DType: x.DType, Shape: append([]int64(nil), x.Shape...)}
+	}
+	return out
 }
 
 // Entries returns the index entries written so far.

@@ -28,12 +28,37 @@ func LoadModel(path string) (model.Model, string, error) {
 		return nil, "", err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxModelFile+1))
+	st, err := f.Stat()
+	if err != nil {
+		return nil, "", err
+	}
+	var b []byte
+	if st.Mode().IsRegular() {
+		if st.Size() > maxModelFile {
+			return nil, "", fmt.Errorf("%s: larger than %d bytes", path, int64(maxModelFile))
+		}
+		// The header and metadata are checked before the file is read into memory,
+		// so a file that only looks like a model is refused after a few reads.
+		if _, err := stream.InspectReader(io.NewSectionReader(f, 0, st.Size())); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", path, err)
+		}
+		b = make([]byte, st.Size())
+		_, err = io.ReadFull(f, b)
+	} else { // a pipe (<(...)): the header checked as it is read, then the rest up to the cap
+		var head bytes.Buffer
+		lr := io.LimitReader(f, maxModelFile+1)
+		if _, err := stream.InspectReader(io.TeeReader(lr, &head)); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", path, err)
+		}
+		var rest []byte
+		rest, err = io.ReadAll(lr)
+		b = append(head.Bytes(), rest...)
+		if err == nil && len(b) > maxModelFile {
+			err = fmt.Errorf("larger than %d bytes", int64(maxModelFile))
+		}
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxModelFile {
-		return nil, "", fmt.Errorf("%s: larger than %d bytes", path, int64(maxModelFile))
 	}
 	info, err := stream.InspectReader(bytes.NewReader(b))
 	if err != nil {

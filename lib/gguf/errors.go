@@ -35,11 +35,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString("gguf: ")
-	if e.Path != "" {
+	if e.Path != "" { // the file first, as the other formats' errors name it
 		b.WriteString(e.Path)
 		b.WriteString(": ")
 	}
+	b.WriteString("gguf: ")
 	if e.Offset >= 0 {
 		fmt.Fprintf(&b, "offset %d: ", e.Offset)
 	}

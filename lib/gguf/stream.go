@@ -153,3 +153,7 @@ func (t *tensorReader) drain() error {
 	_ = got
 	return err
 }
+
+// Order returns the indexes into h.Tensors in the order Next returns them (ascending
+// data offset), so that a converter can announce the tensors before reading any.
+func (dr *DataReader) Order() []int { return slices.Clone(dr.order) }

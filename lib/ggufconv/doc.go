@@ -11,7 +11,10 @@
 // given back as it goes; NewStream of a regular *os.File (a redirected stdin) does
 // too. Elsewhere, or when mapping fails, the file is read with read(); both give the
 // same bytes and errors. Bytes after the data section are an error (they would be
-// lost). Every tensor keeps its name, its ggml type as the apr
+// lost). OpenFile of the first part of a split set (PREFIX-00001-of-NNNNN.gguf,
+// written by llama.cpp's gguf-split) finds the other parts by name, checks them all
+// and streams the set as the merged file; NewStream refuses a part, since it cannot
+// find the others. Every tensor keeps its name, its ggml type as the apr
 // dtype of the same code (all ggml types pass through unchanged, quantized ones with
 // exactly ggml's block bytes) and its bytes; GGUF dims, innermost first, become the
 // APR shape outermost first by reversing them, never by moving data. The APR metadata
@@ -37,6 +40,9 @@
 //     writes to a regular file, and patches it into the header afterwards. A pipe has no digest: it is known only after the
 //     APR metadata has gone out. Since import and export are byte-exact inverses, the
 //     digest of an export of an unmodified import equals source_sha256.
+//     A split set (the first part of llama.cpp's gguf-split output, opened by
+//     OpenFile or ImportFile) records ProvFiles ("source_files") instead: each part's
+//     base name and size, and with Digest its SHA-256, in part order.
 //   - Type and ModelConfig: a file whose general.architecture is "apr_<type>" (as
 //     Export writes for apr's own models, see Arch) gets that model type and a config
 //     from the keys "apr_<type>.<key>"; any other file is model type Custom.

@@ -27,6 +27,9 @@ type ExportOptions struct {
 	// Generic writes a Hugging Face language model that is not in llama.cpp's form
 	// (see lib/llm) as a generic GGUF instead of refusing it.
 	Generic bool
+	// Spooling, when not nil, is told why Export spools the tensors of a stream to a
+	// temporary file instead of streaming them (a program says so on stderr).
+	Spooling func(reason string)
 }
 
 // Plan returns the GGUF header for a model with header h and tensors in the given
@@ -159,14 +162,29 @@ func setFileType(gh *gguf.Header, prov map[string]any) {
 }
 
 // Export writes the model of s as GGUF to w. GGUF puts every tensor's info before the
-// data, so the tensors are first spooled to a temporary file in o.TempDir (removed
-// before Export returns) while their infos are collected and checked; the header is
-// then planned and checked in full and only then is anything written to w. Memory stays
-// bounded (one copy buffer); disk use is the model's raw size.
+// data. When s has a tensor table (format 2.1: every importer, apr-quant, apr-sign and
+// apr-seal write one) in the order the GGUF file takes, the header is planned from it
+// and written at once, and each tensor's bytes are copied through as they arrive,
+// checked against the table; nothing touches the disk. Otherwise (no table, or a
+// preset's tensors that llama-quantize orders otherwise) the tensors are first spooled
+// to a temporary file in o.TempDir (removed before Export returns) while their infos
+// are collected and checked; the header is then planned and checked in full and only
+// then is anything written to w. Memory stays bounded (one copy buffer) either way;
+// the spool's disk use is the model's raw size.
 func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 	h := s.Header()
 	if err := checkArchitecture(h.Metadata, o); err != nil {
 		return err
+	}
+	why := spoolReason(h)
+	if why == "" {
+		return exportTable(w, s, h)
+	}
+	if f, ok := container.Patchable(w); ok && h.Table != nil {
+		return exportAtOffsets(f, s, h) // only the order differs: write in place
+	}
+	if o.Spooling != nil {
+		o.Spooling(why)
 	}
 	spool, removeSpool, err := cleanup.CreateTemp(o.TempDir, "apr-gguf-*.spool")
 	if err != nil {
@@ -218,6 +236,70 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 			if _, err := copyBuffer(gw, io.NewSectionReader(spool, sp.off, sp.size), buf); err != nil {
 				return err
 			}
+		}
+		return nil
+	})
+}
+
+// spoolReason says why a stream with header h cannot be exported without a spool, or
+// is "" when its tensor table lists the tensors in the order of the GGUF file.
+func spoolReason(h container.Header) string {
+	if h.Table == nil {
+		return "the input has no tensor table (an APR stream of format 2.0, or from a producer that did not know its tensors up front): spooling the tensors to a temporary file"
+	}
+	if presetOf(h.Metadata.Provenance) {
+		sorted, _ := llamaQuantizeOrder(h.Table, make([]span, len(h.Table)))
+		for i := range sorted {
+			if sorted[i].Name != h.Table[i].Name {
+				return "llama-quantize orders this preset's tensors otherwise than the input: spooling the tensors to a temporary file"
+			}
+		}
+	}
+	return ""
+}
+
+// exportTable writes the GGUF of a stream whose tensor table h.Table lists its tensors
+// in the GGUF file's order: the header at once, then each tensor's bytes as they come,
+// each tensor checked against the table (the container reader checks records and
+// index against it too, but s may be any stream), and the end of s checked (for an APR
+// stream: index, footer and whole-file CRC) before it returns.
+func exportTable(w io.Writer, s stream.Stream, h container.Header) error {
+	table := h.Table
+	gh, err := Plan(h, table)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	return write(w, gh, func(gw *gguf.Writer) error {
+		for i, want := range table {
+			info, r, err := s.Next()
+			if err == io.EOF {
+				return fmt.Errorf("tensor %q: the stream ended after %d of the %d tensors its table lists", want.Name, i, len(table))
+			}
+			if err != nil {
+				return err
+			}
+			if info.Name != want.Name || info.DType != want.DType || !slices.Equal(info.Shape, want.Shape) {
+				return fmt.Errorf("tensor %d is %q %v %v, the stream's tensor table says %q %v %v", i, info.Name, info.DType, info.Shape, want.Name, want.DType, want.Shape)
+			}
+			size, _ := want.RawSize() // Plan checked it
+			n, err := copyBuffer(gw, r, buf)
+			if err != nil {
+				if strings.Contains(err.Error(), strconv.Quote(info.Name)) {
+					return err // the reader named the tensor already
+				}
+				return tensor.Wrap(info.Name, err)
+			}
+			if n != size {
+				return fmt.Errorf("tensor %q: %d bytes, want %d", info.Name, n, size)
+			}
+		}
+		info, _, err := s.Next()
+		if err == nil {
+			return fmt.Errorf("tensor %q: not in the stream's tensor table (%d tensors)", info.Name, len(table))
+		}
+		if err != io.EOF {
+			return err
 		}
 		return nil
 	})

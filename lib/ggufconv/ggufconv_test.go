@@ -3,13 +3,16 @@ package ggufconv
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,8 +59,8 @@ func importFile(t *testing.T, path, dir string) string {
 }
 
 // TestRoundTripFixtures imports every fixture and exports it again, through a file
-// (index, no spool) and through a pipe (streaming import, spooled export), and wants
-// the original bytes back each time.
+// (index, no spool) and through a pipe (streaming import; export streamed from the
+// tensor table, and spooled without it), and wants the original bytes back each time.
 func TestRoundTripFixtures(t *testing.T) {
 	dir := t.TempDir()
 	for _, path := range fixtures(t) {
@@ -85,16 +88,38 @@ func TestRoundTripFixtures(t *testing.T) {
 			if err := Import(&aprBuf, s); err != nil {
 				t.Fatal(err)
 			}
+			aprBytes := bytes.Clone(aprBuf.Bytes())
 			as, err := stream.Open(&aprBuf)
 			if err != nil {
 				t.Fatal(err)
 			}
+			if as.Header().Table == nil {
+				t.Fatal("the import wrote no tensor table")
+			}
+			// With the import's tensor table: streamed, nothing in the temporary directory.
+			spoolDir := t.TempDir()
 			out.Reset()
-			if err := Export(&out, as, ExportOptions{TempDir: dir}); err != nil {
+			if err := Export(&out, as, ExportOptions{TempDir: spoolDir, Spooling: func(why string) { t.Errorf("spooled: %s", why) }}); err != nil {
 				t.Fatalf("export stream: %v", err)
 			}
 			if !bytes.Equal(out.Bytes(), orig) {
 				t.Fatalf("pipe round trip differs at byte %d", firstDiff(out.Bytes(), orig))
+			}
+			if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
+				t.Errorf("the export with a table wrote temporary files: %v", ents)
+			}
+			// Without it (a 2.0 stream): spooled, and the same bytes.
+			as, err = stream.Open(bytes.NewReader(aprBytes))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.Reset()
+			spooled := ""
+			if err := Export(&out, noTable{as}, ExportOptions{TempDir: dir, Spooling: func(why string) { spooled = why }}); err != nil {
+				t.Fatalf("export stream without a table: %v", err)
+			}
+			if !bytes.Equal(out.Bytes(), orig) || !strings.Contains(spooled, "no tensor table") {
+				t.Fatalf("spooled round trip differs at byte %d (spooling: %q)", firstDiff(out.Bytes(), orig), spooled)
 			}
 
 			// Provenance: the digest of the source, which equals the export's.
@@ -496,9 +521,106 @@ func TestNameEdit(t *testing.T) {
 }
 
 func TestSpoolDirError(t *testing.T) {
-	s := stream.FromTensors(modeltype.Custom, container.Metadata{}, nil)
+	s := noTable{stream.FromTensors(modeltype.Custom, container.Metadata{}, nil)}
 	err := Export(io.Discard, s, ExportOptions{TempDir: filepath.Join(t.TempDir(), "missing")})
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("error %v, want a spool error", err)
 	}
+}
+
+// noTable is a stream without its tensor table, as a 2.0 writer sends it.
+type noTable struct{ stream.Stream }
+
+func (s noTable) Header() container.Header {
+	h := s.Stream.Header()
+	h.Table = nil
+	return h
+}
+
+// editTable changes the first dimension of tensor i in the tensor table of the APR
+// stream b (same encoded size) and makes every CRC right again (table, header, file),
+// as a forger would: only the comparison of table and records can catch it.
+func editTable(t *testing.T, b []byte, i int, dim int64) []byte {
+	t.Helper()
+	c := bytes.Clone(b)
+	le := binary.LittleEndian
+	align := func(n int64) int64 { return (n + 63) &^ 63 }
+	if c[5] != 1 || le.Uint32(c[24:]) == 0 {
+		t.Fatal("not a stream with a tensor table")
+	}
+	start := align(align(64+int64(le.Uint32(c[12:]))) + int64(le.Uint32(c[20:])))
+	table := c[start : start+int64(le.Uint32(c[24:]))]
+	p := 16
+	for k := 0; ; k++ {
+		nd, nl := int(table[p+2]), int(le.Uint16(table[p+4:]))
+		if k == i {
+			le.PutUint64(table[p+8:], uint64(dim))
+			break
+		}
+		p += 8 + 8*nd + nl
+	}
+	le.PutUint32(c[28:], crc32.ChecksumIEEE(table))
+	le.PutUint32(c[60:], crc32.ChecksumIEEE(c[:60]))
+	foot := len(c) - 64
+	le.PutUint32(c[foot+52:], crc32.Update(crc32.ChecksumIEEE(c[:foot]), crc32.IEEETable, c[foot:foot+52]))
+	return c
+}
+
+// TestExportTableDisagrees: a stream whose tensor table disagrees with its records (an
+// edited APR stream, CRCs fixed) or with the tensors a stream yields (any stream) is
+// refused with an error that names the tensor, before its bytes are written.
+func TestExportTableDisagrees(t *testing.T) {
+	orig, err := os.ReadFile(filepath.Join(testdata, "tiny-llama.f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewStream(bytes.NewReader(orig), ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aprBuf bytes.Buffer
+	if err := Import(&aprBuf, s); err != nil {
+		t.Fatal(err)
+	}
+	as, err := stream.Open(bytes.NewReader(aprBuf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := as.Header().Table
+	as.Close()
+	// Tensor 1, its first dimension doubled: the GGUF header would promise twice its data.
+	edited := editTable(t, aprBuf.Bytes(), 1, 2*table[1].Shape[0])
+	es, err := stream.Open(bytes.NewReader(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Export(io.Discard, es, ExportOptions{TempDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), strconv.Quote(table[1].Name)) || !strings.Contains(err.Error(), "tensor table") {
+		t.Errorf("edited table: got %v, want an error naming %q and the table", err, table[1].Name)
+	}
+	t.Log(err)
+	// A stream (not APR bytes) whose table lies about a dtype.
+	ls, err := stream.Open(bytes.NewReader(aprBuf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lie := slices.Clone(table)
+	lie[2].DType = dtype.F16
+	err = Export(io.Discard, liar{ls, lie}, ExportOptions{TempDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), strconv.Quote(table[2].Name)) || !strings.Contains(err.Error(), "tensor table says") {
+		t.Errorf("lying stream: got %v", err)
+	}
+	t.Log(err)
+}
+
+// liar is a stream whose header announces another table.
+type liar struct {
+	stream.Stream
+	table []container.TensorInfo
+}
+
+func (s liar) Header() container.Header {
+	h := s.Stream.Header()
+	h.Table = s.table
+	return h
 }

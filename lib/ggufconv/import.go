@@ -2,8 +2,6 @@ package ggufconv
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +25,9 @@ type ImportOptions struct {
 	// costs one extra read of the file, and SHA-256 (about 1.3 GB/s on one core) is
 	// slower than the conversion, so it is off unless asked for.
 	Digest bool
+	// Set, when not nil, is called with the paths of a split set's parts, in order,
+	// once every part has been checked (OpenFile, ImportFile of a first part).
+	Set func(parts []string)
 }
 
 // NewStream reads a GGUF file from r, which may be a pipe, and returns it as a tensor
@@ -36,14 +37,37 @@ type ImportOptions struct {
 // the rest of it is read from a read-only mapping, as OpenFile does. Close does not
 // close r.
 func NewStream(r io.Reader, o ImportOptions) (stream.Stream, error) {
+	var s *importStream
+	var err error
 	if f, ok := r.(*os.File); ok {
-		return fileStream(f, o, nil)
+		s, err = fileStream(f, o, nil)
+	} else {
+		s, err = newStream(r, o, nil)
 	}
-	return newStream(r, o, nil)
+	if err != nil {
+		return nil, err
+	}
+	// A split set's parts are found by the first part's name, which a reader lacks.
+	if si, ok, err := splitOf(s.gh); err != nil || ok {
+		s.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		return nil, pipedPart(s.name, si)
+	}
+	return s, nil
 }
 
-// OpenFile opens the GGUF file at path as a tensor stream. With o.Digest, it first
+// OpenFile opens the GGUF file at path as a tensor stream. With o.Digest, it also
 // reads the whole file once for the SHA-256 recorded in the provenance.
+//
+// When the file is the first part of a split set (llama.cpp's gguf-split, named
+// PREFIX-00001-of-NNNNN.gguf, split.count > 1), the stream is the whole set's, the one
+// of the merged file: every part is found by name and checked (split.no,
+// split.count, split.tensors.count, the tensors and the size of each) before the
+// stream is returned, the split keys are left out of the KVs, and the provenance
+// lists the parts under ProvFiles (with their SHA-256s under o.Digest) instead of a
+// single file's size and digest. A later part is an error that names the first.
 //
 // Where the platform allows, the file is read from a read-only mapping (see
 // mapReader); the file must then not be truncated by another process during the
@@ -61,27 +85,25 @@ func OpenFile(path string, o ImportOptions) (stream.Stream, error) {
 		f.Close()
 		return nil, err
 	}
-	var digest map[string]any
-	if o.Digest {
-		h := sha256.New()
-		n, err := io.CopyBuffer(h, f, make([]byte, 1<<20))
-		if err == nil {
-			_, err = f.Seek(0, io.SeekStart)
-		}
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("%s: %w", o.Name, err)
-		}
-		digest = map[string]any{ProvSHA256: hex.EncodeToString(h.Sum(nil)), ProvSize: n}
-	} else {
-		digest = map[string]any{ProvSize: st.Size()}
-	}
-	s, err := fileStream(f, o, digest)
+	s, err := fileStream(f, o, nil)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	s.closer = f
+	s.closer, s.file = f, f
+	if set, ok, err := maybeSet(s, path, o, ""); ok || err != nil {
+		return set, err
+	}
+	prov := s.hdr.Metadata.Provenance
+	prov[ProvSize] = st.Size()
+	if o.Digest {
+		d, err := hashFile(f, st.Size(), nil)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: %w", o.Name, err)
+		}
+		prov[ProvSHA256] = d
+	}
 	return s, nil
 }
 
@@ -109,6 +131,7 @@ type importStream struct {
 	dr     *gguf.DataReader
 	mapped *mapReader // the input, when it is a mapping: released by Close
 	closer io.Closer
+	file   *os.File // the input file, when opened by path
 	done   bool
 	err    error
 }
@@ -142,6 +165,14 @@ func newStream(r io.Reader, o ImportOptions, prov map[string]any) (*importStream
 	dr, err := gguf.NewDataReader(data, gh)
 	if err != nil {
 		return nil, named(name, err)
+	}
+	// The GGUF header lists every tensor: the APR stream announces them in its
+	// tensor table, in the order the data comes.
+	hdr.Table = make([]container.TensorInfo, 0, len(gh.Tensors))
+	for _, i := range dr.Order() {
+		ti := &gh.Tensors[i]
+		d, _ := ti.Type.DType() // importHeader checked every type
+		hdr.Table = append(hdr.Table, container.TensorInfo{Name: ti.Name, DType: d, Shape: ti.Shape()})
 	}
 	return &importStream{name: name, hdr: hdr, gh: gh, br: br, dr: dr}, nil
 }

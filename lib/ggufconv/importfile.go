@@ -2,8 +2,6 @@ package ggufconv
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +12,7 @@ import (
 )
 
 // ImportFile imports the GGUF file at path as an APR stream on w, with the file's
-// size and (with o.Digest) SHA-256 in the provenance, as Import of OpenFile does,
+// size and (with o.Digest) SHA-256 in the provenance (a split set: its parts'), as Import of OpenFile does,
 // and gives the same bytes.
 //
 // A digest is part of the metadata, which comes first in an APR file, so OpenFile
@@ -49,26 +47,27 @@ func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Opt
 		return err
 	}
 	placeholder := strings.Repeat("0", 2*sha256.Size)
-	s, err := fileStream(f, o, map[string]any{ProvSHA256: placeholder, ProvSize: st.Size()})
+	s, err := fileStream(f, o, nil)
 	if err != nil {
 		return err
 	}
+	s.file = f
 	defer s.Close()
+	set, ok, err := maybeSet(s, path, o, placeholder)
+	if err != nil {
+		return err
+	}
+	if ok {
+		defer set.Close()
+		return stream.ReencodePatched(pf, set, ProvFiles, set.(*setStream).digestParts, opts...)
+	}
+	s.hdr.Metadata.Provenance[ProvSHA256] = placeholder
+	s.hdr.Metadata.Provenance[ProvSize] = st.Size()
 	return stream.ReencodePatched(pf, s, ProvSHA256, func(stop <-chan struct{}) (any, error) {
-		h := sha256.New()
-		var buf []byte
-		err := eachWindow(f, 0, st.Size(), &buf, func(b []byte) error {
-			select {
-			case <-stop:
-				return errors.New("stopped")
-			default:
-			}
-			h.Write(b)
-			return nil
-		})
+		d, err := hashFile(f, st.Size(), stop)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", o.Name, err)
 		}
-		return hex.EncodeToString(h.Sum(nil)), nil
+		return d, nil
 	}, opts...)
 }

@@ -28,6 +28,38 @@ import (
 // llama-quantize preset.
 func toGGUF(t *testing.T, dir, typ string) []byte {
 	t.Helper()
+	return toGGUFOn(t, dir, typ, nil)
+}
+
+// toGGUFFile is toGGUF onto a regular file, after a few bytes already written to it:
+// a stream with a tensor table is exported without a spool (in place, at each tensor's
+// offset, where the preset's order differs from the stream's).
+func toGGUFFile(t *testing.T, dir, typ string) []byte {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "out.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("pre"); err != nil {
+		t.Fatal(err)
+	}
+	toGGUFOn(t, dir, typ, f)
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b[:3]) != "pre" {
+		t.Fatalf("the bytes before the export were overwritten: %q", b[:3])
+	}
+	if off, _ := f.Seek(0, io.SeekCurrent); off != int64(len(b)) {
+		t.Errorf("file offset %d after the export, want its end %d", off, len(b))
+	}
+	return b[3:]
+}
+
+func toGGUFOn(t *testing.T, dir, typ string, f *os.File) []byte {
+	t.Helper()
 	s, err := stconv.Open(dir, stconv.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +73,13 @@ func toGGUF(t *testing.T, dir, typ string) []byte {
 	q, err := quant.New(apr(t, s), quant.Options{Type: target, Preset: preset})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if f != nil {
+		spooled := func(why string) { t.Errorf("export to a file spooled: %s", why) }
+		if err := ggufconv.Export(f, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir(), Spooling: spooled}); err != nil {
+			t.Fatal(err)
+		}
+		return nil
 	}
 	var out bytes.Buffer
 	if err := ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()}); err != nil {

@@ -83,7 +83,32 @@ func (cp *Checkpoint) HFStream(s stream.Stream) stream.Stream {
 		}
 	}
 	h.Metadata.Extra = extra
-	return &hfStream{Stream: s, cp: cp, h: h, source: src}
+	hs := &hfStream{Stream: s, cp: cp, h: h, source: src}
+	if h.Table != nil {
+		h.Table = make([]container.TensorInfo, 0, len(h.Table))
+		for _, t := range s.Header().Table {
+			hf, err := cp.Arch.HFName(t.Name)
+			if err != nil {
+				h.Table = nil // Next reports the name it cannot map
+				break
+			}
+			t.Name, t.DType = hf, hs.narrow(hf, t)
+			h.Table = append(h.Table, t)
+		}
+		hs.h.Table = h.Table
+	}
+	return hs
+}
+
+// narrow is the dtype tensor t (named hf in the checkpoint) had there: 1-D F32 tensors
+// the import widened go back to BF16 or F16.
+func (s *hfStream) narrow(hf string, t container.TensorInfo) dtype.DType {
+	if name, _ := s.source[hf].(string); len(t.Shape) == 1 && t.DType == dtype.F32 {
+		if d, ok := dtype.FromSafeTensors(name); ok && (d == dtype.BF16 || d == dtype.F16) {
+			return d
+		}
+	}
+	return t.DType
 }
 
 type hfStream struct {
@@ -106,10 +131,8 @@ func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
 	}
 	heads, perm := s.cp.Arch.permutedRows(info.Name, s.cp.Hparams)
 	var narrow dtype.DType
-	if name, _ := s.source[hf].(string); len(info.Shape) == 1 && info.DType == dtype.F32 {
-		if d, ok := dtype.FromSafeTensors(name); ok && (d == dtype.BF16 || d == dtype.F16) {
-			narrow = d
-		}
+	if d := s.narrow(hf, info); d != info.DType {
+		narrow = d
 	}
 	info.Name = hf
 	if !perm && narrow == dtype.Invalid {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/ggufconv"
 	"github.com/apr-go/apr/lib/quant"
 	"github.com/apr-go/apr/lib/stconv"
@@ -109,6 +110,9 @@ func TestPresetBytes(t *testing.T) {
 				}
 				out := toGGUF(t, "../../testdata/hf/"+c.name, p)
 				got := sha256Hex(out)
+				if inPlace := toGGUFFile(t, "../../testdata/hf/"+c.name, p); !bytes.Equal(inPlace, out) {
+					t.Errorf("the export to a file (%d bytes, without a spool) differs from the spooled export (%d bytes)", len(inPlace), len(out))
+				}
 				if iq4nl[c.name+"/"+p] {
 					if got == want {
 						t.Errorf("equal to llama-quantize's file, which has IQ4_NL fallbacks: drop the exception")
@@ -286,12 +290,31 @@ func TestCheckpointErrors(t *testing.T) {
 // with plan the quantizer knows the tensor list first, as for a file with an index.
 func fromGGUF(t *testing.T, in []byte, preset string, plan bool, pure ...bool) ([]byte, error) {
 	t.Helper()
+	return fromGGUFTable(t, in, preset, plan, false, pure...)
+}
+
+// noTable is a stream without its tensor table, as a 2.0 writer sends it.
+type noTable struct{ stream.Stream }
+
+func (s noTable) Header() container.Header {
+	h := s.Stream.Header()
+	h.Table = nil
+	return h
+}
+
+// fromGGUFTable is fromGGUF whose piped APR stream keeps its tensor table when table
+// is set (quant then plans from it, as from a file's index).
+func fromGGUFTable(t *testing.T, in []byte, preset string, plan, table bool, pure ...bool) ([]byte, error) {
+	t.Helper()
 	imp := func() stream.Stream {
 		s, err := ggufconv.NewStream(bytes.NewReader(in), ggufconv.ImportOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return apr(t, s)
+		if table {
+			return apr(t, s)
+		}
+		return noTable{apr(t, s)}
 	}
 	o := quant.Options{Preset: preset, Pure: len(pure) > 0 && pure[0]}
 	o.Type, _ = quant.ParseType(preset)
@@ -317,9 +340,10 @@ func fromGGUF(t *testing.T, in []byte, preset string, plan bool, pure ...bool) (
 
 // TestPresetFromGGUF: a target for a model imported from a GGUF (a preset, or q8_0,
 // f16, bf16) gives llama-quantize's file of the same F32 GGUF byte for byte, through a
-// pipe and from a file. A tied model (no output.weight) through a pipe that lists
-// token_embd first is refused at the end rather than given the wrong type; with the
-// tensor list first it gives llama-quantize's bytes.
+// pipe and from a file. A tied model (no output.weight) through a pipe without a tensor
+// table (a 2.0 stream) that lists token_embd first is refused at the end rather than
+// given the wrong type; with the tensor list first (a plan, or the stream's table) it
+// gives llama-quantize's bytes.
 func TestPresetFromGGUF(t *testing.T) {
 	// testdata/gguf: llama-quantize's files of gguf-py's F32 files (its README); Q4_K
 	// is llama-quantize's alias of Q4_K_M.
@@ -361,5 +385,9 @@ func TestPresetFromGGUF(t *testing.T) {
 	got, err := fromGGUF(t, tied, "q4_k_m", true)
 	if sum := sha256Hex(got); err != nil || sum != refSums(t, "small-mistral")["ref/small-mistral.Q4_K_M.gguf"] {
 		t.Errorf("tied model with its tensor list: %v, SHA-256 %s", err, sum)
+	}
+	got, err = fromGGUFTable(t, tied, "q4_k_m", false, true)
+	if sum := sha256Hex(got); err != nil || sum != refSums(t, "small-mistral")["ref/small-mistral.Q4_K_M.gguf"] {
+		t.Errorf("tied model through a pipe with its tensor table: %v, SHA-256 %s", err, sum)
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // Types are the model types with a predict in lib/model, the ones Supported accepts.
-var Types = []modeltype.Type{modeltype.LinearRegression, modeltype.LogisticRegression, modeltype.NeuralSequential}
+var Types = []modeltype.Type{modeltype.LinearRegression, modeltype.LogisticRegression, modeltype.NeuralSequential, modeltype.MixtureOfExperts}
 
 // Supported returns nil for a model type with a predict, else an error naming the
 // types that have one.
@@ -25,7 +25,7 @@ func Supported(t modeltype.Type) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("a %v model has no predict in apr (supported: LinearRegression, LogisticRegression, NeuralSequential)", t)
+	return fmt.Errorf("a %v model has no predict in apr (supported: LinearRegression, LogisticRegression, NeuralSequential, MixtureOfExperts)", t)
 }
 
 // Predictor runs one model.
@@ -58,6 +58,16 @@ func New(m model.Model) (*Predictor, error) {
 			return nil, err
 		}
 		p.features = m.Inputs()
+		if m.IsClassifier() {
+			p.classes = m.Classes()
+		} else {
+			p.outputs = m.Outputs()
+		}
+	case *model.MixtureOfExpertsModel:
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
+		p.features = m.Features
 		if m.IsClassifier() {
 			p.classes = m.Classes()
 		} else {
@@ -131,6 +141,17 @@ func (p *Predictor) Predict(x model.Matrix, proba bool) (Result, error) {
 			pm, err = m.PredictProba(x)
 			res.Values = pm.Data
 		case p.classes > 0:
+			var l []int
+			l, err = m.Predict(x)
+			res.Labels = labels(l)
+		default:
+			pm, err = m.Output(x)
+			res.Values = pm.Data
+		}
+	case *model.MixtureOfExpertsModel:
+		var pm model.Matrix
+		switch {
+		case p.classes > 0 && !proba:
 			var l []int
 			l, err = m.Predict(x)
 			res.Labels = labels(l)

@@ -362,7 +362,7 @@ func TestMultinomialAndNeural(t *testing.T) {
 // TestErrors: unsupported types, wrong feature counts and bad rows fail with a
 // message saying what is wrong, and nothing is predicted from a bad row.
 func TestErrors(t *testing.T) {
-	for _, typ := range []modeltype.Type{modeltype.KMeans, modeltype.Custom, modeltype.MixtureOfExperts} {
+	for _, typ := range []modeltype.Type{modeltype.KMeans, modeltype.Custom, modeltype.PCA} {
 		err := Supported(typ)
 		if err == nil || !strings.Contains(err.Error(), "no predict") || !strings.Contains(err.Error(), typ.String()) {
 			t.Errorf("Supported(%v) = %v", typ, err)

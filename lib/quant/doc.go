@@ -63,10 +63,12 @@
 //
 // The output metadata's provenance gets a "quantization" map: type, producer, the
 // rules (pure, include, exclude, allow_requantize, method). When the tensor list is
-// known before the data (Options.Plan, from a file's index), it also holds
+// known before the data (Options.Plan, from a file's index, or the input stream's
+// tensor table, which New takes as the plan when Plan is nil), it also holds
 // tensor_types (output dtype -> count), source_dtypes and fallbacks. With an importance
 // matrix it holds "imatrix" (file as given, dataset, entries_count, chunks_count), from
 // which ggufconv writes llama-quantize's quantize.imatrix.* keys. A stream read
-// from a pipe has no index until its end, so those three keys are absent there; the
-// output's index lists every tensor's dtype in any case.
+// from a pipe without a tensor table (format 2.0) has no tensor list until its end,
+// so those three keys are absent there; the output's index lists every tensor's
+// dtype in any case. With a plan the output stream has its own tensor table.
 package quant

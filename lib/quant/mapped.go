@@ -76,7 +76,7 @@ func (s *FileStream) Plan() []container.TensorInfo {
 // Header is as apr.OpenStream reports it for the same file.
 func (s *FileStream) Header() container.Header {
 	h := s.file.Header()
-	return container.Header{Type: h.Type, Flags: h.Flags & (container.FlagSigned | container.FlagLicensed | container.FlagQuantized), Metadata: *h.Metadata}
+	return container.Header{Type: h.Type, Flags: h.Flags & (container.FlagSigned | container.FlagLicensed | container.FlagQuantized), Metadata: *h.Metadata, Table: h.Table}
 }
 
 // Blocks returns the file's signature and license blocks.

@@ -166,6 +166,12 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	if o.Plan == nil && src.Header().Table != nil {
+		// The input's tensor table (a stream written by a producer that knew its
+		// tensors) is the plan a file's index would be: every decision up front, and
+		// the output's own table known before its first tensor.
+		o.Plan = src.Header().Table
+	}
 	s := &Stream{src: src, opts: o, workers: o.Workers, chunk: o.ChunkElems}
 	if s.workers == 0 {
 		s.workers = runtime.GOMAXPROCS(0)
@@ -265,6 +271,14 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	}
 	prov["quantization"] = q
 	h.Metadata.Provenance = prov
+	h.Table = nil // the input's dtypes; the output's are known only with a plan
+	if o.Plan != nil {
+		h.Table = make([]container.TensorInfo, len(s.planned))
+		for i, d := range s.planned {
+			t := o.Plan[i]
+			h.Table[i] = container.TensorInfo{Name: t.Name, DType: d.To, Shape: slices.Clone(t.Shape)}
+		}
+	}
 	s.hdr = h
 	return s, nil
 }

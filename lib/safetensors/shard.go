@@ -501,7 +501,7 @@ func (p *ShardPlan) WriteDir(dir string, data func(TensorInfo) (io.Reader, error
 }
 
 func writeAtomic(path string, fill func(io.Writer) error) error {
-	f, err := atomicfile.Create(path, 0o644)
+	f, err := atomicfile.Create(path, 0o666)
 	if err != nil {
 		return err
 	}

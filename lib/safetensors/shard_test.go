@@ -262,3 +262,112 @@ func FuzzParseIndex(f *testing.F) {
 		}
 	})
 }
+
+// hubSplit is huggingface_hub's split_state_dict_into_shards_factory rule as its
+// documentation states it, written apart from PlanShards: tensors in the state dict's
+// order; one bigger than the limit goes at once into a shard of its own; any other
+// that would take the shard being filled over the limit closes that shard first; the
+// last shard is added at the end. It returns each shard's tensor indexes.
+func hubSplit(sizes []int64, limit int64) [][]int {
+	var shards [][]int
+	var cur []int
+	var curSize int64
+	for i, s := range sizes {
+		switch {
+		case s > limit:
+			shards = append(shards, []int{i})
+			continue
+		case curSize+s > limit:
+			shards = append(shards, cur)
+			cur, curSize = nil, 0
+		}
+		cur = append(cur, i)
+		curSize += s
+	}
+	if len(cur) > 0 {
+		shards = append(shards, cur)
+	}
+	return shards
+}
+
+// TestPlanShardsBoundaries: the edges of the rule, each computed from its description
+// (a shard may reach the limit exactly; only a tensor strictly bigger than the limit
+// is alone; sizes are bytes, elements times the dtype's size), and PlanShards against
+// hubSplit on many random size lists.
+func TestPlanShardsBoundaries(t *testing.T) {
+	f32 := func(name string, n int64) TensorSpec { return TensorSpec{name, dtype.F32, []int64{n}} }
+	cases := []struct {
+		name  string
+		specs []TensorSpec
+		limit int64
+		want  string
+	}{
+		{"a shard filled to the limit exactly", []TensorSpec{u8spec("a", 4), u8spec("b", 6), u8spec("c", 1)}, 10,
+			"model-00001-of-00002.safetensors:a,b model-00002-of-00002.safetensors:c"},
+		{"one byte over closes the shard", []TensorSpec{u8spec("a", 4), u8spec("b", 7)}, 10,
+			"model-00001-of-00002.safetensors:a model-00002-of-00002.safetensors:b"},
+		{"a tensor of the limit's size is not alone", []TensorSpec{u8spec("a", 10), u8spec("b", 1)}, 10,
+			"model-00001-of-00002.safetensors:a model-00002-of-00002.safetensors:b"},
+		{"a tensor of the limit's size after others", []TensorSpec{u8spec("a", 1), u8spec("b", 10)}, 10,
+			"model-00001-of-00002.safetensors:a model-00002-of-00002.safetensors:b"},
+		{"one byte over the limit is alone, before the open shard", []TensorSpec{u8spec("a", 1), u8spec("b", 11), u8spec("c", 9)}, 10,
+			"model-00001-of-00002.safetensors:b model-00002-of-00002.safetensors:a,c"},
+		{"two big ones in a row, then the rest", []TensorSpec{u8spec("a", 12), u8spec("b", 30), u8spec("c", 2), u8spec("d", 2)}, 10,
+			"model-00001-of-00003.safetensors:a model-00002-of-00003.safetensors:b model-00003-of-00003.safetensors:c,d"},
+		{"only a big one: one file, no index", []TensorSpec{u8spec("a", 99)}, 10, "model.safetensors:a"},
+		{"bytes, not elements: 3 F32 are 12 bytes", []TensorSpec{f32("a", 2), f32("b", 1), f32("c", 3)}, 12,
+			"model-00001-of-00002.safetensors:a,b model-00002-of-00002.safetensors:c"},
+	}
+	for _, c := range cases {
+		p, err := PlanShards(c.specs, c.limit, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := shardContents(p); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+
+	// Random lists: the same shards as the rule, file for file.
+	seed := uint64(1)
+	next := func(n uint64) int64 {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		return int64(seed>>33) % int64(n)
+	}
+	for trial := range 2000 {
+		limit := 1 + next(40)
+		n := int(next(12))
+		var specs []TensorSpec
+		var sizes []int64
+		for i := range n {
+			s := next(uint64(2*limit + 2)) // 0 to just over twice the limit
+			specs = append(specs, u8spec(fmt.Sprintf("t%d", i), s))
+			sizes = append(sizes, s)
+		}
+		p, err := PlanShards(specs, limit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := hubSplit(sizes, limit)
+		if len(want) == 0 {
+			want = [][]int{nil} // no tensors: one empty model.safetensors
+		}
+		if len(p.Shards) != len(want) {
+			t.Fatalf("trial %d: sizes %v limit %d: %d shards, the rule gives %d (%v)", trial, sizes, limit, len(p.Shards), len(want), shardContents(p))
+		}
+		for i, s := range p.Shards {
+			got := map[string]bool{}
+			for _, ti := range s.Header.Tensors {
+				got[ti.Name] = true
+			}
+			for _, j := range want[i] {
+				if !got[specs[j].Name] {
+					t.Fatalf("trial %d: sizes %v limit %d: shard %d is %s, the rule gives %v", trial, sizes, limit, i, shardContents(p), want)
+				}
+			}
+			if len(got) != len(want[i]) {
+				t.Fatalf("trial %d: sizes %v limit %d: shard %d holds %d tensors, the rule %d", trial, sizes, limit, i, len(got), len(want[i]))
+			}
+		}
+	}
+}

@@ -12,7 +12,10 @@
 //     keys (X25519Recipient / X25519Identity, written in age's "age1..." and
 //     "AGE-SECRET-KEY-1..." formats);
 //   - a header MAC keyed by the file key, so a container can authenticate the
-//     parts of its header that stay readable.
+//     parts of its header that stay readable;
+//   - age's own file format, version 1, for X25519 recipients (CreateAge,
+//     OpenAge in age.go): apr-predict's private requests and replies, which
+//     `age -d` opens.
 //
 // # Typical use
 //

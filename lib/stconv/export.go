@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/cleanup"
@@ -34,6 +35,9 @@ type ExportOptions struct {
 	ShardSize int64
 	// TempDir is where a source that must be spooled is spooled ("" is os.TempDir()).
 	TempDir string
+	// Spooling, when not nil, is told why a stream source is spooled to a temporary
+	// file instead of streamed (a program says so on stderr).
+	Spooling func(reason string)
 }
 
 // Source is the APR input of an export: a seekable APR v2 file, whose index lists
@@ -298,7 +302,7 @@ func ExportDir(dir string, src *Source, opts ExportOptions) error {
 	}
 	defer p.close()
 	parent := filepath.Dir(filepath.Clean(dir))
-	stage, removeStage, err := cleanup.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(dir))+".tmp-*")
+	stage, removeStage, err := cleanup.MkdirTempPerm(parent, "."+filepath.Base(filepath.Clean(dir))+".tmp-", 0o777)
 	if err != nil {
 		return err
 	}
@@ -320,7 +324,7 @@ func ExportDir(dir string, src *Source, opts ExportOptions) error {
 		if written[name] {
 			return fmt.Errorf("metadata %s: file %q clashes with an output file", KeyFiles, name)
 		}
-		if err := os.WriteFile(filepath.Join(stage, name), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(stage, name), b, 0o666); err != nil {
 			return err
 		}
 		written[name] = true
@@ -358,10 +362,7 @@ var shardName = regexp.MustCompile(`^model-[0-9]{5}-of-[0-9]{5}\.safetensors$`)
 // commitDir moves the staged files into dir.
 func commitDir(stage, dir string, written map[string]bool) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.Chmod(stage, 0o755); err != nil {
-			return err
-		}
-		return os.Rename(stage, dir)
+		return os.Rename(stage, dir) // made 0777 less the umask, as mkdir makes it
 	}
 	old, err := os.ReadDir(dir)
 	if err != nil {
@@ -475,16 +476,28 @@ func prepare(src *Source, opts ExportOptions) (safetensors.Metadata, []outTensor
 	if m, ok := src.hdr.Metadata.Provenance[ProvDTypes].(map[string]any); ok {
 		conv.source = m
 	}
-	if src.f == nil {
-		sp, err := newSpool(src.s, conv, opts.TempDir)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return meta, sp.list, sp, nil
-	}
-	list := make([]outTensor, len(src.entries))
+	infos := make([]container.TensorInfo, len(src.entries))
 	for i, e := range src.entries {
-		if list[i], err = conv.out(e.TensorInfo); err != nil {
+		infos[i] = e.TensorInfo
+	}
+	if src.f == nil {
+		if src.hdr.Table == nil {
+			if opts.Spooling != nil {
+				opts.Spooling("the input has no tensor table (an APR stream of format 2.0, or from a producer that did not know its tensors up front): spooling the tensors to a temporary file")
+			}
+			sp, err := newSpool(src.s, conv, opts.TempDir)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return meta, sp.list, sp, nil
+		}
+		// The stream's tensor table lists what will come: the header can be planned
+		// now, and the data streamed if it comes in the output's order (provider).
+		infos = src.hdr.Table
+	}
+	list := make([]outTensor, len(infos))
+	for i, t := range infos {
+		if list[i], err = conv.out(t); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -505,6 +518,9 @@ func closeProvider(p provider) {
 func (s *Source) provider(order []string, list []outTensor, spooled provider, opts ExportOptions) (provider, error) {
 	if spooled != nil {
 		return spooled, nil
+	}
+	if s.f == nil {
+		return s.streamProvider(order, list, opts)
 	}
 	byName := make(map[string]int, len(list))
 	for i, t := range list {
@@ -541,6 +557,69 @@ func (s *Source) provider(order []string, list []outTensor, spooled provider, op
 	}
 	return newSpool(&readerStream{r}, conv, opts.TempDir)
 }
+
+// streamProvider serves a stream source with a tensor table (list, in the stream's
+// order): straight from the stream when that is the output's order, else through a
+// spool.
+func (s *Source) streamProvider(order []string, list []outTensor, opts ExportOptions) (provider, error) {
+	inOrder := len(order) == len(list)
+	for i := 0; inOrder && i < len(order); i++ {
+		inOrder = order[i] == list[i].spec.Name
+	}
+	if inOrder {
+		return &tableProvider{s: s.s, list: list}, nil
+	}
+	if opts.Spooling != nil {
+		opts.Spooling("the output orders the tensors otherwise than the input: spooling the tensors to a temporary file")
+	}
+	conv := converter{opts: opts}
+	if m, ok := s.hdr.Metadata.Provenance[ProvDTypes].(map[string]any); ok {
+		conv.source = m
+	}
+	return newSpool(s.s, conv, opts.TempDir)
+}
+
+// tableProvider reads a stream whose tensor table (list) is the output's order, in
+// one pass, checking each tensor against the table and, at the end, that the stream
+// ends there (for an APR stream: index, footer and whole-file CRC verified).
+type tableProvider struct {
+	s    stream.Stream
+	list []outTensor
+	i    int
+}
+
+func (p *tableProvider) open(name string) (io.Reader, error) {
+	if p.i >= len(p.list) || p.list[p.i].spec.Name != name {
+		return nil, fmt.Errorf("tensor %q: not next in the stream's tensor table", name)
+	}
+	want := p.list[p.i].src
+	info, r, err := p.s.Next()
+	if err == io.EOF {
+		return nil, fmt.Errorf("tensor %q: the stream ended after %d of the %d tensors its table lists", want.Name, p.i, len(p.list))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if info.Name != want.Name || info.DType != want.DType || !slices.Equal(info.Shape, want.Shape) {
+		return nil, fmt.Errorf("tensor %d is %q %v %v, the stream's tensor table says %q %v %v", p.i, info.Name, info.DType, info.Shape, want.Name, want.DType, want.Shape)
+	}
+	t := p.list[p.i]
+	p.i++
+	return convertReader(t, r), nil
+}
+
+func (p *tableProvider) finish() error {
+	info, _, err := p.s.Next()
+	if err == nil {
+		return fmt.Errorf("tensor %q: not in the stream's tensor table (%d tensors)", info.Name, len(p.list))
+	}
+	if err != io.EOF {
+		return err
+	}
+	return nil
+}
+
+func (p *tableProvider) close() {}
 
 // readerStream adapts a container.Reader to stream.Stream for the spool.
 type readerStream struct{ r *container.Reader }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/llm"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
@@ -136,6 +137,7 @@ func NewStream(r io.Reader, opts ImportOptions) (stream.Stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	hdr.Table = tableOf([][]safetensors.TensorInfo{h.Tensors}, nil)
 	return &pipeStream{h: hdr, r: sr}, nil
 }
 
@@ -201,7 +203,36 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 			s.llm.SetMetadata(&s.h.Metadata)
 		}
 	}
+	s.h.Table = tableOf(tensors, s.llm)
 	return s, nil
+}
+
+// tableOf is the tensor table of the APR stream of the shards' tensors (in data
+// order, shard after shard), converted to llama.cpp's form by cp when it is not nil
+// (names mapped, tensors llama.cpp drops left out, 1-D floats widened to F32, as
+// llm.Convert does). A name cp cannot map gives no table: Next reports that error.
+func tableOf(shards [][]safetensors.TensorInfo, cp *llm.Checkpoint) []container.TensorInfo {
+	table := []container.TensorInfo{}
+	for _, tensors := range shards {
+		for _, t := range tensors {
+			info := containerInfo(t)
+			if cp != nil {
+				g, _, skip, err := cp.Arch.GGUFName(t.Name)
+				if err != nil {
+					return nil
+				}
+				if skip {
+					continue
+				}
+				info.Name = g
+				if len(info.Shape) == 1 && info.DType.Info().Float && info.DType != dtype.F32 {
+					info.DType = dtype.F32
+				}
+			}
+			table = append(table, info)
+		}
+	}
+	return table
 }
 
 // describeLLM returns the description of a checkpoint whose config.json names an

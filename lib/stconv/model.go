@@ -23,7 +23,7 @@ import (
 // model: saving the same model twice gives the same file, and the same file as
 // `apr-st export` of the model saved as APR.
 func SaveModel(path string, m model.Model) error {
-	f, err := atomicfile.Create(path, 0o644)
+	f, err := atomicfile.Create(path, 0o666)
 	if err != nil {
 		return err
 	}

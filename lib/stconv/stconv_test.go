@@ -74,20 +74,51 @@ func exportFile(t *testing.T, path string, opts ExportOptions) []byte {
 	return out.Bytes()
 }
 
-// exportStream exports APR bytes read as a pipe (spooled).
-func exportStream(t *testing.T, b []byte, opts ExportOptions) []byte {
+// exportStream exports APR bytes read as a pipe: with the stream's tensor table
+// (streamed when the output's order is the stream's, else spooled), and as a 2.0
+// stream without it (spooled), which must give the same bytes. It returns the bytes
+// and why the export with the table spooled ("" when it streamed, and then it wrote
+// nothing into its temporary directory).
+func exportStream(t *testing.T, b []byte, opts ExportOptions) ([]byte, string) {
 	t.Helper()
-	s, err := stream.Open(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
+	run := func(strip bool) ([]byte, string) {
+		s, err := stream.Open(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strip {
+			s = noTable{s}
+		}
+		src := StreamSource(s)
+		defer src.Close()
+		o := opts
+		o.TempDir = t.TempDir()
+		why := ""
+		o.Spooling = func(r string) { why = r }
+		var out bytes.Buffer
+		if err := Export(&out, src, o); err != nil {
+			t.Fatal(err)
+		}
+		if ents, _ := os.ReadDir(o.TempDir); len(ents) != 0 {
+			t.Errorf("temporary files left: %v", ents)
+		}
+		return out.Bytes(), why
 	}
-	src := StreamSource(s)
-	defer src.Close()
-	var out bytes.Buffer
-	if err := Export(&out, src, opts); err != nil {
-		t.Fatal(err)
+	got, why := run(false)
+	spooled, why2 := run(true)
+	if !bytes.Equal(got, spooled) || why2 == "" {
+		t.Errorf("the export without a tensor table differs or did not spool (%q)", why2)
 	}
-	return out.Bytes()
+	return got, why
+}
+
+// noTable is a stream without its tensor table, as a 2.0 writer sends it.
+type noTable struct{ stream.Stream }
+
+func (s noTable) Header() container.Header {
+	h := s.Stream.Header()
+	h.Table = nil
+	return h
 }
 
 // TestRoundTripValid: every crate-written file, imported three ways (mapped file,
@@ -130,8 +161,8 @@ func TestRoundTripValid(t *testing.T) {
 			if got := exportFile(t, zst, ExportOptions{}); !bytes.Equal(got, want) {
 				t.Error("export of the zstd APR differs from the crate's file")
 			}
-			if got := exportStream(t, a3, ExportOptions{}); !bytes.Equal(got, want) {
-				t.Error("export of the piped APR differs from the crate's file")
+			if got, why := exportStream(t, a3, ExportOptions{}); !bytes.Equal(got, want) || why != "" {
+				t.Errorf("export of the piped APR differs from the crate's file, or spooled (%q)", why)
 			}
 			// The metadata carries the digest of the file and __metadata__ in order.
 			info, err := container.NewFile(bytes.NewReader(a1), int64(len(a1)))
@@ -174,7 +205,7 @@ func TestMetadataOrderKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := exportStream(t, toAPR(t, s), ExportOptions{}); !bytes.Equal(got, src.Bytes()) {
+	if got, _ := exportStream(t, toAPR(t, s), ExportOptions{}); !bytes.Equal(got, src.Bytes()) {
 		t.Errorf("got %q\nwant %q", got, src.Bytes())
 	}
 }
@@ -296,7 +327,8 @@ func TestExportQuantized(t *testing.T) {
 		{nil, dtype.F64, dtype.F64},
 	} {
 		b := toAPR(t, stream.FromTensors(modeltype.Custom, container.Metadata{Provenance: tc.prov}, tensors))
-		for _, out := range [][]byte{exportFile(t, writeTemp(t, "q.apr", b), ExportOptions{DType: tc.opt}), exportStream(t, b, ExportOptions{DType: tc.opt})} {
+		piped, _ := exportStream(t, b, ExportOptions{DType: tc.opt}) // out of the output's order: spooled
+		for _, out := range [][]byte{exportFile(t, writeTemp(t, "q.apr", b), ExportOptions{DType: tc.opt}), piped} {
 			h, err := safetensors.Decode(out)
 			if err != nil {
 				t.Fatal(err)
@@ -572,4 +604,61 @@ func TestCrateValidRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExportStreamedFromTable: a piped stream whose tensor table is in the output's
+// order is exported without a spool, dequantized tensors included (the table's dtype
+// and shape give the output's size before the data), and gives the bytes of the
+// export of the same file; a stream whose tensors disagree with its table is refused
+// with the tensor named.
+func TestExportStreamedFromTable(t *testing.T) {
+	vals := make([]float32, 4*32)
+	for i := range vals {
+		vals[i] = float32(math.Cos(float64(i)))
+	}
+	q := make([]byte, 4*34)
+	if err := kernels.Quantize(dtype.Q8_0, q, vals); err != nil {
+		t.Fatal(err)
+	}
+	// SafeTensors' order: wider dtypes first, then by name; the BF16 output of "a"
+	// comes after the F32 "b".
+	tensors := []tensor.Tensor{tensor.F32("b", []float32{1, 2}), {Name: "a", DType: dtype.Q8_0, Shape: []int64{4, 32}, Data: q}}
+	md := container.Metadata{Provenance: map[string]any{ProvDTypes: map[string]any{"a": "BF16"}}}
+	b := toAPR(t, stream.FromTensors(modeltype.Custom, md, tensors))
+	piped, why := exportStream(t, b, ExportOptions{})
+	if why != "" {
+		t.Fatalf("spooled: %s", why)
+	}
+	if file := exportFile(t, writeTemp(t, "q.apr", b), ExportOptions{}); !bytes.Equal(piped, file) {
+		t.Error("the streamed export differs from the file's")
+	}
+	h, err := safetensors.Decode(piped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Tensors) != 2 || h.Tensors[1].Name != "a" || h.Tensors[1].DType != dtype.BF16 {
+		t.Errorf("tensors %+v, want a as BF16 after b", h.Tensors)
+	}
+	s, err := stream.Open(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lie := slices.Clone(s.Header().Table)
+	lie[1].Shape = []int64{2, 64}
+	err = Export(io.Discard, StreamSource(liar{s, lie}), ExportOptions{TempDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), "tensor table says") {
+		t.Errorf("stream disagreeing with its table: %v", err)
+	}
+}
+
+// liar is a stream whose header announces another table.
+type liar struct {
+	stream.Stream
+	table []container.TensorInfo
+}
+
+func (s liar) Header() container.Header {
+	h := s.Stream.Header()
+	h.Table = s.table
+	return h
 }

@@ -14,7 +14,9 @@ import (
 // Stream is the one tensor stream of apr: every importer produces it and every
 // exporter and transform consumes it, one tensor at a time.
 type Stream interface {
-	// Header is the model type, declared flags and metadata, known before any tensor.
+	// Header is the model type, declared flags and metadata, known before any tensor,
+	// and the tensor table when the producer knows every tensor up front (nil
+	// otherwise): a transform that changes tensors must change or drop the table.
 	Header() container.Header
 	// Next returns the next tensor and a reader of exactly its raw bytes, or io.EOF
 	// once the input is exhausted and fully verified.
@@ -49,7 +51,7 @@ type v2Stream struct{ r *container.Reader }
 
 func (s *v2Stream) Header() container.Header {
 	h := s.r.Header()
-	return container.Header{Type: h.Type, Flags: h.Flags & (container.FlagSigned | container.FlagLicensed | container.FlagQuantized), Metadata: *h.Metadata}
+	return container.Header{Type: h.Type, Flags: h.Flags & (container.FlagSigned | container.FlagLicensed | container.FlagQuantized), Metadata: *h.Metadata, Table: h.Table}
 }
 
 func (s *v2Stream) Next() (container.TensorInfo, io.Reader, error) {
@@ -90,11 +92,12 @@ func aprenderStream(b []byte) (Stream, error) {
 // FromTensors returns a Stream over tensors held in memory (a model being saved, an
 // aprender file read whole).
 func FromTensors(t modeltype.Type, md container.Metadata, tensors []tensor.Tensor) Stream {
-	h := container.Header{Type: t, Metadata: md}
+	h := container.Header{Type: t, Metadata: md, Table: make([]container.TensorInfo, 0, len(tensors))}
 	for _, tt := range tensors {
 		if tt.DType.Info().Quantized() {
 			h.Flags |= container.FlagQuantized
 		}
+		h.Table = append(h.Table, container.TensorInfo{Name: tt.Name, DType: tt.DType, Shape: tt.Shape})
 	}
 	return &memStream{h: h, tensors: tensors}
 }

@@ -60,6 +60,12 @@ var skips = []struct{ file, command, reason string }{
 	{"README.md", "make -f pipelines/Makefile", "runs pipelines/Makefile from the repository's root, which pipelines' TestMakeBuild runs"},
 	{"README.md", "./pipelines/embedded", "builds pipelines/embedded from the repository's root, which pipelines' TestEmbeddedBinary builds and runs"},
 	{"README.md", "./classify --proba", "runs the binary of the line before; pipelines' TestEmbeddedBinary runs it on the same row (labels; lib tests cover --proba through lib/predict)"},
+	{"README.md", "make browser", "serves the page until interrupted; pipelines/browser/e2e's TestPage builds and runs the same server and drives the page in Chromium"},
+	{"docs/BROWSER.md", "make browser", "serves the page until interrupted; pipelines/browser/e2e's TestPage builds and runs the same server and drives the page in Chromium"},
+	{"docs/BROWSER.md", "go run ./pipelines/browser -addr", "serves until interrupted, from the repository's root; TestPage runs the server with its own models and key"},
+	{"docs/BROWSER.md", "go run ./pipelines/browser -o site/", "runs from the repository's root; pipelines/browser's TestSite builds the same site"},
+	{"README.md", "pipelines/slurm/build.sh", "submits Slurm jobs, which pipelines' TestSlurmBuild runs on a single-node Slurm it starts"},
+	{"docs/SCALE.md", "pipelines/slurm/", "starts a Slurm or submits jobs to one: pipelines' TestSlurmBuild starts one with cluster.sh as root and runs build.sh --wait on it"},
 }
 
 // substitutions make a doc's placeholder concrete, in every command of the file that
@@ -72,7 +78,7 @@ var substitutions = []struct{ file, old, new, why string }{
 }
 
 // peers are programs the docs use that apr does not ship.
-var peers = []string{"jq", "minisign"}
+var peers = []string{"jq", "minisign", "age"}
 
 // terminal: commands that read a password from the terminal (found by the doc's own
 // comment), with what is typed.
@@ -87,6 +93,9 @@ var expectations = []struct{ file, command, want, then string }{
 	{"README.md", "apr-decode plain < small.apr", "OK, 2 tensors", ""},
 	{"README.md", "apr-st export tiny.apr -o tiny-again/", "", "diff -r tiny-again testdata/hf/tiny-llama"},
 	{"docs/GGUF.md", "apr-gguf export model.apr -o model.gguf", "", "cmp model.gguf model.f32.gguf"},
+	{"README.md", "-o tiny-merged.Q4_K_M.gguf", "", `grep -q "^$(sha256sum < tiny-merged.Q4_K_M.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
+	{"docs/SAFETENSORS.md", "--max-shard-size 2GB -o ./out2/", "", "test -f out2/model.safetensors && test -f out2/config.json && test \"$(stat -c %a out2/model.safetensors)\" = \"$(touch probe && stat -c %a probe)\""},
+	{"docs/GGUF.md", "-o tiny.Q4_K_M.gguf   # the merged file", "", `grep -q "^$(sha256sum < tiny.Q4_K_M.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
 	{"docs/QUANT.md", "-o ../../tiny.Q4_K_M.imatrix.gguf)", "", `grep -q "^$(sha256sum < tiny.Q4_K_M.imatrix.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.imatrix.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
 	{"docs/SAFETENSORS.md", "-o ./out/", "", "test -f out/config.json && test -f out/tokenizer.model"},
 	{"docs/SIGNING.md", "apr-sign keygen -o author", "", `test "$(stat -c %a author.key)" = 600 && grep -q "BEGIN PRIVATE KEY" author.key && grep -q "BEGIN PUBLIC KEY" author.pub`},
@@ -98,6 +107,12 @@ var expectations = []struct{ file, command, want, then string }{
 	{"docs/PREDICT.md", "apr-predict softmax.apr < digits.csv", "0\n1\n2\n3\n4\n", ""},
 	{"docs/PREDICT.md", "-o labels.npy", "", `test "$(head -c 6 labels.npy | tail -c 5)" = NUMPY`},
 	{"docs/PREDICT.md", "-p ci.pub signed.apr", "0\n1\n2\n3\n4\n", ""},
+	{"docs/ONNX.md", "apr-onnx export < net.apr > net.onnx", "", "grep -q float_input net.onnx && grep -q probabilities net.onnx"},
+	{"docs/ONNX.md", "apr-predict mlp.apr digits.csv --proba", "p0,p1,p2,p3,p4,p5,p6,p7,p8,p9\n", ""},
+	{"docs/ONNX.md", "--name digits-mlp", "", "apr-decode inspect signed.apr | grep -q digits-mlp"},
+	{"docs/PREDICT.md", "apr-predict --open-reply request -i user.key < reply", "0\n1\n2\n3\n4\n", ""},
+	{"docs/PREDICT.md", "age -d -i user.key < reply", "0\n1\n2\n3\n4\n", "test -f seen/* && ! apr-predict published.apr -i owner.key --serve-request --replay-dir seen < request > again 2> again.err && grep -q replayed again.err && test ! -s again"},
+	{"README.md", "apr-predict --open-reply request -i user.key < reply", "", "test $(wc -l < features.csv) = 3 && test $(apr-predict --open-reply request -i user.key < reply | wc -l) = 3"},
 }
 
 // setups prepare each doc's work directory with the files its examples read: shell
@@ -113,9 +128,12 @@ apr-gguf import "$TESTDATA/gguf/tiny-llama.f32.gguf" | apr-st export -o model.sa
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" llama.f32.gguf
 apr-sign keygen -o ci
 cp "$TESTDATA/aprender/mnist_784x2.apr" aprender-model.apr
+cp "$TESTDATA/onnx/mlp-64-32-10.onnx" mlp.onnx
 mkdir -p testdata/hf
 cp -r "$TESTDATA/hf/tiny-llama" testdata/hf/
 cp "$TESTDATA/hf/ref/tiny-llama.imatrix.dat" .
+cp "$TESTDATA"/gguf/split/tiny-llama.Q4_K_M-0000?-of-00003.gguf .
+awk 'BEGIN { for (r = 0; r < 3; r++) { for (i = 0; i < 64; i++) printf "%s%d", (i ? "," : ""), (r + i) % 5; print "" } }' > features.csv
 echo "AGE_RECIPIENT=$(apr-seal keygen -o customer.key)"
 `},
 	"docs/QUANT.md": {npy: linearArrays, shell: `
@@ -139,6 +157,7 @@ apr-sign keygen -o ci
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.gguf
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.f32.gguf
 cp -r "$TESTDATA/hf/tiny-llama" .
+cp "$TESTDATA"/gguf/split/tiny-llama.Q4_K_M-0000?-of-00003.gguf .
 `},
 	"docs/SIGNING.md": {shell: `
 apr-encode "$TESTDATA/aprender/mnist_784x2.apr" -o model.apr
@@ -156,6 +175,13 @@ echo "AGE_RECIPIENT=$(apr-seal keygen -o carol.key)"
 zcat "$TESTDATA/digits/digits.csv.gz" | awk -F, -v OFS=, 'NR <= 5 {NF=64; for(i=1;i<=NF;i++) $i=$i/16; print}' > digits.csv
 apr-distill fit-logistic --data x.npz -o softmax.apr 2> /dev/null
 apr-distill fit --data x.npz --student 64-16-10 --epochs 2 --seed 1 -o net.apr 2> /dev/null
+`},
+	"docs/ONNX.md": {npy: digitsNPZ, shell: `
+zcat "$TESTDATA/digits/digits.csv.gz" | awk -F, -v OFS=, 'NR <= 5 {NF=64; for(i=1;i<=NF;i++) $i=$i/16; print}' > digits.csv
+apr-distill fit-logistic --data x.npz --max-iter 50 -o softmax.apr 2> /dev/null
+apr-distill fit --data x.npz --student 64-16-10 --epochs 2 --seed 1 -o net.apr 2> /dev/null
+cp "$TESTDATA/onnx/mlp-64-32-10.onnx" mlp.onnx
+apr-sign keygen -o ci
 `},
 	"docs/DISTILL.md": {npy: digitsNPZ, shell: `
 cp "$TESTDATA/digits/digits.csv.gz" .

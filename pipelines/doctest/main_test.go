@@ -30,7 +30,7 @@ var root, testdata string
 var programs = []string{
 	"apr-encode", "apr-decode", "apr-quant", "apr-sign", "apr-seal",
 	"apr-st", "apr-st-import", "apr-st-export", "apr-gguf", "apr-gguf-import", "apr-gguf-export",
-	"apr-distill", "apr-predict",
+	"apr-distill", "apr-predict", "apr-onnx",
 }
 
 // TestMain builds the current programs into a temporary bin directory and puts it

@@ -315,7 +315,7 @@ func (e *Env) Create(path string, binary bool) (*Output, error) {
 		}
 		return &Output{Writer: e.Stdout, Name: "stdout"}, nil
 	}
-	f, err := atomicfile.Create(path, 0o644)
+	f, err := atomicfile.Create(path, 0o666)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ package ggufcmd
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
@@ -33,7 +34,8 @@ const (
 	importHelp = "Import a GGUF file as an APR model: tensors pass through unchanged (every ggml type), " +
 		"every KV is kept with its exact type and order (metadata key \"gguf\"), " +
 		"general.name/description/license become the model's name, description and license. " +
-		"A file argument records its size in the provenance (and with --digest its SHA-256); stdin streams."
+		"A file argument records its size in the provenance (and with --digest its SHA-256); stdin streams. " +
+		"The first part of a split set (NAME-00001-of-0000N.gguf, llama-gguf-split) reads the whole set, as the merged file."
 	exportHelp = "Export an APR model as GGUF. A file imported from GGUF comes back byte for byte; " +
 		"apr's own models (LinearRegression, ...) get general.architecture \"apr_<type>\" and their config as typed keys. " +
 		"Everything llama.cpp would refuse is an error before any byte is written. " +
@@ -42,7 +44,7 @@ const (
 
 // ImportCmd is `apr-gguf import`.
 type ImportCmd struct {
-	cli.InputFlag `set:"input_help=GGUF file ('-': stdin, streamed)."`
+	cli.InputFlag `set:"input_help=GGUF file, or the first part of a split set ('-': stdin, streamed)."`
 	cli.OutputFlag
 	cli.CompressFlag
 	Digest    bool `help:"Record the file's SHA-256 in the provenance (one more read of the file, hashed beside the conversion; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for stdin."`
@@ -67,12 +69,16 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 			return err
 		}
 		defer out.Abort()
-		m := env.Meter("importing", false, fileSize(c.Input))
+		m := env.Meter("importing", false, setSize(c.Input))
 		m.Probe(out.Size)
 		defer m.Done()
+		o := ggufconv.ImportOptions{Digest: c.Digest, Set: func(parts []string) {
+			env.Notef("%s is the first of a split set of %d parts; reading them all as one model (%s to %s)",
+				c.Input, len(parts), filepath.Base(parts[0]), filepath.Base(parts[len(parts)-1]))
+		}}
 		// out.Writer: the file itself (or stdout), so that the digest can be computed
 		// beside the conversion and patched in (see ggufconv.ImportFile).
-		if err := ggufconv.ImportFile(out.Writer, c.Input, ggufconv.ImportOptions{Digest: c.Digest}, opts...); err != nil {
+		if err := ggufconv.ImportFile(out.Writer, c.Input, o, opts...); err != nil {
 			return err
 		}
 		return out.Commit()
@@ -100,15 +106,16 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 
 // ExportCmd is `apr-gguf export`.
 type ExportCmd struct {
-	cli.InputFlag `set:"input_help=APR (or aprender) file ('-': stdin, spooled to a temporary file)."`
+	cli.InputFlag `set:"input_help=APR (or aprender) file ('-': stdin, streamed when it has a tensor table, else spooled to a temporary file)."`
 	cli.OutputFlag
-	cli.TempDirFlag `set:"temp_dir_help=Where to spool tensors read from stdin (default: $TMPDIR or /tmp)."`
+	cli.TempDirFlag `set:"temp_dir_help=Where to spool tensors read from stdin without a tensor table (default: $TMPDIR or /tmp)."`
 	Generic         bool `help:"Write a Hugging Face language model that is not in llama.cpp's form (an architecture apr does not convert, or imported with --hf-layout) as a generic GGUF of its tensors, which llama.cpp cannot run, instead of refusing it."`
 }
 
 // Run implements the command.
 func (c *ExportCmd) Run(env *cli.Env) error {
 	o := ggufconv.ExportOptions{TempDir: c.TempDir, Generic: c.Generic}
+	o.Spooling = func(why string) { env.Notef("%s", why) }
 	out, err := env.Create(c.Output, true)
 	if err != nil {
 		return err
@@ -191,6 +198,24 @@ func (c *ModelfileCmd) Run(env *cli.Env) error {
 		return err
 	}
 	return out.Commit()
+}
+
+// setSize is the size of the file path, or of the split set it is the first part of
+// by its name (PREFIX-00001-of-NNNNN.gguf: the parts that exist), for progress.
+func setSize(path string) int64 {
+	n := fileSize(path)
+	var count int
+	if _, err := fmt.Sscanf(filepath.Base(path)[max(0, len(filepath.Base(path))-20):], "-00001-of-%05d.gguf", &count); err != nil || count < 2 {
+		return n
+	}
+	parts, err := ggufconv.SplitParts(path, count)
+	if err != nil {
+		return n
+	}
+	for _, p := range parts[1:] {
+		n += fileSize(p)
+	}
+	return n
 }
 
 // fileSize is the size of the regular file path, or 0 (unknown, e.g. stdin).

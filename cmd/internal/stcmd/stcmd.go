@@ -147,16 +147,17 @@ func regularFile(r io.Reader) (*os.File, bool) {
 
 // ExportCmd exports SafeTensors.
 type ExportCmd struct {
-	cli.InputFlag   `set:"input_help=APR (or aprender) model file, or '-' for stdin (a pipe is spooled to a temporary file: SafeTensors needs every tensor's shape before the data)."`
+	cli.InputFlag   `set:"input_help=APR (or aprender) model file, or '-' for stdin (streamed when its tensor table lists the tensors in the output's order, else spooled to a temporary file: SafeTensors needs every tensor's shape before the data)."`
 	Output          string `short:"o" placeholder:"PATH" help:"Write to FILE (atomically) instead of stdout. A directory (existing, ending in '/', or with --shard-size) gets a Hugging Face checkpoint: model.safetensors or shards and index, plus the config and tokenizer files kept at import."`
-	ShardSize       string `placeholder:"SIZE" help:"Write a sharded checkpoint to -o DIR with shards of at most SIZE (5GB, 500MB, 2GiB, or bytes), as huggingface_hub splits them."`
+	ShardSize       string `placeholder:"SIZE" aliases:"max-shard-size" help:"Write a sharded checkpoint to -o DIR with shards of at most SIZE (5GB = 5*10^9 bytes, 500MB, 2GiB = 2*2^30, or bytes), split as save_pretrained(max_shard_size=SIZE) splits them (huggingface_hub's rule); --max-shard-size is the same flag, in transformers' spelling."`
 	DType           string `name:"dtype" default:"auto" enum:"auto,f32,f16,bf16,f64" help:"Dtype for quantized tensors, which are dequantized: auto (their dtype before import when known, else f32), f32, f16, bf16 or f64. Other tensors keep their dtype."`
-	cli.TempDirFlag `set:"temp_dir_help=Where to spool a piped input (default: beside the output file, else $TMPDIR)."`
+	cli.TempDirFlag `set:"temp_dir_help=Where to spool a piped input that cannot be streamed (default: beside the output file, else $TMPDIR)."`
 }
 
 // Run exports.
 func (c *ExportCmd) Run(env *cli.Env) error {
 	opts := stconv.ExportOptions{TempDir: c.TempDir}
+	opts.Spooling = func(why string) { env.Notef("%s", why) }
 	if c.DType != "auto" {
 		d, err := dtype.Parse(strings.ToUpper(c.DType))
 		if err != nil {
@@ -235,7 +236,11 @@ func isDir(p string) bool {
 
 // ParseSize reads a byte count as Hugging Face's max_shard_size: an integer, or a
 // number with a unit: KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers
-// of 1024); case does not matter.
+// of 1024); case does not matter. With a decimal unit it is huggingface_hub's
+// parse_size_to_int, which save_pretrained uses: the number (a decimal fraction
+// too) times the unit, truncated ("0.5GB" is 500000000). huggingface_hub knows no
+// binary units; they are transformers' older convert_file_size_to_int's ("2GiB" is
+// 2*2^30), and a bare integer is the int that save_pretrained also takes.
 func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	units := []struct {
@@ -251,7 +256,7 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 || v*mult >= 1<<62 {
+	if err != nil || !(v > 0) || v*mult >= 1<<62 { // !(v > 0): NaN too
 		return 0, errors.New("expected a positive size such as 5GB, 500MB, 2GiB or 1000000")
 	}
 	return int64(v * mult), nil

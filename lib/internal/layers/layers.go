@@ -12,7 +12,7 @@ var Layer = map[string]int{
 	"lib/seal": 0, "lib/sign": 0, "lib/internal/crcjoin": 0, "lib/internal/mmap": 0,
 	"lib/internal/peertest": 0, "lib/internal/argon2ref": 0, "lib/internal/layers": 0,
 	"lib/internal/ordered": 0, "lib/internal/mpwalk": 0, "lib/printable": 0, "lib/cleanup": 0,
-	"lib/internal/iocount": 0,
+	"lib/internal/iocount": 0, "lib/onnx/internal/onnxpb": 0,
 	// 1: the kernels and the in-memory tensor, on the dtype table; atomic output files.
 	"kernels": 1, "lib/tensor": 1, "lib/atomicfile": 1,
 	// 2: the file formats and the models; neither knows the other.
@@ -22,6 +22,7 @@ var Layer = map[string]int{
 	"lib/stream": 3, "lib/ggufconv/internal/gengguf": 3,
 	// 4: transforms of a stream, and models to and from files.
 	"lib/quant": 4, "lib/manifest": 4, "lib/modelfile": 4, "lib/llm": 4, "lib/sealed": 4,
+	"lib/onnx": 4,
 	// 5: converters and trainers, and signatures (on manifest's digests).
 	"lib/stconv": 5, "lib/ggufconv": 5, "lib/distill": 5, "lib/signed": 5, "lib/predict": 5,
 	// 6: the façade for library users.
@@ -31,7 +32,9 @@ var Layer = map[string]int{
 	"cmd/internal/ggufcmd": 8, "cmd/internal/stcmd": 8,
 	"cmd/apr-decode": 9, "cmd/apr-distill": 9, "cmd/apr-encode": 9, "cmd/apr-gguf": 9,
 	"cmd/apr-gguf-export": 9, "cmd/apr-gguf-import": 9, "cmd/apr-quant": 9, "cmd/apr-seal": 9,
-	"cmd/apr-predict": 9, "cmd/apr-sign": 9, "cmd/apr-st": 9, "cmd/apr-st-export": 9, "cmd/apr-st-import": 9,
-	// Programs of the example pipelines (data generation, training).
+	"cmd/apr-predict": 9, "cmd/apr-onnx": 9, "cmd/apr-sign": 9, "cmd/apr-st": 9, "cmd/apr-st-export": 9, "cmd/apr-st-import": 9,
+	// Programs of the example pipelines (data generation, training, the browser
+	// page's server and its WebAssembly half).
 	"pipelines/gen": 9, "pipelines/train": 9, "pipelines/embedded": 9,
+	"pipelines/browser": 9, "pipelines/browser/wasm": 9,
 }

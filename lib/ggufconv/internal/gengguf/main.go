@@ -65,7 +65,7 @@ func run(target int64, path string) error {
 	if err := h.Layout(); err != nil {
 		return err
 	}
-	f, err := atomicfile.Create(path, 0o644)
+	f, err := atomicfile.Create(path, 0o666)
 	if err != nil {
 		return err
 	}
