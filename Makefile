@@ -11,13 +11,15 @@ PKGS_LIB := ./lib/... ./kernels/...
 PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
-.PHONY: all build test test-native test-purego test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
+.PHONY: all build test test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
         test-docs test-ollama test-browser golden lint demo models browser bench fuzz install clean
 
 all: build
 
 # The programs are built with GOEXPERIMENT=simd so the kernels' AVX-512/AVX2 fast paths
-# are compiled in (chosen at run time by CPU features; elsewhere the plain Go reference).
+# are compiled in (chosen at run time by CPU features). A plain build (go install) has the
+# kernels' assembly instead: AVX2/F16C on amd64, NEON on arm64 (docs/QUANT.md, "Assembly kernels");
+# the simd build uses it too where it has nothing faster. Elsewhere the plain Go reference.
 SIMD := GOEXPERIMENT=simd
 
 # ...and without cgo (docs/SECURITY.md, "Memory"): nothing in apr needs it, and a binary
@@ -50,10 +52,11 @@ lint:
 	cd $(BROWSER_E2E) && $(GO) vet ./...
 
 # Every leg of the test suite: native (with race detector on the concurrent packages, and
-# the kernels' fast paths against their reference under GOEXPERIMENT=simd),
-# pure Go, js/wasm under node, wasip1 under wazero, brief fuzzing. The whole-pipeline
-# tests (./pipelines) are part of test-native; they build the programs themselves.
-test: lint test-native test-purego test-wasm test-wasip1 test-fuzz test-ollama test-browser
+# the kernels' fast paths against their reference: the assembly in the plain build, and
+# under GOEXPERIMENT=simd), pure Go, arm64 under qemu-user, js/wasm under node, wasip1
+# under wazero, brief fuzzing. The whole-pipeline tests (./pipelines) are part of
+# test-native; they build the programs themselves.
+test: lint test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-ollama test-browser
 
 test-native:
 	$(GO) test ./...
@@ -62,6 +65,20 @@ test-native:
 
 test-purego:
 	$(GO) test -short -tags purego,noasm $(PKGS_LIB)
+
+# The kernels' tests cross-compiled for arm64 and run under qemu-user (Debian's
+# qemu-user-static): the NEON kernels against the pure-Go reference, and the pure-Go
+# build's bytes against ggml's golden files. Skipped with a message where qemu is
+# missing, except under .ci/run (APR_REQUIRE_PEERS=1), which installs it.
+QEMU_ARM64 ?= qemu-aarch64-static
+test-arm64:
+	@if ! command -v $(QEMU_ARM64) >/dev/null; then \
+		echo "test-arm64: $(QEMU_ARM64) not found (apt-get install qemu-user-static)"; \
+		if [ -n "$$APR_REQUIRE_PEERS" ]; then exit 1; fi; echo "test-arm64: skipped"; \
+	else \
+		set -x; GOARCH=arm64 $(GO) test -exec $(QEMU_ARM64) -short ./kernels/ && \
+		GOARCH=arm64 $(GO) test -exec $(QEMU_ARM64) -tags purego -run 'Golden' ./kernels/; \
+	fi
 
 test-wasm:
 	PATH="$$($(GO) env GOROOT)/lib/wasm:$$PATH" GOOS=js GOARCH=wasm $(GO) test -short $(PKGS_WASM)

@@ -77,6 +77,7 @@ func BenchmarkDequantizeQ4_0(b *testing.B) { benchDequantize(b, dtype.Q4_0) }
 func BenchmarkDequantizeQ4_K(b *testing.B) { benchDequantize(b, dtype.Q4_K) }
 func BenchmarkDequantizeQ6_K(b *testing.B) { benchDequantize(b, dtype.Q6_K) }
 func BenchmarkDequantizeF16(b *testing.B)  { benchDequantize(b, dtype.F16) }
+func BenchmarkDequantizeBF16(b *testing.B) { benchDequantize(b, dtype.BF16) }
 
 func BenchmarkDot(b *testing.B) {
 	r := rand.New(rand.NewPCG(2, 2))

@@ -13,6 +13,8 @@ var (
 	quantQ6_K = quantQ6_KGeneric
 	f32ToF16  = f32ToF16Generic
 	f16ToF32  = f16ToF32Generic
+	f32ToBF16 = f32ToBF16Generic
+	bf16ToF32 = bf16ToF32Generic
 	dotF32    = dotGeneric
 	axpy      = axpyGeneric
 	// matMulTile is MatMul's inner work on one tile (see matMulTileGeneric).
@@ -21,13 +23,29 @@ var (
 	// Fused quantize-and-measure kernels (see QuantizeChecked); nil where
 	// there is no fast path.
 	quantMaxQ8_0, quantMaxQ4_0, quantMaxQ4_1 func(dst []byte, src []float32) uint32
+
+	// The 16-bit conversions straight from and to little-endian bytes (the
+	// F16 and BF16 dtypes); nil where there is no fast path, and then the
+	// []uint16 kernels above run through a buffer.
+	f32ToF16Bytes, f32ToBF16Bytes func(dst []byte, src []float32)
+	f16BytesToF32, bf16BytesToF32 func(dst []float32, src []byte)
 )
 
-// fastName names the fast path in use ("" when every kernel is the plain Go
-// reference); benchmarks and tests report it.
-var fastName string
+// fastName names the GOEXPERIMENT=simd fast path in use, asmName the
+// assembly kernels ("" when none); benchmarks and tests report them.
+var fastName, asmName string
 
 // FastPath reports which accelerated kernels are active: "" for the plain Go
-// reference (always the case with the purego or noasm build tags), else a
-// short name such as "avx512".
-func FastPath() string { return fastName }
+// reference (always the case with the purego or noasm build tags), else
+// short names such as "avx2 asm" (a plain build on amd64), "neon asm"
+// (arm64), or "avx512 simd, avx2 asm" (a GOEXPERIMENT=simd build, whose
+// kernels replace some of the assembly ones).
+func FastPath() string {
+	switch {
+	case fastName == "":
+		return asmName
+	case asmName == "":
+		return fastName
+	}
+	return fastName + " simd, " + asmName
+}

@@ -98,22 +98,30 @@ func F16ToF32(dst []float32, src []uint16) {
 // F32ToBF16 converts src to bfloat16 bits in dst; it converts min(len(dst), len(src)) values.
 func F32ToBF16(dst []uint16, src []float32) {
 	n := min(len(dst), len(src))
-	for i, v := range src[:n] {
-		dst[i] = F32ToBF16Bits(v)
-	}
+	f32ToBF16(dst[:n], src[:n])
 }
 
 // BF16ToF32 converts bfloat16 bits in src to float32 in dst; it converts min(len(dst), len(src)) values.
 func BF16ToF32(dst []float32, src []uint16) {
 	n := min(len(dst), len(src))
-	for i, v := range src[:n] {
-		dst[i] = BF16BitsToF32(v)
-	}
+	bf16ToF32(dst[:n], src[:n])
 }
 
 func f32ToF16Generic(dst []uint16, src []float32) {
 	for i, v := range src {
 		dst[i] = F32ToF16Bits(v)
+	}
+}
+
+func f32ToBF16Generic(dst []uint16, src []float32) {
+	for i, v := range src {
+		dst[i] = F32ToBF16Bits(v)
+	}
+}
+
+func bf16ToF32Generic(dst []float32, src []uint16) {
+	for i, v := range src {
+		dst[i] = BF16BitsToF32(v)
 	}
 }
 

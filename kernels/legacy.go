@@ -59,7 +59,7 @@ func quantQ8_0Generic(dst []byte, src []float32) {
 		putF16(dst, d)
 		q := dst[2:34]
 		for j, v := range x {
-			q[j] = byte(int8(roundAway(v * id)))
+			q[j] = byte(int8(roundAway(float32(v * id))))
 		}
 	}
 }
@@ -247,7 +247,7 @@ func quantQ8_1Generic(dst []byte, src []float32) {
 		q := dst[4:36]
 		var sum int32
 		for j, v := range x {
-			qi := int8(roundAway(v * id))
+			qi := int8(roundAway(float32(v * id)))
 			q[j] = byte(qi)
 			sum += int32(qi)
 		}

@@ -181,6 +181,10 @@ func dequantF32(dst []float32, src []byte) {
 const convChunk = 512
 
 func quantF16(dst []byte, src []float32) {
+	if f32ToF16Bytes != nil {
+		f32ToF16Bytes(dst[:2*len(src)], src)
+		return
+	}
 	var buf [convChunk]uint16
 	for len(src) > 0 {
 		n := min(len(src), convChunk)
@@ -193,6 +197,10 @@ func quantF16(dst []byte, src []float32) {
 }
 
 func dequantF16(dst []float32, src []byte) {
+	if f16BytesToF32 != nil {
+		f16BytesToF32(dst, src[:2*len(dst)])
+		return
+	}
 	var buf [convChunk]uint16
 	for len(dst) > 0 {
 		n := min(len(dst), convChunk)
@@ -205,12 +213,20 @@ func dequantF16(dst []float32, src []byte) {
 }
 
 func quantBF16(dst []byte, src []float32) {
+	if f32ToBF16Bytes != nil {
+		f32ToBF16Bytes(dst[:2*len(src)], src)
+		return
+	}
 	for i, v := range src {
 		binary.LittleEndian.PutUint16(dst[2*i:], F32ToBF16Bits(v))
 	}
 }
 
 func dequantBF16(dst []float32, src []byte) {
+	if bf16BytesToF32 != nil {
+		bf16BytesToF32(dst, src[:2*len(dst)])
+		return
+	}
 	for i := range dst {
 		dst[i] = BF16BitsToF32(binary.LittleEndian.Uint16(src[2*i:]))
 	}

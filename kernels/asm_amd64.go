@@ -1,0 +1,302 @@
+//go:build amd64 && !purego && !noasm
+
+package kernels
+
+import (
+	"math"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// AVX2 and F16C assembly (asm_amd64.s) for plain builds: the legacy
+// quantizers Q8_0, Q4_0 and Q4_1, the f16 and bf16 conversions both ways,
+// the dot product and axpy. They are chosen at start-up by CPU features;
+// without AVX2 and F16C (or with the purego or noasm tags) the plain Go
+// reference runs.
+//
+// Each kernel does the reference's float32 operations, lane by lane, in the
+// reference's order (no fused multiply-add), so the bytes are the
+// reference's; the tests compare them (fast_test.go, asm_amd64_test.go):
+//
+//   - a block's largest |x| is an integer maximum of the |x| bits, which
+//     orders non-negative floats as their values; d, 1/d and the f16 bits of
+//     d are one VDIVSS, one VDIVSS and one VCVTPS2PH (IEEE round to nearest
+//     even, as F32ToF16Bits);
+//   - Q8_0's roundf truncates (VROUNDPS), subtracts (exact) and steps away
+//     from zero where the remainder is 0.5 or more, as roundAway does;
+//   - Q4_0's scale is the first element of largest magnitude (a compare and
+//     a bit scan over the block), Q4_1's minimum and maximum are VMINPS and
+//     VMAXPS (exact), except that a zero extreme is the block's first zero
+//     with its sign, as the reference's strict comparisons keep it;
+//   - quantized values are stored as the low byte of the 32-bit result,
+//     which is what the reference's byte(int8(...)) keeps, also where a
+//     scale's inverse overflows to +Inf (the reference then writes 0s:
+//     VCVTTPS2DQ's 0x80000000 has a zero low byte).
+//
+// A block with a NaN or infinity is left to the reference (the kernels stop
+// before it and say how many blocks they did), so those bytes are the
+// reference's too, and apr-quant's check for such values (QuantizeChecked)
+// comes from the same pass.
+//
+// In a GOEXPERIMENT=simd build these are set first (package variable
+// initialisation runs before every init function), and the init functions
+// of simd_amd64.go and kquants_amd64.go then replace what they have a faster
+// path for: on a CPU with AVX-512 the legacy quantizers and the f16
+// conversions; the dot product and axpy (AVX2) in any case.
+var _ = setupAsm()
+
+func setupAsm() bool {
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasF16C {
+		return false
+	}
+	quantMaxQ8_0 = asmBlocks(q8_0AVX2, quantQ8_0Generic, 34)
+	quantMaxQ4_0 = asmBlocks(q4_0AVX2, quantQ4_0Generic, 18)
+	quantMaxQ4_1 = asmBlocks(q4_1AVX2, quantQ4_1Generic, 20)
+	quantQ8_0 = dropMaxBits(quantMaxQ8_0)
+	quantQ4_0 = dropMaxBits(quantMaxQ4_0)
+	quantQ4_1 = dropMaxBits(quantMaxQ4_1)
+	f32ToF16 = func(dst []uint16, src []float32) {
+		f32ToF16Ptr(unsafe.Pointer(unsafe.SliceData(dst)), src[:len(dst)])
+	}
+	f16ToF32 = func(dst []float32, src []uint16) {
+		f16ToF32Ptr(dst, unsafe.Pointer(unsafe.SliceData(src)), len(dst))
+	}
+	f32ToBF16 = func(dst []uint16, src []float32) {
+		f32ToBF16Ptr(unsafe.Pointer(unsafe.SliceData(dst)), src[:len(dst)])
+	}
+	bf16ToF32 = func(dst []float32, src []uint16) {
+		bf16ToF32Ptr(dst, unsafe.Pointer(unsafe.SliceData(src)), len(dst))
+	}
+	f32ToF16Bytes = func(dst []byte, src []float32) {
+		f32ToF16Ptr(unsafe.Pointer(unsafe.SliceData(dst)), src[:len(dst)/2])
+	}
+	f16BytesToF32 = func(dst []float32, src []byte) {
+		f16ToF32Ptr(dst, unsafe.Pointer(unsafe.SliceData(src)), len(src)/2)
+	}
+	f32ToBF16Bytes = func(dst []byte, src []float32) {
+		f32ToBF16Ptr(unsafe.Pointer(unsafe.SliceData(dst)), src[:len(dst)/2])
+	}
+	bf16BytesToF32 = func(dst []float32, src []byte) {
+		bf16ToF32Ptr(dst, unsafe.Pointer(unsafe.SliceData(src)), len(src)/2)
+	}
+	dotF32 = dotAsm
+	axpy = axpyAsm
+	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16Asm, nil) }
+	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, kx2BlockAsm) }
+	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, kx2BlockAsm) }
+	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, q2Fits16Asm) }
+	asmName = "avx2 asm"
+	return true
+}
+
+//go:noescape
+func q8_0AVX2(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+
+//go:noescape
+func q4_0AVX2(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+
+//go:noescape
+func q4_1AVX2(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+
+//go:noescape
+func f32ToF16F16C(dst *uint16, src *float32, n int)
+
+//go:noescape
+func f16ToF32F16C(dst *float32, src *uint16, n int)
+
+//go:noescape
+func f32ToBF16AVX2(dst *uint16, src *float32, n int)
+
+//go:noescape
+func bf16ToF32AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func kx2LanesAVX2(grp *kx2Asm)
+
+//go:noescape
+func qxLanesAVX2(grp *qxAsm)
+
+//go:noescape
+func dotAVX2Asm(a, b *float32, n int, s *[8]float32)
+
+//go:noescape
+func axpyAVX2Asm(y, x *float32, n int, alpha float32)
+
+// The conversions take the 16-bit side as a pointer, so that one kernel
+// serves []uint16 and little-endian []byte; the caller has checked that it
+// holds as many values as the float side. The tails (less than a vector)
+// go through the reference.
+
+func f32ToF16Ptr(dst unsafe.Pointer, src []float32) {
+	n := len(src) &^ 7
+	if n > 0 {
+		f32ToF16F16C((*uint16)(dst), &src[0], n)
+	}
+	for i := n; i < len(src); i++ {
+		*(*uint16)(unsafe.Add(dst, 2*i)) = F32ToF16Bits(src[i])
+	}
+}
+
+func f16ToF32Ptr(dst []float32, src unsafe.Pointer, n int) {
+	dst = dst[:n]
+	v := n &^ 7
+	if v > 0 {
+		f16ToF32F16C(&dst[0], (*uint16)(src), v)
+	}
+	for i := v; i < n; i++ {
+		dst[i] = F16BitsToF32(*(*uint16)(unsafe.Add(src, 2*i)))
+	}
+}
+
+func f32ToBF16Ptr(dst unsafe.Pointer, src []float32) {
+	n := len(src) &^ 15
+	if n > 0 {
+		f32ToBF16AVX2((*uint16)(dst), &src[0], n)
+	}
+	for i := n; i < len(src); i++ {
+		*(*uint16)(unsafe.Add(dst, 2*i)) = F32ToBF16Bits(src[i])
+	}
+}
+
+func bf16ToF32Ptr(dst []float32, src unsafe.Pointer, n int) {
+	dst = dst[:n]
+	v := n &^ 7
+	if v > 0 {
+		bf16ToF32AVX2(&dst[0], (*uint16)(src), v)
+	}
+	for i := v; i < n; i++ {
+		dst[i] = BF16BitsToF32(*(*uint16)(unsafe.Add(src, 2*i)))
+	}
+}
+
+func dotAsm(a, b []float32) float32 {
+	b = b[:len(a)]
+	n := len(a) &^ 7
+	var s [8]float32
+	if n > 0 {
+		dotAVX2Asm(&a[0], &b[0], n, &s)
+	}
+	return reduce8(&s) + dotTail(a[n:], b[n:])
+}
+
+func axpyAsm(y []float32, alpha float32, x []float32) {
+	x = x[:len(y)]
+	n := len(y) &^ 7
+	if n > 0 {
+		axpyAVX2Asm(&y[0], &x[0], n, alpha)
+	}
+	axpyGeneric(y[n:], alpha, x[n:])
+}
+
+// qxAsm is qxLanesAVX2's input and output (offsets fixed in asm_amd64.s).
+type qxAsm struct {
+	xt    [128]uint32  // element i of sub-block j at 8i+j, as bits
+	num   [18]uint32   // the numerators of the candidates' iscales
+	scale [8]float32   // result: the scale of each sub-block
+	lt    [128]int32   // result: levels 0..63, transposed as xt
+	w, wv [128]float32 // scratch: v·v and (v·v)·v, transposed as xt
+}
+
+// q6Fits16Asm is Q6_K's sub-block loop (makeQXQuants with nmax 32 on the
+// 16 sub-blocks of 16) in two groups of 8, one sub-block per lane: the
+// block is transposed so that element i of the 8 sub-blocks is one load,
+// and the levels are transposed back.
+func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
+	var g qxAsm
+	x = x[:qkK]
+	const nmax = 32
+	k := 0
+	for is := int32(-9); is <= 9; is++ {
+		if is != 0 {
+			g.num[k] = math.Float32bits(-(float32(nmax) + float32(0.1*float32(is))))
+			k++
+		}
+	}
+	for h := range 2 {
+		for i := range 16 {
+			for j := range 8 {
+				g.xt[8*i+j] = math.Float32bits(x[16*(8*h+j)+i])
+			}
+		}
+		qxLanesAVX2(&g)
+		copy(scales[8*h:], g.scale[:])
+		for i := range 16 {
+			for j := range 8 {
+				L[16*(8*h+j)+i] = int8(g.lt[8*i+j])
+			}
+		}
+	}
+}
+
+// kx2Asm is kx2LanesAVX2's input and output (offsets fixed in asm_amd64.s,
+// checked by TestAsmLayout).
+type kx2Asm struct {
+	xt    [256]uint32 // element i of sub-block j at 8i+j, as bits
+	num   [64]uint32  // the numerators of the candidates' iscales
+	fmax  uint32      // float32(nmax), as bits
+	n     int32       // elements per sub-block (32, or 16 for Q2_K)
+	nmax  int32
+	nstep int32 // candidates 0..nstep
+	q2    int32 // 1: weights |x| and absolute errors (Q2_K)
+	_     [3]uint32
+	scale [8]float32   // results: scale and -min per sub-block
+	min   [8]float32   //
+	lt    [256]int32   // the chosen levels, transposed as xt
+	w, fl [256]float32 // scratch: weights and the current candidate's levels
+}
+
+// kx2BlockAsm is kx2Fits (make_qkx2_quants on the 8 sub-blocks of 32 of a
+// Q4_K or Q5_K super-block) with one sub-block per lane.
+func kx2BlockAsm(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, rmin float32, nstep int) {
+	if nstep > 63 {
+		kx2Fits(x, L, scales, mins, nmax, rmin, nstep)
+		return
+	}
+	var g kx2Asm
+	x = x[:qkK]
+	for i := range 32 {
+		for j := range 8 {
+			g.xt[8*i+j] = math.Float32bits(x[32*j+i])
+		}
+	}
+	fmax := float32(nmax)
+	for is := 0; is <= nstep; is++ {
+		g.num[is] = math.Float32bits(float32(rmin+float32(0.1*float32(is))) + fmax)
+	}
+	g.fmax, g.n, g.nmax, g.nstep = math.Float32bits(fmax), 32, nmax, int32(nstep)
+	kx2LanesAVX2(&g)
+	*scales, *mins = g.scale, g.min
+	for i := range 32 {
+		for j := range 8 {
+			L[32*j+i] = uint8(g.lt[8*i+j])
+		}
+	}
+}
+
+// q2Fits16Asm is Q2_K's sub-block loop (make_qkx2_quants on the 16
+// sub-blocks of 16, weights |x|, absolute errors): two groups of 8.
+func q2Fits16Asm(x []float32, L []uint8, scales, mins *[16]float32) {
+	var g kx2Asm
+	x = x[:qkK]
+	const nmax, nstep = 3, 15
+	for is := 0; is <= nstep; is++ {
+		g.num[is] = math.Float32bits(float32(-0.5+float32(0.1*float32(is))) + nmax)
+	}
+	g.fmax, g.n, g.nmax, g.nstep, g.q2 = math.Float32bits(nmax), 16, nmax, nstep, 1
+	for h := range 2 {
+		for i := range 16 {
+			for j := range 8 {
+				g.xt[8*i+j] = math.Float32bits(x[16*(8*h+j)+i])
+			}
+		}
+		kx2LanesAVX2(&g)
+		copy(scales[8*h:], g.scale[:])
+		copy(mins[8*h:], g.min[:])
+		for i := range 16 {
+			for j := range 8 {
+				L[16*(8*h+j)+i] = uint8(g.lt[8*i+j])
+			}
+		}
+	}
+}

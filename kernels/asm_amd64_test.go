@@ -1,0 +1,45 @@
+//go:build amd64 && !purego && !noasm
+
+package kernels
+
+import (
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+func asmBlockKernels() []asmKernel {
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasF16C {
+		return nil
+	}
+	return []asmKernel{
+		{"Q8_0", q8_0AVX2, quantQ8_0Generic, 34},
+		{"Q4_0", q4_0AVX2, quantQ4_0Generic, 18},
+		{"Q4_1", q4_1AVX2, quantQ4_1Generic, 20},
+	}
+}
+
+// TestAsmLayout checks the field offsets that asm_amd64.s uses.
+func TestAsmLayout(t *testing.T) {
+	var k kx2Asm
+	var q qxAsm
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"kx2Asm.num", unsafe.Offsetof(k.num), 1024}, {"kx2Asm.fmax", unsafe.Offsetof(k.fmax), 1280},
+		{"kx2Asm.n", unsafe.Offsetof(k.n), 1284}, {"kx2Asm.nmax", unsafe.Offsetof(k.nmax), 1288},
+		{"kx2Asm.nstep", unsafe.Offsetof(k.nstep), 1292}, {"kx2Asm.q2", unsafe.Offsetof(k.q2), 1296},
+		{"kx2Asm.scale", unsafe.Offsetof(k.scale), 1312}, {"kx2Asm.min", unsafe.Offsetof(k.min), 1344},
+		{"kx2Asm.lt", unsafe.Offsetof(k.lt), 1376}, {"kx2Asm.w", unsafe.Offsetof(k.w), 2400},
+		{"kx2Asm.fl", unsafe.Offsetof(k.fl), 3424},
+		{"qxAsm.num", unsafe.Offsetof(q.num), 512}, {"qxAsm.scale", unsafe.Offsetof(q.scale), 584},
+		{"qxAsm.lt", unsafe.Offsetof(q.lt), 616}, {"qxAsm.w", unsafe.Offsetof(q.w), 1128},
+		{"qxAsm.wv", unsafe.Offsetof(q.wv), 1640},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s at %d, asm_amd64.s uses %d", c.name, c.got, c.want)
+		}
+	}
+}

@@ -1,0 +1,607 @@
+//go:build arm64 && !purego && !noasm
+
+#include "textflag.h"
+
+// NEON kernels for arm64; see asm_arm64.go for what each computes and why
+// its bytes equal the Go reference's. Go's assembler has no mnemonics for
+// the vector float instructions, so those are WORDs, each with the GNU
+// syntax beside it. They run with Go's FPCR (round to nearest even, no
+// flush to zero, NaNs propagated, IEEE half precision).
+
+// func q8_0NEON(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+TEXT ·q8_0NEON(SB), NOSPLIT, $0-36
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  nb+16(FP), R2
+	MOVD  $0, R3          // blocks done
+	MOVW  $0, R4          // largest |x| bits
+	MOVW  $0x7fffffff, R5
+	VDUP  R5, V31.S4      // |x| mask
+	MOVW  $0x42fe0000, R5 // 127.0
+	FMOVS R5, F30
+	MOVW  $0x3f800000, R5 // 1.0
+	FMOVS R5, F29
+	MOVW  $0x7f800000, R8 // +inf bits
+q8loop:
+	CMP   R2, R3
+	BGE   q8done
+	ADD   $64, R1, R6
+	VLD1  (R1), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1  (R6), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VAND  V31.B16, V0.B16, V8.B16
+	VAND  V31.B16, V1.B16, V9.B16
+	VAND  V31.B16, V2.B16, V10.B16
+	VAND  V31.B16, V3.B16, V11.B16
+	VAND  V31.B16, V4.B16, V12.B16
+	VAND  V31.B16, V5.B16, V13.B16
+	VAND  V31.B16, V6.B16, V14.B16
+	VAND  V31.B16, V7.B16, V15.B16
+	VUMAX V9.S4, V8.S4, V8.S4
+	VUMAX V11.S4, V10.S4, V10.S4
+	VUMAX V13.S4, V12.S4, V12.S4
+	VUMAX V15.S4, V14.S4, V14.S4
+	VUMAX V10.S4, V8.S4, V8.S4
+	VUMAX V14.S4, V12.S4, V12.S4
+	VUMAX V12.S4, V8.S4, V16.S4
+	WORD  $0x6eb0aa11 // umaxv s17, v16.4s
+	FMOVS F17, R7
+	CMPW  R8, R7
+	BHS   q8done      // NaN or infinity: the reference's block
+	CMPW  R4, R7
+	CSELW HI, R7, R4, R4
+	FDIVS F30, F17, F18 // d = amax / 127
+	FCVTSH F18, F19
+	FMOVS F19, R9
+	MOVH  R9, (R0)
+	// id = 1/d, or 0 where that is +inf (d == 0, or d so small that its
+	// inverse overflows): then the reference's roundf of x*id, of ±inf
+	// or NaN, writes 0s, as FCVTAS of x*0 does.
+	FDIVS F18, F29, F21
+	FMOVS F21, R10
+	CMPW  R8, R10
+	CSELW EQ, ZR, R10, R10
+	FMOVS R10, F21
+	VDUP  V21.S[0], V22.S4
+	WORD  $0x6e36dc00 // fmul v0.4s, v0.4s, v22.4s
+	WORD  $0x6e36dc21 // fmul v1.4s, v1.4s, v22.4s
+	WORD  $0x6e36dc42 // fmul v2.4s, v2.4s, v22.4s
+	WORD  $0x6e36dc63 // fmul v3.4s, v3.4s, v22.4s
+	WORD  $0x6e36dc84 // fmul v4.4s, v4.4s, v22.4s
+	WORD  $0x6e36dca5 // fmul v5.4s, v5.4s, v22.4s
+	WORD  $0x6e36dcc6 // fmul v6.4s, v6.4s, v22.4s
+	WORD  $0x6e36dce7 // fmul v7.4s, v7.4s, v22.4s
+	// roundf: to nearest, ties away from zero (|x*id| <= 127.00002)
+	WORD  $0x4e21c800 // fcvtas v0.4s, v0.4s
+	WORD  $0x4e21c821 // fcvtas v1.4s, v1.4s
+	WORD  $0x4e21c842 // fcvtas v2.4s, v2.4s
+	WORD  $0x4e21c863 // fcvtas v3.4s, v3.4s
+	WORD  $0x4e21c884 // fcvtas v4.4s, v4.4s
+	WORD  $0x4e21c8a5 // fcvtas v5.4s, v5.4s
+	WORD  $0x4e21c8c6 // fcvtas v6.4s, v6.4s
+	WORD  $0x4e21c8e7 // fcvtas v7.4s, v7.4s
+	// low bytes of the 32 results, in order
+	VUZP1 V1.H8, V0.H8, V0.H8
+	VUZP1 V3.H8, V2.H8, V2.H8
+	VUZP1 V5.H8, V4.H8, V4.H8
+	VUZP1 V7.H8, V6.H8, V6.H8
+	VUZP1 V2.B16, V0.B16, V24.B16
+	VUZP1 V6.B16, V4.B16, V25.B16
+	ADD   $2, R0, R11
+	VST1  [V24.B16, V25.B16], (R11)
+	ADD   $34, R0
+	ADD   $128, R1
+	ADD   $1, R3
+	B     q8loop
+q8done:
+	MOVD  R3, done+24(FP)
+	MOVW  R4, maxBits+32(FP)
+	RET
+
+// func f32ToF16NEON(dst *uint16, src *float32, n int)
+// n is a multiple of 8. NaN lanes become the quiet NaN of their sign first,
+// which FCVTN turns into the reference's 0x7e00|sign; other values convert
+// with IEEE round to nearest even, as the reference.
+TEXT ·f32ToF16NEON(SB), NOSPLIT, $0-24
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  n+16(FP), R2
+	LSR   $3, R2
+	CBZ   R2, h16done
+	MOVW  $0x80000000, R5
+	VDUP  R5, V30.S4
+	MOVW  $0x7fc00000, R5
+	VDUP  R5, V29.S4
+h16loop:
+	VLD1.P 32(R1), [V0.S4, V1.S4]
+	WORD  $0x4e20e402 // fcmeq v2.4s, v0.4s, v0.4s (not NaN)
+	WORD  $0x4e21e423 // fcmeq v3.4s, v1.4s, v1.4s
+	VAND  V30.B16, V0.B16, V4.B16
+	VORR  V29.B16, V4.B16, V4.B16
+	VAND  V30.B16, V1.B16, V5.B16
+	VORR  V29.B16, V5.B16, V5.B16
+	VBIF  V2.B16, V4.B16, V0.B16
+	VBIF  V3.B16, V5.B16, V1.B16
+	WORD  $0x0e216804 // fcvtn v4.4h, v0.4s
+	WORD  $0x4e216824 // fcvtn2 v4.8h, v1.4s
+	VST1.P [V4.H8], 16(R0)
+	SUB   $1, R2
+	CBNZ  R2, h16loop
+h16done:
+	RET
+
+// func f16ToF32NEON(dst *float32, src *uint16, n int)
+// n is a multiple of 8. FCVTL is exact, subnormals included; it sets the
+// quiet bit of a signalling NaN, which the reference keeps as it was, so on
+// NaN lanes that bit is taken back from the half's bit 9.
+TEXT ·f16ToF32NEON(SB), NOSPLIT, $0-24
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  n+16(FP), R2
+	LSR   $3, R2
+	CBZ   R2, f16done
+	MOVW  $0x7c00, R5
+	VDUP  R5, V31.S4
+	MOVW  $0x3ff, R5
+	VDUP  R5, V30.S4
+	MOVW  $0x00400000, R5
+	VDUP  R5, V29.S4
+f16loop:
+	VLD1.P 16(R1), [V0.H8]
+	WORD  $0x0e217801 // fcvtl v1.4s, v0.4h
+	WORD  $0x4e217802 // fcvtl2 v2.4s, v0.8h
+	VUXTL  V0.H4, V3.S4
+	VUXTL2 V0.H8, V4.S4
+#define SNAN(h, f) \
+	VAND   V31.B16, h.B16, V5.B16 \
+	VCMEQ  V31.S4, V5.S4, V5.S4   \
+	VCMTST V30.S4, h.S4, V6.S4    \
+	VAND   V6.B16, V5.B16, V5.B16 \
+	VAND   V29.B16, V5.B16, V5.B16 \
+	VSHL   $13, h.S4, h.S4        \
+	VBIT   V5.B16, h.B16, f.B16
+	SNAN(V3, V1)
+	SNAN(V4, V2)
+#undef SNAN
+	VST1.P [V1.S4, V2.S4], 32(R0)
+	SUB   $1, R2
+	CBNZ  R2, f16loop
+f16done:
+	RET
+
+// func f32ToBF16NEON(dst *uint16, src *float32, n int)
+// n is a multiple of 8: the top halves of b + 0x7fff + (b>>16)&1, or of
+// b | 0x00400000 (the top half's quiet bit 0x40) for NaN, as the reference.
+TEXT ·f32ToBF16NEON(SB), NOSPLIT, $0-24
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  n+16(FP), R2
+	LSR   $3, R2
+	CBZ   R2, b16done
+	MOVW  $1, R5
+	VDUP  R5, V31.S4
+	MOVW  $0x7fff, R5
+	VDUP  R5, V30.S4
+	MOVW  $0x00400000, R5
+	VDUP  R5, V29.S4
+b16loop:
+	VLD1.P 32(R1), [V0.S4, V1.S4]
+	WORD  $0x4e20e404 // fcmeq v4.4s, v0.4s, v0.4s (not NaN)
+	WORD  $0x4e21e425 // fcmeq v5.4s, v1.4s, v1.4s
+#define BF16(x, t, q) \
+	VUSHR $16, x.S4, t.S4         \
+	VAND  V31.B16, t.B16, t.B16   \
+	VADD  V30.S4, t.S4, t.S4      \
+	VADD  x.S4, t.S4, t.S4        \
+	VORR  V29.B16, x.B16, x.B16   \
+	VBIF  q.B16, x.B16, t.B16
+	BF16(V0, V2, V4)
+	BF16(V1, V3, V5)
+#undef BF16
+	VUZP2 V3.H8, V2.H8, V6.H8
+	VST1.P [V6.H8], 16(R0)
+	SUB   $1, R2
+	CBNZ  R2, b16loop
+b16done:
+	RET
+
+// func bf16ToF32NEON(dst *float32, src *uint16, n int)
+// n is a multiple of 8: each half becomes the top half of a word.
+TEXT ·bf16ToF32NEON(SB), NOSPLIT, $0-24
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  n+16(FP), R2
+	LSR   $3, R2
+	CBZ   R2, bfdone
+	VEOR  V31.B16, V31.B16, V31.B16
+bfloop:
+	VLD1.P 16(R1), [V0.H8]
+	VZIP1 V0.H8, V31.H8, V1.H8
+	VZIP2 V0.H8, V31.H8, V2.H8
+	VST1.P [V1.S4, V2.S4], 32(R0)
+	SUB   $1, R2
+	CBNZ  R2, bfloop
+bfdone:
+	RET
+
+// func dotNEON(a, b *float32, n int, s *[8]float32)
+// n is a multiple of 8: s[j] = sum over i of a[8i+j]*b[8i+j], each product
+// rounded before it is added (FMUL then FADD, never FMLA), as dotGeneric's
+// eight partial sums.
+TEXT ·dotNEON(SB), NOSPLIT, $0-32
+	MOVD  a+0(FP), R0
+	MOVD  b+8(FP), R1
+	MOVD  n+16(FP), R2
+	MOVD  s+24(FP), R3
+	VEOR  V16.B16, V16.B16, V16.B16
+	VEOR  V17.B16, V17.B16, V17.B16
+	LSR   $3, R2
+	CBZ   R2, dotdone
+dotloop:
+	VLD1.P 32(R0), [V0.S4, V1.S4]
+	VLD1.P 32(R1), [V4.S4, V5.S4]
+	WORD  $0x6e24dc02 // fmul v2.4s, v0.4s, v4.4s
+	WORD  $0x6e25dc23 // fmul v3.4s, v1.4s, v5.4s
+	WORD  $0x4e22d610 // fadd v16.4s, v16.4s, v2.4s
+	WORD  $0x4e23d631 // fadd v17.4s, v17.4s, v3.4s
+	SUB   $1, R2
+	CBNZ  R2, dotloop
+dotdone:
+	VST1  [V16.S4, V17.S4], (R3)
+	RET
+
+// Byte indexes 0-31, for the first element of largest magnitude.
+DATA idx32<>+0x00(SB)/8, $0x0706050403020100
+DATA idx32<>+0x08(SB)/8, $0x0f0e0d0c0b0a0908
+DATA idx32<>+0x10(SB)/8, $0x1716151413121110
+DATA idx32<>+0x18(SB)/8, $0x1f1e1d1c1b1a1918
+GLOBL idx32<>(SB), RODATA|NOPTR, $32
+
+// func q4_0NEON(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+// The scale is the first element of largest magnitude over -8 (the index
+// is the smallest byte index whose |x| bits are the maximum: UMINV over
+// index|not-hit), q = min(15, int(x*id + 8.5)) with FCVTZS (toward zero,
+// as C's cast). Where 1/d overflows for a nonzero d, the reference's
+// x*id + 8.5 is ±inf or NaN and its cast writes 0s: so does this kernel.
+TEXT ·q4_0NEON(SB), NOSPLIT, $0-36
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  nb+16(FP), R2
+	MOVD  $0, R3          // blocks done
+	MOVW  $0, R4          // largest |x| bits
+	MOVW  $0x7fffffff, R5
+	VDUP  R5, V31.S4      // |x| mask
+	MOVW  $0x41080000, R5 // 8.5
+	VDUP  R5, V27.S4
+	MOVW  $15, R5
+	VDUP  R5, V23.S4
+	WORD  $0x4f07e7fa     // movi v26.16b, #0xff
+	MOVD  $idx32<>(SB), R5
+	VLD1  (R5), [V24.B16, V25.B16]
+	MOVW  $0xbe000000, R5 // -0.125
+	FMOVS R5, F28
+	MOVW  $0x3f800000, R5 // 1.0
+	FMOVS R5, F29
+	MOVW  $0x7f800000, R8 // +inf bits
+q40loop:
+	CMP   R2, R3
+	BGE   q40done
+	ADD   $64, R1, R6
+	VLD1  (R1), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1  (R6), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VAND  V31.B16, V0.B16, V8.B16
+	VAND  V31.B16, V1.B16, V9.B16
+	VAND  V31.B16, V2.B16, V10.B16
+	VAND  V31.B16, V3.B16, V11.B16
+	VAND  V31.B16, V4.B16, V12.B16
+	VAND  V31.B16, V5.B16, V13.B16
+	VAND  V31.B16, V6.B16, V14.B16
+	VAND  V31.B16, V7.B16, V15.B16
+	VUMAX V9.S4, V8.S4, V16.S4
+	VUMAX V11.S4, V10.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	VUMAX V13.S4, V12.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	VUMAX V15.S4, V14.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	WORD  $0x6eb0aa11 // umaxv s17, v16.4s
+	FMOVS F17, R7
+	CMPW  R8, R7
+	BHS   q40done      // NaN or infinity: the reference's block
+	CMPW  R4, R7
+	CSELW HI, R7, R4, R4
+	MOVW  $0, R13      // +0 for an all-zero block
+	CBZW  R7, q40scale
+	VDUP  R7, V18.S4
+	VCMEQ V18.S4, V8.S4, V8.S4
+	VCMEQ V18.S4, V9.S4, V9.S4
+	VCMEQ V18.S4, V10.S4, V10.S4
+	VCMEQ V18.S4, V11.S4, V11.S4
+	VCMEQ V18.S4, V12.S4, V12.S4
+	VCMEQ V18.S4, V13.S4, V13.S4
+	VCMEQ V18.S4, V14.S4, V14.S4
+	VCMEQ V18.S4, V15.S4, V15.S4
+	VUZP1 V9.H8, V8.H8, V8.H8
+	VUZP1 V11.H8, V10.H8, V10.H8
+	VUZP1 V13.H8, V12.H8, V12.H8
+	VUZP1 V15.H8, V14.H8, V14.H8
+	VUZP1 V10.B16, V8.B16, V8.B16
+	VUZP1 V14.B16, V12.B16, V12.B16
+	VEOR  V26.B16, V8.B16, V8.B16
+	VORR  V24.B16, V8.B16, V8.B16
+	VEOR  V26.B16, V12.B16, V12.B16
+	VORR  V25.B16, V12.B16, V12.B16
+	VUMIN V12.B16, V8.B16, V8.B16
+	WORD  $0x6e31a913 // uminv b19, v8.16b
+	FMOVS F19, R12
+	MOVWU (R1)(R12<<2), R13
+q40scale:
+	FMOVS R13, F20
+	FMULS F28, F20, F18 // d = max / -8 (exactly as the division)
+	FCVTSH F18, F19
+	FMOVS F19, R9
+	MOVH  R9, (R0)
+	ADD   $2, R0, R11
+	FMOVS F18, R10
+	LSLW  $1, R10, R10
+	CBZW  R10, q40zero  // d == 0: id = 0
+	FDIVS F18, F29, F21 // id = 1/d
+	FMOVS F21, R10
+	ANDW  $0x7fffffff, R10, R10
+	CMPW  R8, R10
+	BNE   q40id
+	VEOR  V20.B16, V20.B16, V20.B16 // 1/d overflowed: 0s
+	VST1  [V20.B16], (R11)
+	B     q40next
+q40zero:
+	FMOVS ZR, F21
+q40id:
+	VDUP  V21.S[0], V22.S4
+	WORD  $0x6e36dc00 // fmul v0.4s, v0.4s, v22.4s
+	WORD  $0x6e36dc21 // fmul v1.4s, v1.4s, v22.4s
+	WORD  $0x6e36dc42 // fmul v2.4s, v2.4s, v22.4s
+	WORD  $0x6e36dc63 // fmul v3.4s, v3.4s, v22.4s
+	WORD  $0x6e36dc84 // fmul v4.4s, v4.4s, v22.4s
+	WORD  $0x6e36dca5 // fmul v5.4s, v5.4s, v22.4s
+	WORD  $0x6e36dcc6 // fmul v6.4s, v6.4s, v22.4s
+	WORD  $0x6e36dce7 // fmul v7.4s, v7.4s, v22.4s
+	WORD  $0x4e3bd400 // fadd v0.4s, v0.4s, v27.4s
+	WORD  $0x4e3bd421 // fadd v1.4s, v1.4s, v27.4s
+	WORD  $0x4e3bd442 // fadd v2.4s, v2.4s, v27.4s
+	WORD  $0x4e3bd463 // fadd v3.4s, v3.4s, v27.4s
+	WORD  $0x4e3bd484 // fadd v4.4s, v4.4s, v27.4s
+	WORD  $0x4e3bd4a5 // fadd v5.4s, v5.4s, v27.4s
+	WORD  $0x4e3bd4c6 // fadd v6.4s, v6.4s, v27.4s
+	WORD  $0x4e3bd4e7 // fadd v7.4s, v7.4s, v27.4s
+	WORD  $0x4ea1b800 // fcvtzs v0.4s, v0.4s
+	WORD  $0x4ea1b821 // fcvtzs v1.4s, v1.4s
+	WORD  $0x4ea1b842 // fcvtzs v2.4s, v2.4s
+	WORD  $0x4ea1b863 // fcvtzs v3.4s, v3.4s
+	WORD  $0x4ea1b884 // fcvtzs v4.4s, v4.4s
+	WORD  $0x4ea1b8a5 // fcvtzs v5.4s, v5.4s
+	WORD  $0x4ea1b8c6 // fcvtzs v6.4s, v6.4s
+	WORD  $0x4ea1b8e7 // fcvtzs v7.4s, v7.4s
+	// min(15, q): q >= 0 here (x*id >= -8 within rounding), so unsigned
+	VUMIN V23.S4, V0.S4, V0.S4
+	VUMIN V23.S4, V1.S4, V1.S4
+	VUMIN V23.S4, V2.S4, V2.S4
+	VUMIN V23.S4, V3.S4, V3.S4
+	VUMIN V23.S4, V4.S4, V4.S4
+	VUMIN V23.S4, V5.S4, V5.S4
+	VUMIN V23.S4, V6.S4, V6.S4
+	VUMIN V23.S4, V7.S4, V7.S4
+	// byte j: q[j] | q[j+16] << 4
+	VSHL  $4, V4.S4, V4.S4
+	VSHL  $4, V5.S4, V5.S4
+	VSHL  $4, V6.S4, V6.S4
+	VSHL  $4, V7.S4, V7.S4
+	VORR  V4.B16, V0.B16, V0.B16
+	VORR  V5.B16, V1.B16, V1.B16
+	VORR  V6.B16, V2.B16, V2.B16
+	VORR  V7.B16, V3.B16, V3.B16
+	VUZP1 V1.H8, V0.H8, V0.H8
+	VUZP1 V3.H8, V2.H8, V2.H8
+	VUZP1 V2.B16, V0.B16, V20.B16
+	VST1  [V20.B16], (R11)
+q40next:
+	ADD   $18, R0
+	ADD   $128, R1
+	ADD   $1, R3
+	B     q40loop
+q40done:
+	MOVD  R3, done+24(FP)
+	MOVW  R4, maxBits+32(FP)
+	RET
+
+// func q4_1NEON(dst *byte, src *float32, nb int) (done int, maxBits uint32)
+// lo and hi are FMIN/FMAX reductions (exact for finite values); a zero
+// extreme is the block's first ±0 (its smallest index among FCMEQ #0 hits),
+// as the reference's strict comparisons keep it. q = min(15,
+// int((x-lo)*id + 0.5)); d == 0 gives id 0, an overflowing 1/d writes 0s
+// as the reference's cast of +inf/NaN does.
+TEXT ·q4_1NEON(SB), NOSPLIT, $0-36
+	MOVD  dst+0(FP), R0
+	MOVD  src+8(FP), R1
+	MOVD  nb+16(FP), R2
+	MOVD  $0, R3          // blocks done
+	MOVW  $0, R4          // largest |x| bits
+	MOVW  $0x7fffffff, R5
+	VDUP  R5, V31.S4      // |x| mask
+	MOVW  $0x3f000000, R5 // 0.5
+	VDUP  R5, V27.S4
+	MOVW  $15, R5
+	VDUP  R5, V23.S4
+	WORD  $0x4f07e7fa     // movi v26.16b, #0xff
+	MOVD  $idx32<>(SB), R5
+	VLD1  (R5), [V24.B16, V25.B16]
+	MOVW  $0x41700000, R5 // 15.0
+	FMOVS R5, F28
+	MOVW  $0x3f800000, R5 // 1.0
+	FMOVS R5, F29
+	MOVW  $0x7f800000, R8 // +inf bits
+q41loop:
+	CMP   R2, R3
+	BGE   q41done
+	ADD   $64, R1, R6
+	VLD1  (R1), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1  (R6), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VAND  V31.B16, V0.B16, V8.B16
+	VAND  V31.B16, V1.B16, V9.B16
+	VAND  V31.B16, V2.B16, V10.B16
+	VAND  V31.B16, V3.B16, V11.B16
+	VAND  V31.B16, V4.B16, V12.B16
+	VAND  V31.B16, V5.B16, V13.B16
+	VAND  V31.B16, V6.B16, V14.B16
+	VAND  V31.B16, V7.B16, V15.B16
+	VUMAX V9.S4, V8.S4, V16.S4
+	VUMAX V11.S4, V10.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	VUMAX V13.S4, V12.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	VUMAX V15.S4, V14.S4, V17.S4
+	VUMAX V17.S4, V16.S4, V16.S4
+	WORD  $0x6eb0aa11 // umaxv s17, v16.4s
+	FMOVS F17, R7
+	CMPW  R8, R7
+	BHS   q41done      // NaN or infinity: the reference's block
+	CMPW  R4, R7
+	CSELW HI, R7, R4, R4
+	WORD  $0x4ea1f410 // fmin v16.4s, v0.4s, v1.4s
+	WORD  $0x4ea3f451 // fmin v17.4s, v2.4s, v3.4s
+	WORD  $0x4eb1f610 // fmin v16.4s, v16.4s, v17.4s
+	WORD  $0x4ea5f491 // fmin v17.4s, v4.4s, v5.4s
+	WORD  $0x4eb1f610 // fmin v16.4s, v16.4s, v17.4s
+	WORD  $0x4ea7f4d1 // fmin v17.4s, v6.4s, v7.4s
+	WORD  $0x4eb1f610 // fmin v16.4s, v16.4s, v17.4s
+	WORD  $0x6eb0fa12 // fminv s18, v16.4s
+	WORD  $0x4e21f410 // fmax v16.4s, v0.4s, v1.4s
+	WORD  $0x4e23f451 // fmax v17.4s, v2.4s, v3.4s
+	WORD  $0x4e31f610 // fmax v16.4s, v16.4s, v17.4s
+	WORD  $0x4e25f491 // fmax v17.4s, v4.4s, v5.4s
+	WORD  $0x4e31f610 // fmax v16.4s, v16.4s, v17.4s
+	WORD  $0x4e27f4d1 // fmax v17.4s, v6.4s, v7.4s
+	WORD  $0x4e31f610 // fmax v16.4s, v16.4s, v17.4s
+	WORD  $0x6e30fa14 // fmaxv s20, v16.4s
+	FMOVS F18, R13 // lo
+	FMOVS F20, R14 // hi
+	LSLW  $1, R13, R15
+	CBZW  R15, q41fix
+	LSLW  $1, R14, R15
+	CBNZW R15, q41ok
+q41fix:
+	WORD  $0x4ea0d808 // fcmeq v8.4s, v0.4s, #0.0
+	WORD  $0x4ea0d829 // fcmeq v9.4s, v1.4s, #0.0
+	WORD  $0x4ea0d84a // fcmeq v10.4s, v2.4s, #0.0
+	WORD  $0x4ea0d86b // fcmeq v11.4s, v3.4s, #0.0
+	WORD  $0x4ea0d88c // fcmeq v12.4s, v4.4s, #0.0
+	WORD  $0x4ea0d8ad // fcmeq v13.4s, v5.4s, #0.0
+	WORD  $0x4ea0d8ce // fcmeq v14.4s, v6.4s, #0.0
+	WORD  $0x4ea0d8ef // fcmeq v15.4s, v7.4s, #0.0
+	VUZP1 V9.H8, V8.H8, V8.H8
+	VUZP1 V11.H8, V10.H8, V10.H8
+	VUZP1 V13.H8, V12.H8, V12.H8
+	VUZP1 V15.H8, V14.H8, V14.H8
+	VUZP1 V10.B16, V8.B16, V8.B16
+	VUZP1 V14.B16, V12.B16, V12.B16
+	VEOR  V26.B16, V8.B16, V8.B16
+	VORR  V24.B16, V8.B16, V8.B16
+	VEOR  V26.B16, V12.B16, V12.B16
+	VORR  V25.B16, V12.B16, V12.B16
+	VUMIN V12.B16, V8.B16, V8.B16
+	WORD  $0x6e31a913 // uminv b19, v8.16b
+	FMOVS F19, R12
+	MOVWU (R1)(R12<<2), R12 // the first ±0
+	LSLW  $1, R13, R15
+	CMPW  $0, R15
+	CSELW EQ, R12, R13, R13
+	LSLW  $1, R14, R15
+	CMPW  $0, R15
+	CSELW EQ, R12, R14, R14
+	FMOVS R13, F18
+	FMOVS R14, F20
+q41ok:
+	FSUBS F18, F20, F16
+	FDIVS F28, F16, F16 // d = (hi - lo) / 15
+	FCVTSH F16, F17
+	FMOVS F17, R9
+	MOVH  R9, (R0)
+	FCVTSH F18, F17
+	FMOVS F17, R9
+	MOVH  R9, 2(R0)
+	ADD   $4, R0, R11
+	VDUP  V18.S[0], V21.S4 // lo
+	FMOVS F16, R10
+	LSLW  $1, R10, R10
+	CBZW  R10, q41zero  // d == 0: id = 0
+	FDIVS F16, F29, F19 // id = 1/d
+	FMOVS F19, R10
+	ANDW  $0x7fffffff, R10, R10
+	CMPW  R8, R10
+	BNE   q41id
+	VEOR  V20.B16, V20.B16, V20.B16 // 1/d overflowed: 0s
+	VST1  [V20.B16], (R11)
+	B     q41next
+q41zero:
+	FMOVS ZR, F19
+q41id:
+	VDUP  V19.S[0], V22.S4
+	WORD  $0x4eb5d400 // fsub v0.4s, v0.4s, v21.4s
+	WORD  $0x4eb5d421 // fsub v1.4s, v1.4s, v21.4s
+	WORD  $0x4eb5d442 // fsub v2.4s, v2.4s, v21.4s
+	WORD  $0x4eb5d463 // fsub v3.4s, v3.4s, v21.4s
+	WORD  $0x4eb5d484 // fsub v4.4s, v4.4s, v21.4s
+	WORD  $0x4eb5d4a5 // fsub v5.4s, v5.4s, v21.4s
+	WORD  $0x4eb5d4c6 // fsub v6.4s, v6.4s, v21.4s
+	WORD  $0x4eb5d4e7 // fsub v7.4s, v7.4s, v21.4s
+	WORD  $0x6e36dc00 // fmul v0.4s, v0.4s, v22.4s
+	WORD  $0x6e36dc21 // fmul v1.4s, v1.4s, v22.4s
+	WORD  $0x6e36dc42 // fmul v2.4s, v2.4s, v22.4s
+	WORD  $0x6e36dc63 // fmul v3.4s, v3.4s, v22.4s
+	WORD  $0x6e36dc84 // fmul v4.4s, v4.4s, v22.4s
+	WORD  $0x6e36dca5 // fmul v5.4s, v5.4s, v22.4s
+	WORD  $0x6e36dcc6 // fmul v6.4s, v6.4s, v22.4s
+	WORD  $0x6e36dce7 // fmul v7.4s, v7.4s, v22.4s
+	WORD  $0x4e3bd400 // fadd v0.4s, v0.4s, v27.4s
+	WORD  $0x4e3bd421 // fadd v1.4s, v1.4s, v27.4s
+	WORD  $0x4e3bd442 // fadd v2.4s, v2.4s, v27.4s
+	WORD  $0x4e3bd463 // fadd v3.4s, v3.4s, v27.4s
+	WORD  $0x4e3bd484 // fadd v4.4s, v4.4s, v27.4s
+	WORD  $0x4e3bd4a5 // fadd v5.4s, v5.4s, v27.4s
+	WORD  $0x4e3bd4c6 // fadd v6.4s, v6.4s, v27.4s
+	WORD  $0x4e3bd4e7 // fadd v7.4s, v7.4s, v27.4s
+	WORD  $0x4ea1b800 // fcvtzs v0.4s, v0.4s
+	WORD  $0x4ea1b821 // fcvtzs v1.4s, v1.4s
+	WORD  $0x4ea1b842 // fcvtzs v2.4s, v2.4s
+	WORD  $0x4ea1b863 // fcvtzs v3.4s, v3.4s
+	WORD  $0x4ea1b884 // fcvtzs v4.4s, v4.4s
+	WORD  $0x4ea1b8a5 // fcvtzs v5.4s, v5.4s
+	WORD  $0x4ea1b8c6 // fcvtzs v6.4s, v6.4s
+	WORD  $0x4ea1b8e7 // fcvtzs v7.4s, v7.4s
+	VUMIN V23.S4, V0.S4, V0.S4
+	VUMIN V23.S4, V1.S4, V1.S4
+	VUMIN V23.S4, V2.S4, V2.S4
+	VUMIN V23.S4, V3.S4, V3.S4
+	VUMIN V23.S4, V4.S4, V4.S4
+	VUMIN V23.S4, V5.S4, V5.S4
+	VUMIN V23.S4, V6.S4, V6.S4
+	VUMIN V23.S4, V7.S4, V7.S4
+	VSHL  $4, V4.S4, V4.S4
+	VSHL  $4, V5.S4, V5.S4
+	VSHL  $4, V6.S4, V6.S4
+	VSHL  $4, V7.S4, V7.S4
+	VORR  V4.B16, V0.B16, V0.B16
+	VORR  V5.B16, V1.B16, V1.B16
+	VORR  V6.B16, V2.B16, V2.B16
+	VORR  V7.B16, V3.B16, V3.B16
+	VUZP1 V1.H8, V0.H8, V0.H8
+	VUZP1 V3.H8, V2.H8, V2.H8
+	VUZP1 V2.B16, V0.B16, V20.B16
+	VST1  [V20.B16], (R11)
+q41next:
+	ADD   $20, R0
+	ADD   $128, R1
+	ADD   $1, R3
+	B     q41loop
+q41done:
+	MOVD  R3, done+24(FP)
+	MOVW  R4, maxBits+32(FP)
+	RET
