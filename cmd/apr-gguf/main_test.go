@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,5 +231,81 @@ func TestSplitSet(t *testing.T) {
 	_, stderr, code = runIt(t, b, "import")
 	if code != 1 || !strings.Contains(stderr, "apr-gguf: stdin: holds part 1 of a split GGUF set of 3 parts") {
 		t.Errorf("a first part on stdin: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestExportSplit: `apr-gguf import FIRST | apr-gguf export --split-max-... -o PREFIX`
+// writes llama-gguf-split's reference parts byte for byte, from stdin and from a
+// file; a damaged input exits 1 and leaves no part; usage mistakes exit 2.
+func TestExportSplit(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	for _, set := range []struct {
+		name  string
+		parts int
+		flag  []string
+	}{
+		{"tiny-llama.Q4_K_M", 3, []string{"--split-max-tensors", "8"}},
+		{"tiny-llama.f16", 4, []string{"--split-max-size", "1M"}},
+	} {
+		part := func(dir string, i int) string {
+			return filepath.Join(dir, fmt.Sprintf("%s-%05d-of-%05d.gguf", set.name, i, set.parts))
+		}
+		aprBytes, stderr, code := runIt(t, nil, "import", "-q", part(filepath.Join(testdata, "split"), 1))
+		if code != 0 {
+			t.Fatalf("import %s: exit %d: %s", set.name, code, stderr)
+		}
+		in := filepath.Join(t.TempDir(), "in.apr")
+		if err := os.WriteFile(in, []byte(aprBytes), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, from := range []string{"stdin", "file"} {
+			dir := t.TempDir()
+			args := append([]string{"export", "-o", filepath.Join(dir, set.name)}, set.flag...)
+			var stdin []byte
+			if from == "file" {
+				args = append(args, in)
+			} else {
+				stdin = []byte(aprBytes)
+			}
+			if _, stderr, code := runIt(t, stdin, args...); code != 0 || !strings.Contains(stderr, fmt.Sprintf("wrote a split set of %d parts", set.parts)) {
+				t.Fatalf("%s from %s: exit %d: %s", set.name, from, code, stderr)
+			}
+			ents, _ := os.ReadDir(dir)
+			if len(ents) != set.parts {
+				t.Fatalf("%s from %s: %d files in the output directory, want %d", set.name, from, len(ents), set.parts)
+			}
+			for i := 1; i <= set.parts; i++ {
+				got, err := os.ReadFile(part(dir, i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := os.ReadFile(part(filepath.Join(testdata, "split"), i))
+				if !bytes.Equal(got, want) {
+					t.Fatalf("%s from %s: part %d differs from llama-gguf-split's", set.name, from, i)
+				}
+			}
+		}
+
+		// Damaged near the end: exit 1, no part and no temporary file left.
+		bad := []byte(aprBytes)
+		bad = append(bad[:len(bad)-200:len(bad)-200], bytes.Repeat([]byte{0}, 200)...)
+		dir := t.TempDir()
+		args := append([]string{"export", "-o", filepath.Join(dir, set.name)}, set.flag...)
+		if _, stderr, code := runIt(t, bad, args...); code != 1 || !strings.HasPrefix(stderr, "apr-gguf: stdin: ") {
+			t.Errorf("%s damaged: exit %d, stderr %q", set.name, code, stderr)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("%s damaged: a failed run left %d files", set.name, len(ents))
+		}
+	}
+	for _, args := range [][]string{
+		{"export", "--split-max-size", "1M"},
+		{"export", "--split-max-size", "1.5G", "-o", "x"},
+		{"export", "--split-max-size", "1M", "--split-max-tensors", "3", "-o", "x"},
+		{"export", "--split-max-tensors", "-1", "-o", "x"},
+	} {
+		if _, _, code := runIt(t, nil, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
 	}
 }

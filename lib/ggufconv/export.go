@@ -186,11 +186,40 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 	if o.Spooling != nil {
 		o.Spooling(why)
 	}
-	spool, removeSpool, err := cleanup.CreateTemp(o.TempDir, "apr-gguf-*.spool")
+	spool, infos, spans, removeSpool, err := spoolStream(s, o.TempDir)
 	if err != nil {
-		return fmt.Errorf("spooling tensors: %w", err)
+		return err
 	}
 	defer removeSpool()
+	buf := make([]byte, 1<<20)
+	if presetOf(h.Metadata.Provenance) {
+		infos, spans = llamaQuantizeOrder(infos, spans)
+	}
+	gh, err := Plan(h, infos)
+	if err != nil {
+		return err
+	}
+	if out, ok := regularFile(w); ok {
+		return copyData(out, spool, "", gh, spans, nil)
+	}
+	return write(w, gh, func(gw *gguf.Writer) error {
+		for _, sp := range spans {
+			if _, err := copyBuffer(gw, io.NewSectionReader(spool, sp.off, sp.size), buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// spoolStream copies the tensors of s to a new temporary file in dir, checking each
+// one's info and size, and returns the file, the infos and the places of the tensors
+// in the file, and a function that removes the file.
+func spoolStream(s stream.Stream, dir string) (*os.File, []container.TensorInfo, []span, func(), error) {
+	spool, removeSpool, err := cleanup.CreateTemp(dir, "apr-gguf-*.spool")
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("spooling tensors: %w", err)
+	}
 	buf := make([]byte, 1<<20)
 	var infos []container.TensorInfo
 	var spans []span
@@ -219,26 +248,10 @@ func Export(w io.Writer, s stream.Stream, o ExportOptions) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		removeSpool()
+		return nil, nil, nil, nil, err
 	}
-	if presetOf(h.Metadata.Provenance) {
-		infos, spans = llamaQuantizeOrder(infos, spans)
-	}
-	gh, err := Plan(h, infos)
-	if err != nil {
-		return err
-	}
-	if out, ok := regularFile(w); ok {
-		return copyData(out, spool, "", gh, spans, nil)
-	}
-	return write(w, gh, func(gw *gguf.Writer) error {
-		for _, sp := range spans {
-			if _, err := copyBuffer(gw, io.NewSectionReader(spool, sp.off, sp.size), buf); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return spool, infos, spans, removeSpool, nil
 }
 
 // spoolReason says why a stream with header h cannot be exported without a spool, or

@@ -158,6 +158,7 @@ cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.gguf
 cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.f32.gguf
 cp -r "$TESTDATA/hf/tiny-llama" .
 cp "$TESTDATA"/gguf/split/tiny-llama.Q4_K_M-0000?-of-00003.gguf .
+cp "$TESTDATA"/gguf/split/tiny-llama.f16-0000?-of-00004.gguf .
 `},
 	"docs/SIGNING.md": {shell: `
 apr-encode "$TESTDATA/aprender/mnist_784x2.apr" -o model.apr

@@ -39,7 +39,8 @@ const (
 	exportHelp = "Export an APR model as GGUF. A file imported from GGUF comes back byte for byte; " +
 		"apr's own models (LinearRegression, ...) get general.architecture \"apr_<type>\" and their config as typed keys. " +
 		"Everything llama.cpp would refuse is an error before any byte is written. " +
-		"From an APR file the tensor list comes from its index; from stdin the tensors are spooled to a temporary file first."
+		"From an APR file the tensor list comes from its index; from stdin, the stream's tensor table (format 2.1); without one the tensors are spooled to a temporary file first. " +
+		"--split-max-tensors or --split-max-size with -o PREFIX write a split set as llama-gguf-split does."
 )
 
 // ImportCmd is `apr-gguf import`.
@@ -109,13 +110,18 @@ type ExportCmd struct {
 	cli.InputFlag `set:"input_help=APR (or aprender) file ('-': stdin, streamed when it has a tensor table, else spooled to a temporary file)."`
 	cli.OutputFlag
 	cli.TempDirFlag `set:"temp_dir_help=Where to spool tensors read from stdin without a tensor table (default: $TMPDIR or /tmp)."`
-	Generic         bool `help:"Write a Hugging Face language model that is not in llama.cpp's form (an architecture apr does not convert, or imported with --hf-layout) as a generic GGUF of its tensors, which llama.cpp cannot run, instead of refusing it."`
+	Generic         bool   `help:"Write a Hugging Face language model that is not in llama.cpp's form (an architecture apr does not convert, or imported with --hf-layout) as a generic GGUF of its tensors, which llama.cpp cannot run, instead of refusing it."`
+	SplitMaxTensors int    `placeholder:"N" help:"Write a split set (-o PREFIX: PREFIX-00001-of-0000K.gguf, ...) of at most N tensors a part, as llama-gguf-split --split --split-max-tensors N does."`
+	SplitMaxSize    string `placeholder:"SIZE" help:"Write a split set (-o PREFIX) of at most SIZE bytes of tensor data a part: a whole number of M (10^6 bytes) or G (10^9), as llama-gguf-split --split --split-max-size SIZE does."`
 }
 
 // Run implements the command.
 func (c *ExportCmd) Run(env *cli.Env) error {
 	o := ggufconv.ExportOptions{TempDir: c.TempDir, Generic: c.Generic}
 	o.Spooling = func(why string) { env.Notef("%s", why) }
+	if c.SplitMaxTensors != 0 || c.SplitMaxSize != "" {
+		return c.split(env, o)
+	}
 	out, err := env.Create(c.Output, true)
 	if err != nil {
 		return err
@@ -141,6 +147,49 @@ func (c *ExportCmd) Run(env *cli.Env) error {
 		return fmt.Errorf("stdin: %w", err)
 	}
 	return out.Commit()
+}
+
+// split writes a split set (--split-max-tensors, --split-max-size) to -o PREFIX.
+func (c *ExportCmd) split(env *cli.Env, o ggufconv.ExportOptions) error {
+	var so ggufconv.SplitOptions
+	switch {
+	case c.SplitMaxTensors != 0 && c.SplitMaxSize != "":
+		return cli.Usagef("--split-max-tensors and --split-max-size: give one of them, as llama-gguf-split takes one")
+	case c.SplitMaxTensors < 0:
+		return cli.Usagef("--split-max-tensors %d: want a positive number of tensors", c.SplitMaxTensors)
+	case c.SplitMaxTensors > 0:
+		so.MaxTensors = c.SplitMaxTensors
+	default:
+		n, err := ggufconv.ParseSplitSize(c.SplitMaxSize)
+		if err != nil {
+			return cli.Usagef("--split-max-size: %v", err)
+		}
+		so.MaxSize = n
+	}
+	if c.Output == "" || c.Output == "-" {
+		return cli.Usagef("a split set is written to files: give -o PREFIX (the parts are PREFIX-00001-of-0000K.gguf, ...)")
+	}
+	var res *ggufconv.SplitResult
+	var err error
+	if c.Input != "-" && c.Input != "" {
+		res, err = ggufconv.ExportSplitFile(c.Output, c.Input, o, so)
+	} else {
+		s, serr := apr.OpenStream(env.Stdin)
+		if serr != nil {
+			return fmt.Errorf("stdin: %w", serr)
+		}
+		defer s.Close()
+		if res, err = ggufconv.ExportSplit(c.Output, s, o, so); err != nil {
+			err = fmt.Errorf("stdin: %w", err)
+		}
+	}
+	if res != nil {
+		env.Notef("wrote a split set of %d parts: %s to %s", len(res.Parts), filepath.Base(res.Parts[0]), filepath.Base(res.Parts[len(res.Parts)-1]))
+		for _, p := range res.Removed {
+			env.Notef("removed %s, a part of the earlier set of another part count", p)
+		}
+	}
+	return err
 }
 
 // ModelfileCmd is `apr-gguf modelfile`.
