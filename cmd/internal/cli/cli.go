@@ -167,7 +167,7 @@ func kernelsText() string {
 	if fp := kernels.FastPath(); fp != "" {
 		return "kernels: " + fp
 	}
-	return "kernels: pure Go; make build, with GOEXPERIMENT=simd, has the AVX2/AVX-512 fast paths"
+	return "kernels: pure Go (the purego build, or a CPU without AVX2 and F16C)"
 }
 
 // SilentError fails the program without printing (the command printed its own report).
