@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/stream"
-	"github.com/apr-go/apr/lib/tensor"
 )
 
 // exportAtOffsets writes the GGUF of a stream whose tensor table lists every tensor but
@@ -68,15 +65,8 @@ func exportAtOffsets(f container.PatchFile, s stream.Stream, h container.Header)
 		}
 		size, _ := want.RawSize() // Plan checked it
 		off := start + gh.DataOffset + gh.Tensors[i].Offset
-		got, err := copyBuffer(io.NewOffsetWriter(f, off), r, buf)
-		if err != nil {
-			if strings.Contains(err.Error(), strconv.Quote(info.Name)) {
-				return err // the reader named the tensor already
-			}
-			return tensor.Wrap(info.Name, err)
-		}
-		if got != size {
-			return fmt.Errorf("tensor %q: %d bytes, want %d", info.Name, got, size)
+		if err := copyTensor(io.NewOffsetWriter(f, off), r, buf, info.Name, size); err != nil {
+			return err
 		}
 		pad := (align - size%align) % align
 		if _, err := f.WriteAt(zeros[:pad], off+size); err != nil {

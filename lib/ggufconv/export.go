@@ -232,15 +232,8 @@ func spoolStream(s stream.Stream, dir string) (*os.File, []container.TensorInfo,
 		if err != nil {
 			return tensor.Wrap(info.Name, err)
 		}
-		n, err := copyBuffer(spool, r, buf)
-		if err != nil {
-			if strings.Contains(err.Error(), strconv.Quote(info.Name)) {
-				return err // the reader named the tensor already
-			}
-			return tensor.Wrap(info.Name, err)
-		}
-		if n != size {
-			return fmt.Errorf("tensor %q: %d bytes, want %d", info.Name, n, size)
+		if err := copyTensor(spool, r, buf, info.Name, size); err != nil {
+			return err
 		}
 		infos = append(infos, info)
 		spans = append(spans, span{name: info.Name, off: off, size: size})
@@ -296,15 +289,8 @@ func exportTable(w io.Writer, s stream.Stream, h container.Header) error {
 				return fmt.Errorf("tensor %d is %q %v %v, the stream's tensor table says %q %v %v", i, info.Name, info.DType, info.Shape, want.Name, want.DType, want.Shape)
 			}
 			size, _ := want.RawSize() // Plan checked it
-			n, err := copyBuffer(gw, r, buf)
-			if err != nil {
-				if strings.Contains(err.Error(), strconv.Quote(info.Name)) {
-					return err // the reader named the tensor already
-				}
-				return tensor.Wrap(info.Name, err)
-			}
-			if n != size {
-				return fmt.Errorf("tensor %q: %d bytes, want %d", info.Name, n, size)
+			if err := copyTensor(gw, r, buf, info.Name, size); err != nil {
+				return err
 			}
 		}
 		info, _, err := s.Next()
@@ -363,6 +349,22 @@ func (p *passWriter) Flush() error { return p.bw.Flush() }
 
 // copyBuffer copies src to dst until io.EOF in writes of len(buf) bytes (but the
 // last), however short src's reads are (a pipe gives at most 64 KiB a read).
+// copyTensor copies the bytes of tensor name from r to dst through buf and checks
+// that there are size of them; errors name the tensor once (the reader's often do).
+func copyTensor(dst io.Writer, r io.Reader, buf []byte, name string, size int64) error {
+	n, err := copyBuffer(dst, r, buf)
+	if err != nil {
+		if strings.Contains(err.Error(), strconv.Quote(name)) {
+			return err
+		}
+		return tensor.Wrap(name, err)
+	}
+	if n != size {
+		return fmt.Errorf("tensor %q: %d bytes, want %d", name, n, size)
+	}
+	return nil
+}
+
 func copyBuffer(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
 	var total int64
 	for {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/internal/jsonobj"
 	"github.com/apr-go/apr/lib/model"
 	pb "github.com/apr-go/apr/lib/onnx/internal/onnxpb"
 )
@@ -551,7 +551,8 @@ func metadataFrom(props []*pb.StringStringEntryProto) container.Metadata {
 	other := map[string]any{}
 	for _, p := range props {
 		k, v := p.GetKey(), p.GetValue()
-		mp, isMap := jsonMap(v)
+		mp, err := jsonobj.Decode(v)
+		isMap := err == nil
 		switch k {
 		case PropModelType, "model_config", "created_at", "producer":
 		case "name":
@@ -589,36 +590,4 @@ func metadataFrom(props []*pb.StringStringEntryProto) container.Metadata {
 		}
 	}
 	return md
-}
-
-// jsonMap decodes a JSON object, its whole numbers as int64 (as the APR metadata
-// holds them) and other numbers as float64.
-func jsonMap(s string) (map[string]any, bool) {
-	d := json.NewDecoder(strings.NewReader(s))
-	d.UseNumber()
-	var m map[string]any
-	if d.Decode(&m) != nil || m == nil || d.More() {
-		return nil, false
-	}
-	return numbers(m).(map[string]any), true
-}
-
-func numbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = numbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = numbers(e)
-		}
-	}
-	return v
 }

@@ -3,7 +3,6 @@ package stconv
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/internal/jsonobj"
 	"github.com/apr-go/apr/lib/llm"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
@@ -430,7 +430,7 @@ func importHeader(meta safetensors.Metadata, shards [][]safetensors.TensorInfo, 
 		}
 	}
 	if v, ok := meta.Get(MetaModelConfig); ok {
-		if md.ModelConfig, err = parseConfig(v); err != nil {
+		if md.ModelConfig, err = jsonobj.Decode(v); err != nil {
 			return container.Header{}, fmt.Errorf("__metadata__ %q: %w", MetaModelConfig, err)
 		}
 	}
@@ -468,42 +468,6 @@ func importHeader(meta safetensors.Metadata, shards [][]safetensors.TensorInfo, 
 	}
 	md.Provenance = prov
 	return container.Header{Type: typ, Metadata: md}, nil
-}
-
-// parseConfig decodes a JSON object of plain values; whole numbers become int64.
-func parseConfig(s string) (map[string]any, error) {
-	d := json.NewDecoder(strings.NewReader(s))
-	d.UseNumber()
-	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	if d.More() {
-		return nil, errors.New("not a single JSON object")
-	}
-	return plainJSON(m).(map[string]any), nil
-}
-
-func plainJSON(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = plainJSON(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = plainJSON(e)
-		}
-		return x
-	}
-	return v
 }
 
 // KeepFile reports whether a checkpoint directory's file is kept in the metadata of

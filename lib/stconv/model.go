@@ -8,6 +8,7 @@ import (
 
 	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/internal/jsonobj"
 	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
@@ -117,7 +118,7 @@ func DecodeModel[M model.Model](b []byte, want modeltype.Type) (M, error) {
 	}
 	var cfg map[string]any
 	if v, ok := h.Metadata.Get(MetaModelConfig); ok {
-		if cfg, err = parseConfig(v); err != nil {
+		if cfg, err = jsonobj.Decode(v); err != nil {
 			return zero, fmt.Errorf("__metadata__ %q: %w", MetaModelConfig, err)
 		}
 	}
