@@ -24,8 +24,13 @@ type LoadOptions struct {
 	// (negative counts from the end: -1, the default when empty, is the last
 	// column), a header name, or "none" for unlabelled data.
 	LabelColumn string
-	// Labels is a .npy file of labels for a .npy feature file (one per row).
+	// Labels is a file of labels, one per row: .npy for a .npy feature file, or a
+	// one-column CSV or text file (optionally gzip) for a CSV feature file, whose
+	// columns are then all features.
 	Labels string
+	// Targets reads the labels as real-valued regression targets (Data.T, any finite
+	// value) instead of class indices (Data.Y).
+	Targets bool
 }
 
 // maxDataBytes caps a NumPy data array.
@@ -65,7 +70,11 @@ func loadData(path string, opt LoadOptions) (Data, error) {
 			if err != nil {
 				return Data{}, err
 			}
-			if d.Y, err = npyLabels(h, b, x.Rows); err != nil {
+			v, err := npyColumn(h, b, x.Rows)
+			if err == nil {
+				err = d.setLabels(v, opt.Targets, 0)
+			}
+			if err != nil {
 				return Data{}, fmt.Errorf("labels %s: %w", opt.Labels, err)
 			}
 		}
@@ -74,15 +83,63 @@ func loadData(path string, opt LoadOptions) (Data, error) {
 		if opt.Labels != "" {
 			return Data{}, errors.New("an .npz archive holds its own labels (entry y); --labels is for .npy files")
 		}
-		return loadNPZ(path)
+		return loadNPZ(path, opt.Targets)
 	}
 	if opt.Labels != "" {
-		return Data{}, errors.New("--labels is for .npy feature files; a CSV file holds its labels in a column")
+		if c := strings.TrimSpace(opt.LabelColumn); c != "" && c != "-1" && c != "none" {
+			return Data{}, fmt.Errorf("label column %s and a labels file %s: give one", c, opt.Labels)
+		}
+		d, err := loadCSV(path, "none", false)
+		if err != nil {
+			return Data{}, err
+		}
+		l, err := model.LoadCSV(opt.Labels, model.CSVOptions{})
+		if err == nil && l.Cols != 1 {
+			err = fmt.Errorf("%d columns, expected one label per line", l.Cols)
+		}
+		if err == nil && l.Rows != d.X.Rows {
+			err = fmt.Errorf("%d labels for the %d rows of %s", l.Rows, d.X.Rows, filepath.Base(path))
+		}
+		if err == nil {
+			err = d.setLabels(l.Data, opt.Targets, 0)
+		}
+		if err != nil {
+			return Data{}, fmt.Errorf("labels %s: %w", opt.Labels, err)
+		}
+		return d, nil
 	}
-	return loadCSV(path, opt.LabelColumn)
+	return loadCSV(path, opt.LabelColumn, opt.Targets)
 }
 
-func loadNPZ(path string) (Data, error) {
+// setLabels stores v (one value per row) as class indices, or as regression targets;
+// errors name the row (and the column col from 1, if not 0).
+func (d *Data) setLabels(v []float64, targets bool, col int) error {
+	at := func(i int) string {
+		if col > 0 {
+			return fmt.Sprintf("row %d, column %d", i+1, col)
+		}
+		return fmt.Sprintf("row %d", i+1)
+	}
+	if targets {
+		for i, f := range v {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return fmt.Errorf("%s: target %v, expected a finite number", at(i), f)
+			}
+		}
+		d.T = v
+		return nil
+	}
+	d.Y = make([]int, len(v))
+	for i, f := range v {
+		var err error
+		if d.Y[i], err = labelOf(f); err != nil {
+			return fmt.Errorf("%s: %w", at(i), err)
+		}
+	}
+	return nil
+}
+
+func loadNPZ(path string, targets bool) (Data, error) {
 	z, err := npy.OpenNPZFile(path)
 	if err != nil {
 		return Data{}, err
@@ -127,7 +184,11 @@ func loadNPZ(path string) (Data, error) {
 		return Data{}, err
 	}
 	if name != "" {
-		if d.Y, err = npyLabels(h, b, x.Rows); err != nil {
+		v, err := npyColumn(h, b, x.Rows)
+		if err == nil {
+			err = d.setLabels(v, targets, 0)
+		}
+		if err != nil {
 			return Data{}, fmt.Errorf("array %s: %w", name, err)
 		}
 	}
@@ -186,24 +247,15 @@ func npyMatrix(h npy.Header, b []byte) (model.Matrix, error) {
 	return model.NewMatrix(int(h.Shape[0]), int(h.Shape[1]), v)
 }
 
-func npyLabels(h npy.Header, b []byte, rows int) ([]int, error) {
+// npyColumn reads one value per row.
+func npyColumn(h npy.Header, b []byte, rows int) ([]float64, error) {
 	if len(h.Shape) != 1 && !(len(h.Shape) == 2 && h.Shape[1] == 1) {
 		return nil, fmt.Errorf("shape %v, expected one label per row", h.Shape)
 	}
 	if h.Shape[0] != int64(rows) {
 		return nil, fmt.Errorf("%d labels for %d rows", h.Shape[0], rows)
 	}
-	v, err := npyValues(h, b)
-	if err != nil {
-		return nil, err
-	}
-	y := make([]int, len(v))
-	for i, f := range v {
-		if y[i], err = labelOf(f); err != nil {
-			return nil, fmt.Errorf("row %d: %w", i+1, err)
-		}
-	}
-	return y, nil
+	return npyValues(h, b)
 }
 
 func labelOf(f float64) (int, error) {
@@ -215,7 +267,7 @@ func labelOf(f float64) (int, error) {
 
 // loadCSV reads a CSV file, detecting a header line and splitting off the label
 // column.
-func loadCSV(path, labelColumn string) (Data, error) {
+func loadCSV(path, labelColumn string, targets bool) (Data, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Data{}, err
@@ -285,13 +337,11 @@ func loadCSV(path, labelColumn string) (Data, error) {
 	if err != nil {
 		return Data{}, err
 	}
-	y := make([]int, len(yf))
-	for i, v := range yf {
-		if y[i], err = labelOf(v); err != nil {
-			return Data{}, fmt.Errorf("row %d, column %d: %w", i+1, col+1, err)
-		}
+	d := Data{X: x}
+	if err := d.setLabels(yf, targets, col+1); err != nil {
+		return Data{}, err
 	}
-	return Data{X: x, Y: y}, nil
+	return d, nil
 }
 
 func splitFields(t string) []string {
@@ -400,6 +450,9 @@ func Split(d Data, frac float64, seed uint64) (train, val Data, err error) {
 		dst.X.Rows++
 		if d.Y != nil {
 			dst.Y = append(dst.Y, d.Y[i])
+		}
+		if d.T != nil {
+			dst.T = append(dst.T, d.T[i])
 		}
 	}
 	if d.Y != nil && train.Y == nil {

@@ -140,3 +140,39 @@ func TestSplitStratified(t *testing.T) {
 		t.Error("split 1 accepted")
 	}
 }
+
+// TestLoadTargets: regression targets from a CSV column and from a separate CSV
+// labels file (the diabetes set's layout), split along with their rows.
+func TestLoadTargets(t *testing.T) {
+	dir := t.TempDir()
+	x := filepath.Join(dir, "x.csv")
+	y := filepath.Join(dir, "y.csv")
+	os.WriteFile(x, []byte("1 2\n3 4\n5 6\n7 8\n"), 0o600)
+	os.WriteFile(y, []byte("0.5\n-1.25\n3\n4\n"), 0o600)
+	d, err := LoadData(x, LoadOptions{Labels: y, LabelColumn: "-1", Targets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.X.Cols != 2 || d.Y != nil || len(d.T) != 4 || d.T[1] != -1.25 {
+		t.Fatalf("got %d columns, Y %v, T %v", d.X.Cols, d.Y, d.T)
+	}
+	tr, va, err := Split(d, 0.25, 1)
+	if err != nil || len(tr.T) != 3 || len(va.T) != 1 {
+		t.Fatalf("split: %v, %d and %d targets", err, len(tr.T), len(va.T))
+	}
+	if d, err = LoadData(x, LoadOptions{Targets: true}); err != nil || d.X.Cols != 1 || d.T[3] != 8 {
+		t.Fatalf("column targets: %v %+v", err, d)
+	}
+	// Real-valued labels are not classes; a short labels file and a label column
+	// together with a labels file are refused, naming the file.
+	if _, err := LoadData(x, LoadOptions{Labels: y}); err == nil || !strings.Contains(err.Error(), "row 1: label 0.5") {
+		t.Fatalf("class labels 0.5: %v", err)
+	}
+	os.WriteFile(y, []byte("1\n2\n"), 0o600)
+	if _, err := LoadData(x, LoadOptions{Labels: y, Targets: true}); err == nil || !strings.Contains(err.Error(), "2 labels for the 4 rows") {
+		t.Fatalf("short labels: %v", err)
+	}
+	if _, err := LoadData(x, LoadOptions{Labels: y, LabelColumn: "0"}); err == nil || !strings.Contains(err.Error(), "give one") {
+		t.Fatalf("both: %v", err)
+	}
+}

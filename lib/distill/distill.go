@@ -206,6 +206,8 @@ type Data struct {
 	X model.Matrix
 	// Y holds a class index per row, or is nil for unlabelled data.
 	Y []int
+	// T holds a regression target per row (LoadOptions.Targets), else nil.
+	T []float64
 	// Name (a file name) is used in errors.
 	Name string
 }
