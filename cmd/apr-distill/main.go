@@ -5,6 +5,8 @@
 //	apr-distill teacher.apr --data digits.csv.gz --scale 0.0625 --student 64-16-16-10 -o student.apr
 //	apr-distill a.apr b.apr --method ensemble --weights 2,1 --data x.npz --student 64-16-10 -o s.apr
 //	apr-distill fit-logistic --data digits.csv.gz --scale 0.0625 -o softmax.apr
+//	apr-distill fit-moe --data x.csv --labels y.csv --experts 4 --top-k 2 -o moe.apr
+//	apr-distill fit-moe --data cancer.csv --expert a.apr --expert b.apr -o moe.apr
 package main
 
 import (
@@ -23,13 +25,14 @@ type distillCLI struct {
 	Distill distillCmd `cmd:"" default:"withargs" help:"Distil a student from one or more teacher models (the default command)."`
 	Fit     fitCmd     `cmd:"" help:"Train a model from labelled data with no teacher (the same loop, alpha = 0)."`
 	Logit   logitCmd   `cmd:"" name:"fit-logistic" help:"Fit a LogisticRegression (binary for 2 classes, multinomial softmax regression for more) from labelled data, e.g. as a teacher."`
+	MoE     moeCmd     `cmd:"" name:"fit-moe" help:"Fit a MixtureOfExperts: LinearRegression experts trained with the gate (--experts N), or a gate over given experts (--expert FILE ...)."`
 }
 
 // dataFlags are the data and output options of every command.
 type dataFlags struct {
 	Data        string  `required:"" placeholder:"FILE" help:"Training data: CSV (optionally gzip, header optional), .npy (features; --labels for labels) or .npz (X and optional y)."`
 	LabelColumn string  `default:"-1" placeholder:"COL" help:"CSV label column: index from 0 (negative from the end), header name, or 'none' (default: the last column)."`
-	Labels      string  `placeholder:"FILE" help:"Labels (.npy) for a .npy feature file."`
+	Labels      string  `placeholder:"FILE" help:"Labels (or fit-moe's regression targets), one per row: .npy for a .npy feature file, a one-column CSV/text file for a CSV one (whose columns are then all features)."`
 	Scale       float64 `default:"1" help:"Multiply every feature by this factor first (e.g. 0.0625 for pixels 0..16); use the same value for teacher and student."`
 	cli.OutputFlag
 	ValSplit         float64 `default:"0.2" placeholder:"FRACTION" help:"Fraction of the rows held out for validation (stratified by label)."`

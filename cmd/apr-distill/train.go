@@ -125,7 +125,11 @@ type input struct {
 }
 
 // loadInput reads and splits the data of f (after f.check).
-func loadInput(f *dataFlags) (*input, error) {
+func loadInput(f *dataFlags) (*input, error) { return loadInputWith(f, false) }
+
+// loadInputWith is loadInput, reading regression targets (Data.T) instead of
+// class labels if targets.
+func loadInputWith(f *dataFlags, targets bool) (*input, error) {
 	comp, err := container.ParseCompression(f.Compress)
 	if err != nil {
 		return nil, cli.Usagef("%v", err)
@@ -138,7 +142,7 @@ func loadInput(f *dataFlags) (*input, error) {
 		}
 		in.custom[k] = v
 	}
-	if in.data, err = distill.LoadData(f.Data, distill.LoadOptions{LabelColumn: f.LabelColumn, Labels: f.Labels}); err != nil {
+	if in.data, err = distill.LoadData(f.Data, distill.LoadOptions{LabelColumn: f.LabelColumn, Labels: f.Labels, Targets: targets}); err != nil {
 		return nil, err
 	}
 	if in.digest, err = fileSHA256(f.Data); err != nil {
