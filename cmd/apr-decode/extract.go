@@ -11,6 +11,9 @@ import (
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modelfile"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/npy"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
@@ -19,6 +22,7 @@ import (
 type extractCmd struct {
 	cli.InputFlag
 	Tensor []string `sep:"none" placeholder:"NAME" help:"Tensor to extract (repeatable; default: all)."`
+	Expert *int     `placeholder:"I" help:"Write expert I (from 0) of a MixtureOfExperts as a standalone model file (.apr, uncompressed) instead of NumPy."`
 	cli.OutputFlag
 	Format string `enum:"auto,npy,npz" default:"auto" help:"npy (exactly one tensor), npz, or auto: npy for one tensor, else npz."`
 	F32    bool   `name:"f32" help:"Convert float tensors NumPy cannot hold (BF16, F8, GGML quantized) to F32."`
@@ -28,6 +32,9 @@ type extractCmd struct {
 }
 
 func (c *extractCmd) Run(env *cli.Env) error {
+	if c.Expert != nil {
+		return c.extractExpert(env)
+	}
 	format := c.Format
 	if format == "auto" {
 		format = "npz"
@@ -143,4 +150,38 @@ func quoted(names []string) []string {
 		out[i] = printable.String(n)
 	}
 	return out
+}
+
+// extractExpert writes one expert of a mixture as a model of its own: the same
+// tensors (without the "expert.<i>." prefix) and config, so it can be inspected,
+// predicted with and signed alone.
+func (c *extractCmd) extractExpert(env *cli.Env) error {
+	if len(c.Tensor) > 0 || c.Format != "auto" || c.F32 {
+		return cli.Usagef("--expert writes a model file: --tensor, --format and --f32 are for NumPy output")
+	}
+	r, name, err := env.Input(c.Input)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	m, err := modelfile.Read(r, modeltype.MixtureOfExperts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	mix := m.(*model.MixtureOfExpertsModel)
+	e, err := mix.Expert(*c.Expert)
+	if err != nil {
+		return cli.Usagef("--expert %d: %s has %d experts (0 to %d)", *c.Expert, name, len(mix.Experts), len(mix.Experts)-1)
+	}
+	out, err := env.Create(c.Output, true)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	so := modelfile.EncodeOptions{Name: fmt.Sprintf("expert %d of %s", *c.Expert, name),
+		Custom: map[string]any{"extracted_from": name, "expert": int64(*c.Expert), "n_experts": int64(len(mix.Experts))}}
+	if err := modelfile.Encode(out, e, so); err != nil {
+		return fmt.Errorf("%s: %w", out.Name, err)
+	}
+	return out.Commit()
 }
