@@ -109,7 +109,7 @@ func TestMoENumPy(t *testing.T) {
 		js, _ := json.Marshal(cfg)
 		os.WriteFile(filepath.Join(dir, "config.json"), js, 0o600)
 		saveF64(t, filepath.Join(dir, "x.npy"), []int64{int64(x.Rows), int64(x.Cols)}, x.Data)
-		if out, err := exec.Command(py, "-c", peertest.NumPyMoE, dir).CombinedOutput(); err != nil {
+		if out, err := exec.Command(py, filepath.Join("..", "..", "testdata", "peer", "moe_forward.py"), dir).CombinedOutput(); err != nil {
 			t.Fatalf("numpy: %v\n%s", err, out)
 		}
 		want := loadF64(t, filepath.Join(dir, "out.npy"))

@@ -1,11 +1,9 @@
-package peertest
-
-// NumPyMoE is an independent forward pass of a MixtureOfExperts: it reads the
-// tensors a saved file holds (one .npy per tensor, named as in the file) and its
-// model_config (config.json, with "classes" added for classifier experts) and the
-// rows (x.npy), all in the directory argv[1], and writes the mixture's output
-// (probabilities or values) to out.npy there.
-const NumPyMoE = `
+# An independent NumPy forward pass of an apr MixtureOfExperts, used by the peer
+# tests of lib/predict (moe_peer_test.go) and cmd/apr-distill (moe_test.go):
+# python3 moe_forward.py DIR reads the tensors a saved file holds (one .npy per
+# tensor, named as in the file), its model_config (config.json, with "classes"
+# added for classifier experts) and the rows (x.npy), all in DIR, and writes the
+# mixture's output (probabilities or values) to DIR/out.npy.
 import sys, json, numpy as np
 d = sys.argv[1]
 cfg = json.load(open(d + "/config.json"))
@@ -42,4 +40,3 @@ def expert(i, spec):
     return h
 out = sum(g[:, [i]] * expert(i, s) for i, s in enumerate(cfg["experts"]))
 np.save(d + "/out.npy", out)
-`
