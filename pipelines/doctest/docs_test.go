@@ -104,6 +104,10 @@ var expectations = []struct{ file, command, want, then string }{
 	{"docs/SEALING.md", "apr-seal keygen -o alice.key", "age1", `test "$(stat -c %a alice.key)" = 600 && test -f alice.key.pub`},
 	{"docs/SEALING.md", "apr-decode inspect sealed.apr", "sealed for        2 X25519 recipient(s); 2 stanza(s)", ""},
 	{"docs/DISTILL.md", "--json | jq .validation", `"accuracy"`, ""},
+	{"docs/DISTILL.md", "--expert a.apr --expert b.apr --top-k 1 -o cancer-moe.apr", "", "apr-decode inspect cancer-moe.apr | grep -q expert.1.coefficients"},
+	{"docs/DISTILL.md", "apr-decode extract moe.apr --expert 1 -o expert1.apr", "", "apr-decode inspect expert1.apr | grep -q LinearRegression"},
+	{"README.md", "apr-decode inspect moe.apr", "expert.3.coefficients", ""},
+	{"README.md", "apr-predict --require-signature -p ci.pub moe.signed.apr < rows.csv", "", "test $(apr-predict --require-signature -p ci.pub moe.signed.apr < rows.csv | wc -l) = 3"},
 	{"docs/PREDICT.md", "apr-predict softmax.apr < digits.csv", "0\n1\n2\n3\n4\n", ""},
 	{"docs/PREDICT.md", "-o labels.npy", "", `test "$(head -c 6 labels.npy | tail -c 5)" = NUMPY`},
 	{"docs/PREDICT.md", "-p ci.pub signed.apr", "0\n1\n2\n3\n4\n", ""},
@@ -135,6 +139,9 @@ cp "$TESTDATA/hf/ref/tiny-llama.imatrix.dat" .
 cp "$TESTDATA"/gguf/split/tiny-llama.Q4_K_M-0000?-of-00003.gguf .
 awk 'BEGIN { for (r = 0; r < 3; r++) { for (i = 0; i < 64; i++) printf "%s%d", (i ? "," : ""), (r + i) % 5; print "" } }' > features.csv
 echo "AGE_RECIPIENT=$(apr-seal keygen -o customer.key)"
+mkdir -p testdata/datasets
+cp "$TESTDATA"/datasets/diabetes_*.csv.gz testdata/datasets/
+zcat "$TESTDATA/datasets/diabetes_data_raw.csv.gz" | awk -v OFS=, 'NR <= 3 {for(i=1;i<=NF;i++) $i=$i/100; print}' > rows.csv
 `},
 	"docs/QUANT.md": {npy: linearArrays, shell: `
 apr-gguf import "$TESTDATA/gguf/tiny-llama.f32.gguf" -o model.apr
@@ -185,7 +192,7 @@ cp "$TESTDATA/onnx/mlp-64-32-10.onnx" mlp.onnx
 apr-sign keygen -o ci
 `},
 	"docs/DISTILL.md": {npy: digitsNPZ, shell: `
-cp "$TESTDATA/digits/digits.csv.gz" .
+cp "$TESTDATA/digits/digits.csv.gz" "$TESTDATA"/datasets/diabetes_*.csv.gz "$TESTDATA/datasets/breast_cancer.csv" .
 apr-distill fit --data x.npz --student 64-16-10 --epochs 2 --seed 1 -o a.apr 2> /dev/null
 apr-distill fit --data x.npz --student 64-24-10 --epochs 2 --seed 2 -o b.apr 2> /dev/null
 `},
