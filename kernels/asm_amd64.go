@@ -86,6 +86,7 @@ func setupAsm() bool {
 	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, kx2BlockAsm) }
 	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, kx2BlockAsm) }
 	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, q2Fits16Asm) }
+	kx3Group = kx3GroupAsm
 	asmName = "avx2 asm"
 	return true
 }
@@ -239,11 +240,14 @@ type kx2Asm struct {
 	nmax  int32
 	nstep int32 // candidates 0..nstep
 	q2    int32 // 1: weights |x| and absolute errors (Q2_K)
-	_     [3]uint32
-	scale [8]float32   // results: scale and -min per sub-block
-	min   [8]float32   //
-	lt    [256]int32   // the chosen levels, transposed as xt
-	w, fl [256]float32 // scratch: weights and the current candidate's levels
+	// wgiven 1: the weights are the caller's, in w (transposed as xt), as
+	// make_qkx3_quants takes them; else computed as make_qkx2_quants' callers do
+	wgiven int32
+	_      [2]uint32
+	scale  [8]float32   // results: scale and -min per sub-block
+	min    [8]float32   //
+	lt     [256]int32   // the chosen levels, transposed as xt
+	w, fl  [256]float32 // scratch: weights and the current candidate's levels
 }
 
 // kx2BlockAsm is kx2Fits (make_qkx2_quants on the 8 sub-blocks of 32 of a
@@ -297,6 +301,36 @@ func q2Fits16Asm(x []float32, L []uint8, scales, mins *[16]float32) {
 			for j := range 8 {
 				L[16*(8*h+j)+i] = uint8(g.lt[8*i+j])
 			}
+		}
+	}
+}
+
+// kx3GroupAsm is kx3GroupGeneric (make_qkx3_quants on 8 sub-blocks of n
+// values, n 16 or 32, with the caller's weights) with one sub-block per
+// lane: the same kernel as make_qkx2_quants', with the weights given and
+// the candidates' numerators rmin + rdelta·is + nmax of make_qkx3_quants
+// (rmin -0.9, rdelta 0.05, 36 steps, squared error).
+func kx3GroupAsm(x, w []float32, n int, nmax int32, L []uint8, scales, mins []float32) {
+	var g kx2Asm
+	x, w, L, scales, mins = x[:8*n], w[:8*n], L[:8*n], scales[:8], mins[:8]
+	for i := range n {
+		for j := range 8 {
+			g.xt[8*i+j] = math.Float32bits(x[n*j+i])
+			g.w[8*i+j] = w[n*j+i]
+		}
+	}
+	const nstep = 36
+	fmax := float32(nmax)
+	for is := 0; is <= nstep; is++ {
+		g.num[is] = math.Float32bits(float32(-0.9+float32(0.05*float32(is))) + fmax)
+	}
+	g.fmax, g.n, g.nmax, g.nstep, g.wgiven = math.Float32bits(fmax), int32(n), nmax, nstep, 1
+	kx2LanesAVX2(&g)
+	copy(scales, g.scale[:])
+	copy(mins, g.min[:])
+	for i := range n {
+		for j := range 8 {
+			L[n*j+i] = uint8(g.lt[8*i+j])
 		}
 	}
 }

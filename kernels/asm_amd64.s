@@ -696,6 +696,7 @@ TEXT ·kx2LanesAVX2(SB), NOSPLIT, $160-8
 	MOVLQSX 1284(DI), R8 // n
 	SHLQ    $5, R8       // n·32 bytes
 	MOVL    1296(DI), R9 // q2
+	MOVL    1300(DI), R11 // wgiven
 	MOVLQSX 1292(DI), R10
 	INCQ    R10          // nstep+1 candidates
 	VPBROADCASTD kxc<>+0x00(SB), Y15
@@ -704,7 +705,10 @@ TEXT ·kx2LanesAVX2(SB), NOSPLIT, $160-8
 	VPBROADCASTD 1288(DI), Y12 // nmax
 	VPBROADCASTD kxc<>+0x0c(SB), Y11
 	// Weights: w = avX + |v| with avX = sqrt(sum v·v / n), or |v| (q2).
+	// wgiven: the caller's weights are in w already (make_qkx3_quants).
 	VXORPS Y0, Y0, Y0
+	TESTL  R11, R11
+	JNZ    kxmm0
 	TESTL  R9, R9
 	JNZ    kxw
 	XORQ   AX, AX
@@ -729,6 +733,7 @@ kxwl:
 	ADDQ    $32, AX
 	CMPQ    AX, R8
 	JNE     kxwl
+kxmm0:
 	// min, max (strict comparisons from v0), sumW, sumX
 	VMOVUPS (DI), Y9        // minv
 	VMOVUPS Y9, Y10         // maxv

@@ -19,6 +19,9 @@ var (
 	axpy      = axpyGeneric
 	// matMulTile is MatMul's inner work on one tile (see matMulTileGeneric).
 	matMulTile = matMulTileGeneric
+	// kx3Group is the importance-weighted quantizers' search (see
+	// kx3GroupGeneric).
+	kx3Group = kx3GroupGeneric
 
 	// Fused quantize-and-measure kernels (see QuantizeChecked); nil where
 	// there is no fast path.

@@ -226,6 +226,37 @@ func makeQKX3Quants(nmax int32, x, weights []float32, L, Laux []uint8) (scale, t
 	return makeQKX2Quants(nmax, x, weights, L, Laux, -0.9, 0.05, 36, false)
 }
 
+// kx3GroupGeneric runs makeQKX3Quants on 8 sub-blocks of n values (n 16 or
+// 32): sub-block j is x[n·j:n·j+n] with weights w[n·j:], its levels go to
+// L[n·j:], its scale and -min to scales[j] and mins[j]. The kx3Group
+// variable may hold a faster variant with the same results.
+func kx3GroupGeneric(x, w []float32, n int, nmax int32, L []uint8, scales, mins []float32) {
+	var Laux [32]uint8
+	for j := range 8 {
+		o := n * j
+		scales[j], mins[j] = makeQKX3Quants(nmax, x[o:o+n], w[o:o+n], L[o:o+n], Laux[:n])
+	}
+}
+
+// kx3Blocks fits the blocks of 32 values of x (Q4_1, Q5_1; at most 8)
+// into L, scales and mins: all 8 at once by kx3Group.
+func kx3Blocks(x, qw []float32, sigma2 float32, nmax int32, L *[qkK]uint8, scales, mins *[8]float32) {
+	var w [qkK]float32
+	nb := len(x) / qk
+	for ib := range nb {
+		importance(w[qk*ib:qk*ib+qk], x[qk*ib:qk*ib+qk], qw[qk*ib:], sigma2)
+	}
+	if nb == 8 {
+		kx3Group(x, w[:], qk, nmax, L[:], scales[:], mins[:])
+		return
+	}
+	var Laux [qk]uint8
+	for ib := range nb {
+		o := qk * ib
+		scales[ib], mins[ib] = makeQKX3Quants(nmax, x[o:o+qk], w[o:o+qk], L[o:o+qk], Laux[:])
+	}
+}
+
 // ---- legacy types: σ² is the mean square of the whole row
 
 func rowSigma2(x []float32) float32 { return sumSquares(x) / float32(len(x)) }
@@ -264,37 +295,41 @@ func quantRowQ5_0W(y []byte, x, qw []float32) {
 
 func quantRowQ4_1W(y []byte, x, qw []float32) {
 	sigma2 := rowSigma2(x)
-	var w [qk]float32
-	var L, Laux [qk]uint8
-	for ib := 0; ib < len(x)/qk; ib++ {
-		xb, b := x[qk*ib:qk*ib+qk], y[20*ib:20*ib+20]
-		importance(w[:], xb, qw[qk*ib:], sigma2)
-		d, theMin := makeQKX3Quants(15, xb, w[:], L[:], Laux[:])
-		putF16(b, d)
-		putF16(b[2:], -theMin)
-		for j := range 16 {
-			b[4+j] = L[j] | L[j+16]<<4
+	var L [qkK]uint8
+	var scales, mins [8]float32
+	for g := 0; g < len(x); g += qkK {
+		e := min(len(x), g+qkK)
+		kx3Blocks(x[g:e], qw[g:e], sigma2, 15, &L, &scales, &mins)
+		for ib := range (e - g) / qk {
+			b, Lb := y[20*(g/qk+ib):][:20], L[qk*ib:qk*ib+qk]
+			putF16(b, scales[ib])
+			putF16(b[2:], -mins[ib])
+			for j := range 16 {
+				b[4+j] = Lb[j] | Lb[j+16]<<4
+			}
 		}
 	}
 }
 
 func quantRowQ5_1W(y []byte, x, qw []float32) {
 	sigma2 := rowSigma2(x)
-	var w [qk]float32
-	var L, Laux [qk]uint8
-	for ib := 0; ib < len(x)/qk; ib++ {
-		xb, b := x[qk*ib:qk*ib+qk], y[24*ib:24*ib+24]
-		importance(w[:], xb, qw[qk*ib:], sigma2)
-		d, theMin := makeQKX3Quants(31, xb, w[:], L[:], Laux[:])
-		putF16(b, d)
-		putF16(b[2:], -theMin)
-		var qh uint32
-		for j := range 16 {
-			x0, x1 := L[j], L[j+16]
-			b[8+j] = x0&0xf | (x1&0xf)<<4
-			qh |= uint32(x0&0x10)>>4<<j | uint32(x1&0x10)>>4<<(j+16)
+	var L [qkK]uint8
+	var scales, mins [8]float32
+	for g := 0; g < len(x); g += qkK {
+		e := min(len(x), g+qkK)
+		kx3Blocks(x[g:e], qw[g:e], sigma2, 31, &L, &scales, &mins)
+		for ib := range (e - g) / qk {
+			b, Lb := y[24*(g/qk+ib):][:24], L[qk*ib:qk*ib+qk]
+			putF16(b, scales[ib])
+			putF16(b[2:], -mins[ib])
+			var qh uint32
+			for j := range 16 {
+				x0, x1 := Lb[j], Lb[j+16]
+				b[8+j] = x0&0xf | (x1&0xf)<<4
+				qh |= uint32(x0&0x10)>>4<<j | uint32(x1&0x10)>>4<<(j+16)
+			}
+			binary.LittleEndian.PutUint32(b[4:], qh)
 		}
-		binary.LittleEndian.PutUint32(b[4:], qh)
 	}
 }
 
@@ -303,17 +338,17 @@ func quantRowQ5_1W(y []byte, x, qw []float32) {
 
 func quantRowQ2_KW(y []byte, x, qw []float32) {
 	var L [qkK]uint8
-	var Laux [16]uint8
-	var w, scales, mins, sw [16]float32
+	var w [qkK]float32
+	var scales, mins, sw [16]float32
 	var Ls, Lm [16]uint8
 	for i := 0; i < len(x)/qkK; i++ {
 		xb, b, q := x[qkK*i:qkK*i+qkK], y[84*i:84*i+84], qw[qkK*i:]
 		sigma2 := sumSquares(xb) / qkK
 		for j := range 16 {
-			xs := xb[16*j : 16*j+16]
-			sw[j] = importance(w[:], xs, q[16*j:], sigma2)
-			scales[j], mins[j] = makeQKX3Quants(3, xs, w[:], L[16*j:16*j+16], Laux[:])
+			sw[j] = importance(w[16*j:16*j+16], xb[16*j:16*j+16], q[16*j:], sigma2)
 		}
+		kx3Group(xb[:128], w[:128], 16, 3, L[:128], scales[:8], mins[:8])
+		kx3Group(xb[128:], w[128:], 16, 3, L[128:], scales[8:], mins[8:])
 		dm := makeQPQuants(15, scales[:], Ls[:], sw[:])
 		mm := makeQPQuants(15, mins[:], Lm[:], sw[:])
 		putF16(b[80:], dm)
@@ -390,16 +425,14 @@ func quantRowQ3_KW(y []byte, x, qw []float32) {
 // (clamped to 63 for Q5_K only, as ggml does), d and dmin, then the final levels
 // against the stored scales.
 func quantKX3(b []byte, x, qw []float32, L []uint8, nmax int32, clamp63 bool) {
-	var Laux [32]uint8
-	var w [32]float32
+	var w [qkK]float32
 	var scales, mins, sw [8]float32
 	var Ls, Lm [8]uint8
 	sigma2 := float32(2*sumSquares(x)) / qkK
 	for j := range 8 {
-		xs := x[32*j : 32*j+32]
-		sw[j] = importance(w[:], xs, qw[32*j:], sigma2)
-		scales[j], mins[j] = makeQKX3Quants(nmax, xs, w[:], L[32*j:32*j+32], Laux[:])
+		sw[j] = importance(w[32*j:32*j+32], x[32*j:32*j+32], qw[32*j:], sigma2)
 	}
+	kx3Group(x, w[:], 32, nmax, L, scales[:], mins[:])
 	dBlock := makeQPQuants(63, scales[:], Ls[:], sw[:])
 	mBlock := makeQPQuants(63, mins[:], Lm[:], sw[:])
 	sc := b[4:16]

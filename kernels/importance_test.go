@@ -3,6 +3,7 @@ package kernels
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -119,3 +120,107 @@ func BenchmarkWeightedQ3_K(b *testing.B) { benchWeighted(b, dtype.Q3_K) }
 func BenchmarkWeightedQ4_K(b *testing.B) { benchWeighted(b, dtype.Q4_K) }
 func BenchmarkWeightedQ5_K(b *testing.B) { benchWeighted(b, dtype.Q5_K) }
 func BenchmarkWeightedQ6_K(b *testing.B) { benchWeighted(b, dtype.Q6_K) }
+
+// weightKinds returns importance weights for rows of n values in several
+// shapes: llama-imatrix-like (exponential), all zero, mostly zero, all equal
+// (ties between candidates), and spread over many decades.
+func weightKinds(r *rand.Rand, n int) map[string][]float32 {
+	k := map[string][]float32{}
+	for _, name := range []string{"exp", "zero", "sparse", "equal", "decades"} {
+		w := make([]float32, n)
+		for i := range w {
+			switch name {
+			case "exp":
+				w[i] = float32(r.ExpFloat64())
+			case "sparse":
+				if r.IntN(8) == 0 {
+					w[i] = float32(r.ExpFloat64())
+				}
+			case "equal":
+				w[i] = 0.25
+			case "decades":
+				w[i] = float32(math.Pow(10, float64(r.IntN(25)-12)) * r.Float64())
+			}
+		}
+		k[name] = w
+	}
+	return k
+}
+
+// TestWeightedFastMatchesReference holds the weighted quantizers with their
+// fast searches (kx3Group) to the same quantizers with the plain Go
+// reference's, byte for byte, on kquantBlocks' rows (normal, heavy-tailed,
+// ±0, constant, ties, subnormals, one-signed, outliers, large) and all-zero
+// rows, under each kind of weights, in rows of 4096, 256 and 352 values (the
+// last leaves Q4_1 and Q5_1 a group of fewer than 8 blocks). Non-finite
+// values never reach these quantizers: apr-quant refuses tensors with them
+// (QuantizeChecked) and lib/imatrix refuses such matrices.
+func TestWeightedFastMatchesReference(t *testing.T) {
+	if FastPath() == "" {
+		t.Skip("no fast path on this build")
+	}
+	fast := kx3Group
+	r := rand.New(rand.NewPCG(16, 16))
+	nb := 64
+	if testing.Short() {
+		nb = 16
+	}
+	x := kquantBlocks(r, nb)
+	clear(x[3*qkK : 4*qkK]) // a zero row among them
+	types := []dtype.DType{dtype.Q4_0, dtype.Q4_1, dtype.Q5_0, dtype.Q5_1, dtype.Q2_K, dtype.Q3_K, dtype.Q4_K, dtype.Q5_K, dtype.Q6_K}
+	for _, rowLen := range []int{4096, 256, 352} {
+		xs := x[:len(x)/rowLen*rowLen]
+		for wk, qw := range weightKinds(r, rowLen) {
+			for _, typ := range types {
+				if _, err := sizes(typ, rowLen); err != nil {
+					continue // rows of 352 are not whole K-quant blocks
+				}
+				n, _ := sizes(typ, len(xs))
+				got, want := make([]byte, n), make([]byte, n)
+				if err := QuantizeWeighted(typ, got, xs, rowLen, qw); err != nil {
+					t.Fatal(err)
+				}
+				kx3Group = kx3GroupGeneric
+				err := QuantizeWeighted(typ, want, xs, rowLen, qw)
+				kx3Group = fast
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					j := firstDiff(got, want)
+					t.Errorf("%v rows of %d, %s weights: byte %d: fast %#02x, reference %#02x", typ, rowLen, wk, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+// TestKX3GroupMatchesReference compares kx3Group with kx3GroupGeneric
+// directly on sub-blocks of 16 and 32 (every output: levels, scales, mins).
+func TestKX3GroupMatchesReference(t *testing.T) {
+	if FastPath() == "" {
+		t.Skip("no fast path on this build")
+	}
+	r := rand.New(rand.NewPCG(3, 16))
+	x := kquantBlocks(r, 200)
+	for _, n := range []int{16, 32} {
+		for wk, w := range weightKinds(r, len(x)) {
+			for o := 0; o+8*n <= len(x); o += 8 * n {
+				for _, nmax := range []int32{3, 15, 31} {
+					var La, Lb [256]uint8
+					var sa, ma, sb, mb [8]float32
+					kx3Group(x[o:], w[o:], n, nmax, La[:], sa[:], ma[:])
+					kx3GroupGeneric(x[o:], w[o:], n, nmax, Lb[:], sb[:], mb[:])
+					for j := range 8 {
+						if math.Float32bits(sa[j]) != math.Float32bits(sb[j]) || math.Float32bits(ma[j]) != math.Float32bits(mb[j]) {
+							t.Fatalf("n %d nmax %d %s weights at %d, sub-block %d: scale/min %v/%v, reference %v/%v", n, nmax, wk, o, j, sa[j], ma[j], sb[j], mb[j])
+						}
+					}
+					if La != Lb {
+						t.Fatalf("n %d nmax %d %s weights at %d: levels %v, reference %v", n, nmax, wk, o, La[:8*n], Lb[:8*n])
+					}
+				}
+			}
+		}
+	}
+}
