@@ -87,6 +87,7 @@ func setupAsm() bool {
 	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, kx2BlockAsm) }
 	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, q2Fits16Asm) }
 	kx3Group = kx3GroupAsm
+	qxwGroup = qxwGroupAsm
 	asmName = "avx2 asm"
 	return true
 }
@@ -190,13 +191,31 @@ func axpyAsm(y []float32, alpha float32, x []float32) {
 	axpyGeneric(y[n:], alpha, x[n:])
 }
 
-// qxAsm is qxLanesAVX2's input and output (offsets fixed in asm_amd64.s).
+// qxAsm is qxLanesAVX2's input and output (offsets fixed in asm_amd64.s,
+// checked by TestAsmLayout).
 type qxAsm struct {
-	xt    [128]uint32  // element i of sub-block j at 8i+j, as bits
-	num   [18]uint32   // the numerators of the candidates' iscales
-	scale [8]float32   // result: the scale of each sub-block
-	lt    [128]int32   // result: levels 0..63, transposed as xt
-	w, wv [128]float32 // scratch: v·v and (v·v)·v, transposed as xt
+	xt     [256]uint32  // element i of sub-block j at 8i+j, as bits
+	w, wv  [256]float32 // weights and weights·v, transposed as xt (scratch unless wgiven)
+	lt     [256]int32   // result: levels 0..2·nmax-1, transposed as xt
+	num    [18]uint32   // the numerators of the candidates' iscales
+	scale  [8]float32   // result: the scale of each sub-block
+	n      int32        // elements per sub-block (16 or 32)
+	lo, hi int32        // the levels' clamp: -nmax, nmax-1
+	fnum0  uint32       // the first fit's numerator -nmax, as bits
+	nmax   int32
+	wgiven int32 // 1: w and wv are the caller's (makeQXQuantsW); else v·v and (v·v)·v
+}
+
+// setQX fills g's parameters for make_qx_quants with nmax on sub-blocks of n.
+func (g *qxAsm) setQX(n int, nmax int32) {
+	k := 0
+	for is := int32(-9); is <= 9; is++ {
+		if is != 0 {
+			g.num[k] = math.Float32bits(-(float32(nmax) + float32(0.1*float32(is))))
+			k++
+		}
+	}
+	g.n, g.lo, g.hi, g.fnum0, g.nmax = int32(n), -nmax, nmax-1, math.Float32bits(float32(-nmax)), nmax
 }
 
 // q6Fits16Asm is Q6_K's sub-block loop (makeQXQuants with nmax 32 on the
@@ -206,14 +225,7 @@ type qxAsm struct {
 func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
 	var g qxAsm
 	x = x[:qkK]
-	const nmax = 32
-	k := 0
-	for is := int32(-9); is <= 9; is++ {
-		if is != 0 {
-			g.num[k] = math.Float32bits(-(float32(nmax) + float32(0.1*float32(is))))
-			k++
-		}
-	}
+	g.setQX(16, 32)
 	for h := range 2 {
 		for i := range 16 {
 			for j := range 8 {
@@ -226,6 +238,31 @@ func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
 			for j := range 8 {
 				L[16*(8*h+j)+i] = int8(g.lt[8*i+j])
 			}
+		}
+	}
+}
+
+// qxwGroupAsm is qxwGroupGeneric (makeQXQuantsW on 8 sub-blocks of n values,
+// n 16 or 32) with one sub-block per lane: wv is w·v, rounded, as the
+// reference's first product.
+func qxwGroupAsm(x, w []float32, n int, nmax int32, L []int8, scales []float32) {
+	var g qxAsm
+	x, w, L, scales = x[:8*n], w[:8*n], L[:8*n], scales[:8]
+	for i := range n {
+		for j := range 8 {
+			v, wi := x[n*j+i], w[n*j+i]
+			g.xt[8*i+j] = math.Float32bits(v)
+			g.w[8*i+j] = wi
+			g.wv[8*i+j] = wi * v
+		}
+	}
+	g.setQX(n, nmax)
+	g.wgiven = 1
+	qxLanesAVX2(&g)
+	copy(scales, g.scale[:])
+	for i := range n {
+		for j := range 8 {
+			L[n*j+i] = int8(g.lt[8*i+j])
 		}
 	}
 }

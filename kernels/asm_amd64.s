@@ -516,34 +516,36 @@ axdone:
 	RET
 
 // func qxLanesAVX2(grp *qxAsm)
-// make_qx_quants with nmax 32 (Q6_K's sub-block fit) on 8 sub-blocks of
-// 16, one per lane, as qxLanes8 in kquants_lanes_amd64.go and the
-// reference makeQXQuants: every lane tries the 19 scales in order and keeps
-// the best by the reference's comparisons. nearest_int is the reference's
-// trick on the bits (x + 1.5·2^23, low 23 bits, minus 2^22). qxAsm's
-// layout: xt at 0 (element i of sub-block j at 8i+j), num at 512, scale at
-// 584, lt at 616, scratch w (v·v) at 1128 and wv ((v·v)·v) at 1640.
+// make_qx_quants on 8 sub-blocks of n (16 or 32), one per lane, as qxLanes8
+// in kquants_lanes_amd64.go and the reference makeQXQuants (nmax 32,
+// Q6_K's sub-block fit; weights v·v) or makeQXQuantsW (any nmax; the
+// caller's weights, wgiven): every lane tries the 19 scales in order and
+// keeps the best by the reference's comparisons. nearest_int is the
+// reference's trick on the bits (x + 1.5·2^23, low 23 bits, minus 2^22).
+// qxAsm's layout: xt at 0 (element i of sub-block j at 8i+j), w at 1024,
+// wv (w·v) at 2048, lt at 3072, num at 4096, scale at 4168, n 4200, lo
+// (-nmax) 4204, hi (nmax-1) 4208, -nmax as a float 4212, nmax 4216, wgiven
+// 4220.
 DATA qxc<>+0x00(SB)/4, $0x4b400000 // 12582912.0
 DATA qxc<>+0x04(SB)/4, $0x007fffff
 DATA qxc<>+0x08(SB)/4, $0x00400000
-DATA qxc<>+0x0c(SB)/4, $-32
-DATA qxc<>+0x10(SB)/4, $31
 DATA qxc<>+0x14(SB)/4, $0x7fffffff
-DATA qxc<>+0x18(SB)/4, $0xc2000000 // -32.0
 DATA qxc<>+0x1c(SB)/4, $0x26901d7d // 1e-15 (groupMaxEps as float32)
-DATA qxc<>+0x20(SB)/4, $32
 GLOBL qxc<>(SB), RODATA|NOPTR, $0x24
 
 // The sums (written out twice below): Y3 = sum of wv·fl, Y4 = sum of
-// (w·fl)·fl over the 16 elements, fl = clamp(nearest_int(Y2·v), -32, 31).
+// (w·fl)·fl over the n elements, fl = clamp(nearest_int(Y2·v), lo, hi).
 // Uses AX, Y0, Y5, Y9.
 TEXT ·qxLanesAVX2(SB), NOSPLIT, $32-8
 	MOVQ grp+0(FP), DI
 	VPBROADCASTD qxc<>+0x00(SB), Y15
 	VPBROADCASTD qxc<>+0x04(SB), Y14
 	VPBROADCASTD qxc<>+0x08(SB), Y13
-	VPBROADCASTD qxc<>+0x0c(SB), Y12
-	VPBROADCASTD qxc<>+0x10(SB), Y11
+	VPBROADCASTD 4204(DI), Y12 // lo
+	VPBROADCASTD 4208(DI), Y11 // hi
+	MOVLQSX      4200(DI), R8
+	SHLQ         $5, R8        // n·32 bytes
+	MOVL         4220(DI), R11 // wgiven
 	VPBROADCASTD qxc<>+0x14(SB), Y10
 	// maxv: the first value of largest |x| (strict >, from +0), amax its
 	// |x|; w and wv per element.
@@ -556,18 +558,21 @@ qxmax:
 	VCMPPS    $0x1e, Y0, Y3, Y4 // |v| > amax (ordered)
 	VBLENDVPS Y4, Y3, Y0, Y0
 	VBLENDVPS Y4, Y2, Y1, Y1
+	TESTL     R11, R11
+	JNZ       qxmaxw
 	VMULPS    Y2, Y2, Y3
-	VMOVUPS   Y3, 1128(DI)(AX*1)
+	VMOVUPS   Y3, 1024(DI)(AX*1)
 	VMULPS    Y2, Y3, Y3
-	VMOVUPS   Y3, 1640(DI)(AX*1)
+	VMOVUPS   Y3, 2048(DI)(AX*1)
+qxmaxw:
 	ADDQ      $32, AX
-	CMPQ      AX, $512
+	CMPQ      AX, R8
 	JNE       qxmax
 	VBROADCASTSS qxc<>+0x1c(SB), Y3
 	VCMPPS    $0x11, Y3, Y0, Y3 // amax < eps (ordered): flat
 	VMOVUPS   Y3, 0(SP)
 	// The first fit: iscale = -32 / maxv.
-	VBROADCASTSS qxc<>+0x18(SB), Y2
+	VBROADCASTSS 4212(DI), Y2
 	VDIVPS    Y1, Y2, Y2
 	// the sums
 	VXORPS     Y3, Y3, Y3
@@ -581,13 +586,13 @@ qxs0:
 	VPMAXSD    Y12, Y0, Y0
 	VPMINSD    Y11, Y0, Y0
 	VCVTDQ2PS  Y0, Y0
-	VMULPS     1640(DI)(AX*1), Y0, Y5
+	VMULPS     2048(DI)(AX*1), Y0, Y5
 	VADDPS     Y5, Y3, Y3
-	VMULPS     1128(DI)(AX*1), Y0, Y9
+	VMULPS     1024(DI)(AX*1), Y0, Y9
 	VMULPS     Y0, Y9, Y9
 	VADDPS     Y9, Y4, Y4
 	ADDQ       $32, AX
-	CMPQ       AX, $512
+	CMPQ       AX, R8
 	JNE        qxs0
 	VDIVPS    Y4, Y3, Y6 // scale = sumlx / suml2, or 0 where suml2 == 0
 	VXORPS    Y5, Y5, Y5
@@ -597,7 +602,7 @@ qxs0:
 	VMOVUPS   Y2, Y8     // bestIscale
 	XORQ      CX, CX
 qxcand:
-	VBROADCASTSS 512(DI)(CX*4), Y2
+	VBROADCASTSS 4096(DI)(CX*4), Y2
 	VDIVPS    Y1, Y2, Y2 // iscale = num / maxv
 	// the sums
 	VXORPS     Y3, Y3, Y3
@@ -611,13 +616,13 @@ qxs1:
 	VPMAXSD    Y12, Y0, Y0
 	VPMINSD    Y11, Y0, Y0
 	VCVTDQ2PS  Y0, Y0
-	VMULPS     1640(DI)(AX*1), Y0, Y5
+	VMULPS     2048(DI)(AX*1), Y0, Y5
 	VADDPS     Y5, Y3, Y3
-	VMULPS     1128(DI)(AX*1), Y0, Y9
+	VMULPS     1024(DI)(AX*1), Y0, Y9
 	VMULPS     Y0, Y9, Y9
 	VADDPS     Y9, Y4, Y4
 	ADDQ       $32, AX
-	CMPQ       AX, $512
+	CMPQ       AX, R8
 	JNE        qxs1
 	// take = suml2 > 0 && sumlx*sumlx > best*suml2
 	VXORPS    Y0, Y0, Y0
@@ -637,8 +642,8 @@ qxs1:
 	// Flat lanes: scale 0 and levels 0; else levels at bestIscale, + 32.
 	VMOVUPS   0(SP), Y10
 	VANDNPS   Y6, Y10, Y6
-	VMOVUPS   Y6, 584(DI)
-	VPBROADCASTD qxc<>+0x20(SB), Y9
+	VMOVUPS   Y6, 4168(DI)
+	VPBROADCASTD 4216(DI), Y9
 	XORQ      AX, AX
 qxlev:
 	VMULPS    (DI)(AX*1), Y8, Y0
@@ -649,9 +654,9 @@ qxlev:
 	VPMINSD   Y11, Y0, Y0
 	VPADDD    Y9, Y0, Y0
 	VPANDN    Y0, Y10, Y0
-	VMOVDQU   Y0, 616(DI)(AX*1)
+	VMOVDQU   Y0, 3072(DI)(AX*1)
 	ADDQ      $32, AX
-	CMPQ      AX, $512
+	CMPQ      AX, R8
 	JNE       qxlev
 	VZEROUPPER
 	RET

@@ -22,6 +22,8 @@ var (
 	// kx3Group is the importance-weighted quantizers' search (see
 	// kx3GroupGeneric).
 	kx3Group = kx3GroupGeneric
+	// qxwGroup is their symmetric fit (see qxwGroupGeneric).
+	qxwGroup = qxwGroupGeneric
 
 	// Fused quantize-and-measure kernels (see QuantizeChecked); nil where
 	// there is no fast path.

@@ -238,6 +238,33 @@ func kx3GroupGeneric(x, w []float32, n int, nmax int32, L []uint8, scales, mins 
 	}
 }
 
+// qxwGroupGeneric runs makeQXQuantsW on 8 sub-blocks of n values (n 16 or
+// 32), laid out as kx3GroupGeneric's; the qxwGroup variable may hold a
+// faster variant with the same results.
+func qxwGroupGeneric(x, w []float32, n int, nmax int32, L []int8, scales []float32) {
+	for j := range 8 {
+		o := n * j
+		scales[j] = makeQXQuantsW(nmax, x[o:o+n], L[o:o+n], w[o:o+n])
+	}
+}
+
+// qxBlocks is kx3Blocks for Q4_0 and Q5_0 (makeQXQuantsW).
+func qxBlocks(x, qw []float32, sigma2 float32, nmax int32, L *[qkK]int8, scales *[8]float32) {
+	var w [qkK]float32
+	nb := len(x) / qk
+	for ib := range nb {
+		importance(w[qk*ib:qk*ib+qk], x[qk*ib:qk*ib+qk], qw[qk*ib:], sigma2)
+	}
+	if nb == 8 {
+		qxwGroup(x, w[:], qk, nmax, L[:], scales[:])
+		return
+	}
+	for ib := range nb {
+		o := qk * ib
+		scales[ib] = makeQXQuantsW(nmax, x[o:o+qk], L[o:o+qk], w[o:o+qk])
+	}
+}
+
 // kx3Blocks fits the blocks of 32 values of x (Q4_1, Q5_1; at most 8)
 // into L, scales and mins: all 8 at once by kx3Group.
 func kx3Blocks(x, qw []float32, sigma2 float32, nmax int32, L *[qkK]uint8, scales, mins *[8]float32) {
@@ -263,33 +290,39 @@ func rowSigma2(x []float32) float32 { return sumSquares(x) / float32(len(x)) }
 
 func quantRowQ4_0W(y []byte, x, qw []float32) {
 	sigma2 := rowSigma2(x)
-	var w [qk]float32
-	var L [qk]int8
-	for ib := 0; ib < len(x)/qk; ib++ {
-		xb, b := x[qk*ib:qk*ib+qk], y[18*ib:18*ib+18]
-		importance(w[:], xb, qw[qk*ib:], sigma2)
-		putF16(b, makeQXQuantsW(8, xb, L[:], w[:]))
-		for j := range 16 {
-			b[2+j] = uint8(L[j]) | uint8(L[j+16])<<4
+	var L [qkK]int8
+	var scales [8]float32
+	for g := 0; g < len(x); g += qkK {
+		e := min(len(x), g+qkK)
+		qxBlocks(x[g:e], qw[g:e], sigma2, 8, &L, &scales)
+		for ib := range (e - g) / qk {
+			b, Lb := y[18*(g/qk+ib):][:18], L[qk*ib:qk*ib+qk]
+			putF16(b, scales[ib])
+			for j := range 16 {
+				b[2+j] = uint8(Lb[j]) | uint8(Lb[j+16])<<4
+			}
 		}
 	}
 }
 
 func quantRowQ5_0W(y []byte, x, qw []float32) {
 	sigma2 := rowSigma2(x)
-	var w [qk]float32
-	var L [qk]int8
-	for ib := 0; ib < len(x)/qk; ib++ {
-		xb, b := x[qk*ib:qk*ib+qk], y[22*ib:22*ib+22]
-		importance(w[:], xb, qw[qk*ib:], sigma2)
-		putF16(b, makeQXQuantsW(16, xb, L[:], w[:]))
-		var qh uint32
-		for j := range 16 {
-			x0, x1 := uint8(L[j]), uint8(L[j+16])
-			b[6+j] = x0&0xf | (x1&0xf)<<4
-			qh |= uint32(x0&0x10)>>4<<j | uint32(x1&0x10)>>4<<(j+16)
+	var L [qkK]int8
+	var scales [8]float32
+	for g := 0; g < len(x); g += qkK {
+		e := min(len(x), g+qkK)
+		qxBlocks(x[g:e], qw[g:e], sigma2, 16, &L, &scales)
+		for ib := range (e - g) / qk {
+			b, Lb := y[22*(g/qk+ib):][:22], L[qk*ib:qk*ib+qk]
+			putF16(b, scales[ib])
+			var qh uint32
+			for j := range 16 {
+				x0, x1 := uint8(Lb[j]), uint8(Lb[j+16])
+				b[6+j] = x0&0xf | (x1&0xf)<<4
+				qh |= uint32(x0&0x10)>>4<<j | uint32(x1&0x10)>>4<<(j+16)
+			}
+			binary.LittleEndian.PutUint32(b[2:], qh)
 		}
-		binary.LittleEndian.PutUint32(b[2:], qh)
 	}
 }
 
@@ -376,16 +409,17 @@ func quantRowQ2_KW(y []byte, x, qw []float32) {
 func quantRowQ3_KW(y []byte, x, qw []float32) {
 	dj, lt := new([16]float32), new([qkK]int32)
 	var L [qkK]int8
-	var w, scales, sw [16]float32
+	var w [qkK]float32
+	var scales, sw [16]float32
 	var Ls [16]int8
 	for i := 0; i < len(x)/qkK; i++ {
 		xb, b, q := x[qkK*i:qkK*i+qkK], y[110*i:110*i+110], qw[qkK*i:]
 		sigma2 := float32(2*sumSquares(xb)) / qkK
 		for j := range 16 {
-			xs := xb[16*j : 16*j+16]
-			sw[j] = importance(w[:], xs, q[16*j:], sigma2)
-			scales[j] = makeQXQuantsW(4, xs, L[16*j:16*j+16], w[:])
+			sw[j] = importance(w[16*j:16*j+16], xb[16*j:16*j+16], q[16*j:], sigma2)
 		}
+		qxwGroup(xb[:128], w[:128], 16, 4, L[:128], scales[:8])
+		qxwGroup(xb[128:], w[128:], 16, 4, L[128:], scales[8:])
 		sc := b[96:108]
 		clear(sc)
 		dBlock := makeQXQuantsW(32, scales[:], Ls[:], sw[:])
@@ -515,9 +549,8 @@ func quantRowQ6_KW(y []byte, x, qw []float32) {
 	i := 0
 	fits := func(xb []float32, L []int8, scales *[16]float32) {
 		q := qw[qkK*i:]
-		for ib := range 16 {
-			scales[ib] = makeQXQuantsW(32, xb[16*ib:16*ib+16], L[16*ib:16*ib+16], q[16*ib:16*ib+16])
-		}
+		qxwGroup(xb[:128], q[:128], 16, 32, L[:128], scales[:8])
+		qxwGroup(xb[128:], q[128:256], 16, 32, L[128:], scales[8:])
 		i++
 	}
 	quantQ6_KWith(y, x, fits, nil)

@@ -159,7 +159,7 @@ func TestWeightedFastMatchesReference(t *testing.T) {
 	if FastPath() == "" {
 		t.Skip("no fast path on this build")
 	}
-	fast := kx3Group
+	fast, fastQX := kx3Group, qxwGroup
 	r := rand.New(rand.NewPCG(16, 16))
 	nb := 64
 	if testing.Short() {
@@ -180,9 +180,9 @@ func TestWeightedFastMatchesReference(t *testing.T) {
 				if err := QuantizeWeighted(typ, got, xs, rowLen, qw); err != nil {
 					t.Fatal(err)
 				}
-				kx3Group = kx3GroupGeneric
+				kx3Group, qxwGroup = kx3GroupGeneric, qxwGroupGeneric
 				err := QuantizeWeighted(typ, want, xs, rowLen, qw)
-				kx3Group = fast
+				kx3Group, qxwGroup = fast, fastQX
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -214,6 +214,38 @@ func TestKX3GroupMatchesReference(t *testing.T) {
 					for j := range 8 {
 						if math.Float32bits(sa[j]) != math.Float32bits(sb[j]) || math.Float32bits(ma[j]) != math.Float32bits(mb[j]) {
 							t.Fatalf("n %d nmax %d %s weights at %d, sub-block %d: scale/min %v/%v, reference %v/%v", n, nmax, wk, o, j, sa[j], ma[j], sb[j], mb[j])
+						}
+					}
+					if La != Lb {
+						t.Fatalf("n %d nmax %d %s weights at %d: levels %v, reference %v", n, nmax, wk, o, La[:8*n], Lb[:8*n])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQXWGroupMatchesReference compares qxwGroup with qxwGroupGeneric directly
+// (makeQXQuantsW: levels and scales) for every nmax the weighted quantizers
+// use, on sub-blocks of 16 and 32.
+func TestQXWGroupMatchesReference(t *testing.T) {
+	if FastPath() == "" {
+		t.Skip("no fast path on this build")
+	}
+	r := rand.New(rand.NewPCG(4, 16))
+	x := kquantBlocks(r, 200)
+	clear(x[:qkK])
+	for _, n := range []int{16, 32} {
+		for wk, w := range weightKinds(r, len(x)) {
+			for o := 0; o+8*n <= len(x); o += 8 * n {
+				for _, nmax := range []int32{4, 8, 16, 32} {
+					var La, Lb [256]int8
+					var sa, sb [8]float32
+					qxwGroup(x[o:], w[o:], n, nmax, La[:], sa[:])
+					qxwGroupGeneric(x[o:], w[o:], n, nmax, Lb[:], sb[:])
+					for j := range 8 {
+						if math.Float32bits(sa[j]) != math.Float32bits(sb[j]) {
+							t.Fatalf("n %d nmax %d %s weights at %d, sub-block %d: scale %v, reference %v", n, nmax, wk, o, j, sa[j], sb[j])
 						}
 					}
 					if La != Lb {
