@@ -86,8 +86,7 @@ func setupAsm() bool {
 	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, kx2BlockAsm) }
 	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, kx2BlockAsm) }
 	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, q2Fits16Asm) }
-	kx3Group = kx3GroupAsm
-	qxwGroup = qxwGroupAsm
+	weightedAsm = true
 	asmName = "avx2 asm"
 	return true
 }

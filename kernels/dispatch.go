@@ -19,11 +19,6 @@ var (
 	axpy      = axpyGeneric
 	// matMulTile is MatMul's inner work on one tile (see matMulTileGeneric).
 	matMulTile = matMulTileGeneric
-	// kx3Group is the importance-weighted quantizers' search (see
-	// kx3GroupGeneric).
-	kx3Group = kx3GroupGeneric
-	// qxwGroup is their symmetric fit (see qxwGroupGeneric).
-	qxwGroup = qxwGroupGeneric
 
 	// Fused quantize-and-measure kernels (see QuantizeChecked); nil where
 	// there is no fast path.
@@ -35,6 +30,12 @@ var (
 	f32ToF16Bytes, f32ToBF16Bytes func(dst []byte, src []float32)
 	f16BytesToF32, bf16BytesToF32 func(dst []float32, src []byte)
 )
+
+// weightedAsm selects the assembly for the importance-weighted quantizers'
+// searches (kx3Group, qxwGroup). It is a flag, not a function variable, so
+// that their scratch arrays stay on the stack (arguments of a call through
+// a function variable escape).
+var weightedAsm bool
 
 // fastName names the GOEXPERIMENT=simd fast path in use, asmName the
 // assembly kernels ("" when none); benchmarks and tests report them.

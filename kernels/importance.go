@@ -226,10 +226,28 @@ func makeQKX3Quants(nmax int32, x, weights []float32, L, Laux []uint8) (scale, t
 	return makeQKX2Quants(nmax, x, weights, L, Laux, -0.9, 0.05, 36, false)
 }
 
+// kx3Group is kx3GroupGeneric, or its assembly where weightedAsm says so.
+func kx3Group(x, w []float32, n int, nmax int32, L []uint8, scales, mins []float32) {
+	if weightedAsm {
+		kx3GroupAsm(x, w, n, nmax, L, scales, mins)
+		return
+	}
+	kx3GroupGeneric(x, w, n, nmax, L, scales, mins)
+}
+
+// qxwGroup is qxwGroupGeneric, or its assembly where weightedAsm says so.
+func qxwGroup(x, w []float32, n int, nmax int32, L []int8, scales []float32) {
+	if weightedAsm {
+		qxwGroupAsm(x, w, n, nmax, L, scales)
+		return
+	}
+	qxwGroupGeneric(x, w, n, nmax, L, scales)
+}
+
 // kx3GroupGeneric runs makeQKX3Quants on 8 sub-blocks of n values (n 16 or
 // 32): sub-block j is x[n·j:n·j+n] with weights w[n·j:], its levels go to
-// L[n·j:], its scale and -min to scales[j] and mins[j]. The kx3Group
-// variable may hold a faster variant with the same results.
+// L[n·j:], its scale and -min to scales[j] and mins[j]. kx3GroupAsm
+// (amd64) has the same results.
 func kx3GroupGeneric(x, w []float32, n int, nmax int32, L []uint8, scales, mins []float32) {
 	var Laux [32]uint8
 	for j := range 8 {
@@ -239,8 +257,8 @@ func kx3GroupGeneric(x, w []float32, n int, nmax int32, L []uint8, scales, mins 
 }
 
 // qxwGroupGeneric runs makeQXQuantsW on 8 sub-blocks of n values (n 16 or
-// 32), laid out as kx3GroupGeneric's; the qxwGroup variable may hold a
-// faster variant with the same results.
+// 32), laid out as kx3GroupGeneric's; qxwGroupAsm (amd64) has the same
+// results.
 func qxwGroupGeneric(x, w []float32, n int, nmax int32, L []int8, scales []float32) {
 	for j := range 8 {
 		o := n * j

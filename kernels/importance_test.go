@@ -148,7 +148,7 @@ func weightKinds(r *rand.Rand, n int) map[string][]float32 {
 }
 
 // TestWeightedFastMatchesReference holds the weighted quantizers with their
-// fast searches (kx3Group) to the same quantizers with the plain Go
+// fast searches (weightedAsm) to the same quantizers with the plain Go
 // reference's, byte for byte, on kquantBlocks' rows (normal, heavy-tailed,
 // ±0, constant, ties, subnormals, one-signed, outliers, large) and all-zero
 // rows, under each kind of weights, in rows of 4096, 256 and 352 values (the
@@ -156,10 +156,9 @@ func weightKinds(r *rand.Rand, n int) map[string][]float32 {
 // values never reach these quantizers: apr-quant refuses tensors with them
 // (QuantizeChecked) and lib/imatrix refuses such matrices.
 func TestWeightedFastMatchesReference(t *testing.T) {
-	if FastPath() == "" {
-		t.Skip("no fast path on this build")
+	if !weightedAsm {
+		t.Skip("no fast path for the weighted quantizers on this build")
 	}
-	fast, fastQX := kx3Group, qxwGroup
 	r := rand.New(rand.NewPCG(16, 16))
 	nb := 64
 	if testing.Short() {
@@ -180,9 +179,9 @@ func TestWeightedFastMatchesReference(t *testing.T) {
 				if err := QuantizeWeighted(typ, got, xs, rowLen, qw); err != nil {
 					t.Fatal(err)
 				}
-				kx3Group, qxwGroup = kx3GroupGeneric, qxwGroupGeneric
+				weightedAsm = false
 				err := QuantizeWeighted(typ, want, xs, rowLen, qw)
-				kx3Group, qxwGroup = fast, fastQX
+				weightedAsm = true
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -198,8 +197,8 @@ func TestWeightedFastMatchesReference(t *testing.T) {
 // TestKX3GroupMatchesReference compares kx3Group with kx3GroupGeneric
 // directly on sub-blocks of 16 and 32 (every output: levels, scales, mins).
 func TestKX3GroupMatchesReference(t *testing.T) {
-	if FastPath() == "" {
-		t.Skip("no fast path on this build")
+	if !weightedAsm {
+		t.Skip("no fast path for the weighted quantizers on this build")
 	}
 	r := rand.New(rand.NewPCG(3, 16))
 	x := kquantBlocks(r, 200)
@@ -229,8 +228,8 @@ func TestKX3GroupMatchesReference(t *testing.T) {
 // (makeQXQuantsW: levels and scales) for every nmax the weighted quantizers
 // use, on sub-blocks of 16 and 32.
 func TestQXWGroupMatchesReference(t *testing.T) {
-	if FastPath() == "" {
-		t.Skip("no fast path on this build")
+	if !weightedAsm {
+		t.Skip("no fast path for the weighted quantizers on this build")
 	}
 	r := rand.New(rand.NewPCG(4, 16))
 	x := kquantBlocks(r, 200)
