@@ -202,7 +202,8 @@ type qxAsm struct {
 	lo, hi int32        // the levels' clamp: -nmax, nmax-1
 	fnum0  uint32       // the first fit's numerator -nmax, as bits
 	nmax   int32
-	wgiven int32 // 1: w and wv are the caller's (makeQXQuantsW); else v·v and (v·v)·v
+	wgiven int32   // 1: w is the caller's (makeQXQuantsW), 2: w holds qw and becomes qw·sqrt(sigma2 + v·v); else v·v
+	sigma2 float32 // for wgiven 2
 }
 
 // setQX fills g's parameters for make_qx_quants with nmax on sub-blocks of n.
@@ -241,22 +242,23 @@ func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
 	}
 }
 
-// qxwGroupAsm is qxwGroupGeneric (makeQXQuantsW on 8 sub-blocks of n values,
-// n 16 or 32) with one sub-block per lane: wv is w·v, rounded, as the
-// reference's first product.
-func qxwGroupAsm(x, w []float32, n int, nmax int32, L []int8, scales []float32) {
+// qxwGroupAsm is qxwGroupGeneric with one sub-block per lane; the
+// weights (importance's with imp) are computed in the kernel, their sums
+// here, in importance()'s order.
+func qxwGroupAsm(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L []int8, scales, sw []float32) {
 	var g qxAsm
-	x, w, L, scales = x[:8*n], w[:8*n], L[:8*n], scales[:8]
+	x, qw, L, scales = x[:8*n], qw[:8*n], L[:8*n], scales[:8]
 	for i := range n {
 		for j := range 8 {
-			v, wi := x[n*j+i], w[n*j+i]
-			g.xt[8*i+j] = math.Float32bits(v)
-			g.w[8*i+j] = wi
-			g.wv[8*i+j] = wi * v
+			g.xt[8*i+j] = math.Float32bits(x[n*j+i])
+			g.w[8*i+j] = qw[n*j+i]
 		}
 	}
 	g.setQX(n, nmax)
 	g.wgiven = 1
+	if imp {
+		g.wgiven, g.sigma2 = 2, sigma2
+	}
 	qxLanesAVX2(&g)
 	copy(scales, g.scale[:])
 	for i := range n {
@@ -264,6 +266,22 @@ func qxwGroupAsm(x, w []float32, n int, nmax int32, L []int8, scales []float32) 
 			L[n*j+i] = int8(g.lt[8*i+j])
 		}
 	}
+	if imp && sw != nil {
+		sumLanes(sw[:8], g.w[:8*n])
+	}
+}
+
+// sumLanes adds up each lane j of the transposed w (w[8i+j]) in order of i
+// into s[j], as importance() sums a sub-block's weights.
+func sumLanes(s []float32, w []float32) {
+	var t [8]float32
+	for i := 0; i+8 <= len(w); i += 8 {
+		v := w[i : i+8 : i+8]
+		for j := range 8 {
+			t[j] += v[j]
+		}
+	}
+	copy(s, t[:])
 }
 
 // kx2Asm is kx2LanesAVX2's input and output (offsets fixed in asm_amd64.s,
@@ -277,9 +295,12 @@ type kx2Asm struct {
 	nstep int32 // candidates 0..nstep
 	q2    int32 // 1: weights |x| and absolute errors (Q2_K)
 	// wgiven 1: the weights are the caller's, in w (transposed as xt), as
-	// make_qkx3_quants takes them; else computed as make_qkx2_quants' callers do
+	// make_qkx3_quants takes them; 2: w holds importance weights qw and
+	// becomes importance()'s qw·sqrt(sigma2 + v·v); 0: computed as
+	// make_qkx2_quants' callers do
 	wgiven int32
-	_      [2]uint32
+	sigma2 float32 // wgiven 2: w = qw·sqrt(sigma2 + v·v) from the qw in w
+	_      uint32
 	scale  [8]float32   // results: scale and -min per sub-block
 	min    [8]float32   //
 	lt     [256]int32   // the chosen levels, transposed as xt
@@ -341,18 +362,19 @@ func q2Fits16Asm(x []float32, L []uint8, scales, mins *[16]float32) {
 	}
 }
 
-// kx3GroupAsm is kx3GroupGeneric (make_qkx3_quants on 8 sub-blocks of n
-// values, n 16 or 32, with the caller's weights) with one sub-block per
-// lane: the same kernel as make_qkx2_quants', with the weights given and
-// the candidates' numerators rmin + rdelta·is + nmax of make_qkx3_quants
-// (rmin -0.9, rdelta 0.05, 36 steps, squared error).
-func kx3GroupAsm(x, w []float32, n int, nmax int32, L []uint8, scales, mins []float32) {
+// kx3GroupAsm is kx3GroupGeneric (importance weights and make_qkx3_quants
+// on 8 sub-blocks of n values, n 16 or 32) with one sub-block per lane: the
+// same kernel as make_qkx2_quants', with the weights computed from qw and
+// sigma2 and the candidates' numerators rmin + rdelta·is + nmax of
+// make_qkx3_quants (rmin -0.9, rdelta 0.05, 36 steps, squared error); the
+// weights' sums are added here, in importance()'s order.
+func kx3GroupAsm(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, scales, mins, sw []float32) {
 	var g kx2Asm
-	x, w, L, scales, mins = x[:8*n], w[:8*n], L[:8*n], scales[:8], mins[:8]
+	x, qw, L, scales, mins = x[:8*n], qw[:8*n], L[:8*n], scales[:8], mins[:8]
 	for i := range n {
 		for j := range 8 {
 			g.xt[8*i+j] = math.Float32bits(x[n*j+i])
-			g.w[8*i+j] = w[n*j+i]
+			g.w[8*i+j] = qw[n*j+i]
 		}
 	}
 	const nstep = 36
@@ -360,7 +382,8 @@ func kx3GroupAsm(x, w []float32, n int, nmax int32, L []uint8, scales, mins []fl
 	for is := 0; is <= nstep; is++ {
 		g.num[is] = math.Float32bits(float32(-0.9+float32(0.05*float32(is))) + fmax)
 	}
-	g.fmax, g.n, g.nmax, g.nstep, g.wgiven = math.Float32bits(fmax), int32(n), nmax, nstep, 1
+	g.fmax, g.n, g.nmax, g.nstep = math.Float32bits(fmax), int32(n), nmax, nstep
+	g.wgiven, g.sigma2 = 2, sigma2
 	kx2LanesAVX2(&g)
 	copy(scales, g.scale[:])
 	copy(mins, g.min[:])
@@ -369,4 +392,5 @@ func kx3GroupAsm(x, w []float32, n int, nmax int32, L []uint8, scales, mins []fl
 			L[n*j+i] = uint8(g.lt[8*i+j])
 		}
 	}
+	sumLanes(sw[:8], g.w[:8*n])
 }

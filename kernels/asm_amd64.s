@@ -525,7 +525,8 @@ axdone:
 // qxAsm's layout: xt at 0 (element i of sub-block j at 8i+j), w at 1024,
 // wv (w·v) at 2048, lt at 3072, num at 4096, scale at 4168, n 4200, lo
 // (-nmax) 4204, hi (nmax-1) 4208, -nmax as a float 4212, nmax 4216, wgiven
-// 4220.
+// 4220 (1: w is the caller's, wv computed; 2: w holds qw and becomes
+// qw·sqrt(sigma2 + v·v)), sigma2 4224.
 DATA qxc<>+0x00(SB)/4, $0x4b400000 // 12582912.0
 DATA qxc<>+0x04(SB)/4, $0x007fffff
 DATA qxc<>+0x08(SB)/4, $0x00400000
@@ -546,6 +547,7 @@ TEXT ·qxLanesAVX2(SB), NOSPLIT, $32-8
 	MOVLQSX      4200(DI), R8
 	SHLQ         $5, R8        // n·32 bytes
 	MOVL         4220(DI), R11 // wgiven
+	VBROADCASTSS 4224(DI), Y8  // sigma2 (wgiven 2)
 	VPBROADCASTD qxc<>+0x14(SB), Y10
 	// maxv: the first value of largest |x| (strict >, from +0), amax its
 	// |x|; w and wv per element.
@@ -564,7 +566,20 @@ qxmax:
 	VMOVUPS   Y3, 1024(DI)(AX*1)
 	VMULPS    Y2, Y3, Y3
 	VMOVUPS   Y3, 2048(DI)(AX*1)
+	JMP       qxmaxn
 qxmaxw:
+	VMOVUPS   1024(DI)(AX*1), Y3 // the caller's weights, or qw (wgiven 2)
+	CMPL      R11, $2
+	JNE       qxmaxg
+	VMULPS    Y2, Y2, Y5 // qw·sqrt(sigma2 + v·v), as importance()
+	VADDPS    Y5, Y8, Y5
+	VSQRTPS   Y5, Y5
+	VMULPS    Y5, Y3, Y3
+	VMOVUPS   Y3, 1024(DI)(AX*1)
+qxmaxg:
+	VMULPS    Y2, Y3, Y3 // w·v
+	VMOVUPS   Y3, 2048(DI)(AX*1)
+qxmaxn:
 	ADDQ      $32, AX
 	CMPQ      AX, R8
 	JNE       qxmax
@@ -669,7 +684,9 @@ qxlev:
 // (an accepted one changes the min the later ones use). Weights are the
 // RMS plus |x| with squared errors, or |x| with absolute errors (q2).
 // kx2Asm's layout: xt at 0, num at 1024, fmax 1280, n 1284, nmax 1288,
-// nstep 1292, q2 1296, scale 1312, min 1344, lt 1376, w 2400, fl 3424.
+// nstep 1292, q2 1296, wgiven 1300 (1: w is the caller's; 2: w holds the
+// importance qw and becomes qw·sqrt(sigma2 + v·v)), sigma2 1304, scale 1312,
+// min 1344, lt 1376, w 2400, fl 3424.
 // Locals: flat at 0(SP), minv0 32, scale 64, bestNum 96, bestMin 128.
 DATA kxc<>+0x00(SB)/4, $0x4b400000 // 12582912.0
 DATA kxc<>+0x04(SB)/4, $0x007fffff
@@ -710,8 +727,10 @@ TEXT ·kx2LanesAVX2(SB), NOSPLIT, $160-8
 	VPBROADCASTD 1288(DI), Y12 // nmax
 	VPBROADCASTD kxc<>+0x0c(SB), Y11
 	// Weights: w = avX + |v| with avX = sqrt(sum v·v / n), or |v| (q2).
-	// wgiven: the caller's weights are in w already (make_qkx3_quants).
+	// wgiven 1: the caller's weights are in w already (make_qkx3_quants).
 	VXORPS Y0, Y0, Y0
+	CMPL   R11, $2
+	JEQ    kximp0
 	TESTL  R11, R11
 	JNZ    kxmm0
 	TESTL  R9, R9
@@ -738,6 +757,22 @@ kxwl:
 	ADDQ    $32, AX
 	CMPQ    AX, R8
 	JNE     kxwl
+	JMP     kxmm0
+	// wgiven 2: w holds the importance qw; w = qw·sqrt(sigma2 + v·v), as
+	// importance() (VSQRTPS rounds correctly, as sqrtf).
+kximp0:
+	VBROADCASTSS 1304(DI), Y0 // sigma2
+	XORQ    AX, AX
+kximp:
+	VMOVUPS (DI)(AX*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VADDPS  Y1, Y0, Y1
+	VSQRTPS Y1, Y1
+	VMULPS  2400(DI)(AX*1), Y1, Y1
+	VMOVUPS Y1, 2400(DI)(AX*1)
+	ADDQ    $32, AX
+	CMPQ    AX, R8
+	JNE     kximp
 kxmm0:
 	// min, max (strict comparisons from v0), sumW, sumX
 	VMOVUPS (DI), Y9        // minv

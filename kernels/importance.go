@@ -227,78 +227,88 @@ func makeQKX3Quants(nmax int32, x, weights []float32, L, Laux []uint8) (scale, t
 }
 
 // kx3Group is kx3GroupGeneric, or its assembly where weightedAsm says so.
-func kx3Group(x, w []float32, n int, nmax int32, L []uint8, scales, mins []float32) {
+func kx3Group(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, scales, mins, sw []float32) {
 	if weightedAsm {
-		kx3GroupAsm(x, w, n, nmax, L, scales, mins)
+		kx3GroupAsm(x, qw, sigma2, n, nmax, L, scales, mins, sw)
 		return
 	}
-	kx3GroupGeneric(x, w, n, nmax, L, scales, mins)
+	kx3GroupGeneric(x, qw, sigma2, n, nmax, L, scales, mins, sw)
 }
 
 // qxwGroup is qxwGroupGeneric, or its assembly where weightedAsm says so.
-func qxwGroup(x, w []float32, n int, nmax int32, L []int8, scales []float32) {
+func qxwGroup(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L []int8, scales, sw []float32) {
 	if weightedAsm {
-		qxwGroupAsm(x, w, n, nmax, L, scales)
+		qxwGroupAsm(x, qw, sigma2, imp, n, nmax, L, scales, sw)
 		return
 	}
-	qxwGroupGeneric(x, w, n, nmax, L, scales)
+	qxwGroupGeneric(x, qw, sigma2, imp, n, nmax, L, scales, sw)
 }
 
-// kx3GroupGeneric runs makeQKX3Quants on 8 sub-blocks of n values (n 16 or
-// 32): sub-block j is x[n·j:n·j+n] with weights w[n·j:], its levels go to
-// L[n·j:], its scale and -min to scales[j] and mins[j]. kx3GroupAsm
-// (amd64) has the same results.
-func kx3GroupGeneric(x, w []float32, n int, nmax int32, L []uint8, scales, mins []float32) {
+// kx3GroupGeneric weights and fits 8 sub-blocks of n values (n 16 or 32):
+// sub-block j is x[n·j:n·j+n] with importance qw[n·j:] (weights by
+// importance with sigma2, their sum to sw[j]), fitted by makeQKX3Quants:
+// its levels go to L[n·j:], its scale and -min to scales[j] and mins[j].
+// kx3GroupAsm (amd64) has the same results.
+func kx3GroupGeneric(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, scales, mins, sw []float32) {
+	var w [32]float32
 	var Laux [32]uint8
 	for j := range 8 {
 		o := n * j
-		scales[j], mins[j] = makeQKX3Quants(nmax, x[o:o+n], w[o:o+n], L[o:o+n], Laux[:n])
+		sw[j] = importance(w[:n], x[o:o+n], qw[o:o+n], sigma2)
+		scales[j], mins[j] = makeQKX3Quants(nmax, x[o:o+n], w[:n], L[o:o+n], Laux[:n])
 	}
 }
 
-// qxwGroupGeneric runs makeQXQuantsW on 8 sub-blocks of n values (n 16 or
-// 32), laid out as kx3GroupGeneric's; qxwGroupAsm (amd64) has the same
-// results.
-func qxwGroupGeneric(x, w []float32, n int, nmax int32, L []int8, scales []float32) {
+// qxwGroupGeneric is kx3GroupGeneric for makeQXQuantsW: with imp the
+// weights are importance's (sums to sw unless it is nil), else qw itself
+// (Q6_K). qxwGroupAsm (amd64) has the same results.
+func qxwGroupGeneric(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L []int8, scales, sw []float32) {
+	var w [32]float32
 	for j := range 8 {
 		o := n * j
-		scales[j] = makeQXQuantsW(nmax, x[o:o+n], L[o:o+n], w[o:o+n])
+		wj := qw[o : o+n]
+		if imp {
+			s := importance(w[:n], x[o:o+n], wj, sigma2)
+			if sw != nil {
+				sw[j] = s
+			}
+			wj = w[:n]
+		}
+		scales[j] = makeQXQuantsW(nmax, x[o:o+n], L[o:o+n], wj)
 	}
 }
 
-// qxBlocks is kx3Blocks for Q4_0 and Q5_0 (makeQXQuantsW).
+// qxBlocks fits the blocks of 32 values of x (Q4_0, Q5_0; at most 8) into
+// L and scales: all 8 at once by qxwGroup.
 func qxBlocks(x, qw []float32, sigma2 float32, nmax int32, L *[qkK]int8, scales *[8]float32) {
-	var w [qkK]float32
 	nb := len(x) / qk
-	for ib := range nb {
-		importance(w[qk*ib:qk*ib+qk], x[qk*ib:qk*ib+qk], qw[qk*ib:], sigma2)
-	}
 	if nb == 8 {
-		qxwGroup(x, w[:], qk, nmax, L[:], scales[:])
+		qxwGroup(x, qw, sigma2, true, qk, nmax, L[:], scales[:], nil)
 		return
 	}
+	var w [qk]float32
 	for ib := range nb {
 		o := qk * ib
-		scales[ib] = makeQXQuantsW(nmax, x[o:o+qk], L[o:o+qk], w[o:o+qk])
+		importance(w[:], x[o:o+qk], qw[o:], sigma2)
+		scales[ib] = makeQXQuantsW(nmax, x[o:o+qk], L[o:o+qk], w[:])
 	}
 }
 
 // kx3Blocks fits the blocks of 32 values of x (Q4_1, Q5_1; at most 8)
 // into L, scales and mins: all 8 at once by kx3Group.
 func kx3Blocks(x, qw []float32, sigma2 float32, nmax int32, L *[qkK]uint8, scales, mins *[8]float32) {
-	var w [qkK]float32
 	nb := len(x) / qk
-	for ib := range nb {
-		importance(w[qk*ib:qk*ib+qk], x[qk*ib:qk*ib+qk], qw[qk*ib:], sigma2)
-	}
 	if nb == 8 {
-		kx3Group(x, w[:], qk, nmax, L[:], scales[:], mins[:])
+		var sw [8]float32
+		kx3Group(x, qw, sigma2, qk, nmax, L[:], scales[:], mins[:], sw[:])
 		return
 	}
+	var w [qk]float32
 	var Laux [qk]uint8
 	for ib := range nb {
 		o := qk * ib
-		scales[ib], mins[ib] = makeQKX3Quants(nmax, x[o:o+qk], w[o:o+qk], L[o:o+qk], Laux[:])
+		importance(w[:], x[o:o+qk], qw[o:], sigma2)
+		scales[ib], mins[ib] = makeQKX3Quants(nmax, x[o:o+qk], w[:], L[o:o+qk], Laux[:])
 	}
 }
 
@@ -389,17 +399,13 @@ func quantRowQ5_1W(y []byte, x, qw []float32) {
 
 func quantRowQ2_KW(y []byte, x, qw []float32) {
 	var L [qkK]uint8
-	var w [qkK]float32
 	var scales, mins, sw [16]float32
 	var Ls, Lm [16]uint8
 	for i := 0; i < len(x)/qkK; i++ {
 		xb, b, q := x[qkK*i:qkK*i+qkK], y[84*i:84*i+84], qw[qkK*i:]
 		sigma2 := sumSquares(xb) / qkK
-		for j := range 16 {
-			sw[j] = importance(w[16*j:16*j+16], xb[16*j:16*j+16], q[16*j:], sigma2)
-		}
-		kx3Group(xb[:128], w[:128], 16, 3, L[:128], scales[:8], mins[:8])
-		kx3Group(xb[128:], w[128:], 16, 3, L[128:], scales[8:], mins[8:])
+		kx3Group(xb[:128], q[:128], sigma2, 16, 3, L[:128], scales[:8], mins[:8], sw[:8])
+		kx3Group(xb[128:], q[128:256], sigma2, 16, 3, L[128:], scales[8:], mins[8:], sw[8:])
 		dm := makeQPQuants(15, scales[:], Ls[:], sw[:])
 		mm := makeQPQuants(15, mins[:], Lm[:], sw[:])
 		putF16(b[80:], dm)
@@ -427,17 +433,13 @@ func quantRowQ2_KW(y []byte, x, qw []float32) {
 func quantRowQ3_KW(y []byte, x, qw []float32) {
 	dj, lt := new([16]float32), new([qkK]int32)
 	var L [qkK]int8
-	var w [qkK]float32
 	var scales, sw [16]float32
 	var Ls [16]int8
 	for i := 0; i < len(x)/qkK; i++ {
 		xb, b, q := x[qkK*i:qkK*i+qkK], y[110*i:110*i+110], qw[qkK*i:]
 		sigma2 := float32(2*sumSquares(xb)) / qkK
-		for j := range 16 {
-			sw[j] = importance(w[16*j:16*j+16], xb[16*j:16*j+16], q[16*j:], sigma2)
-		}
-		qxwGroup(xb[:128], w[:128], 16, 4, L[:128], scales[:8])
-		qxwGroup(xb[128:], w[128:], 16, 4, L[128:], scales[8:])
+		qxwGroup(xb[:128], q[:128], sigma2, true, 16, 4, L[:128], scales[:8], sw[:8])
+		qxwGroup(xb[128:], q[128:256], sigma2, true, 16, 4, L[128:], scales[8:], sw[8:])
 		sc := b[96:108]
 		clear(sc)
 		dBlock := makeQXQuantsW(32, scales[:], Ls[:], sw[:])
@@ -477,14 +479,10 @@ func quantRowQ3_KW(y []byte, x, qw []float32) {
 // (clamped to 63 for Q5_K only, as ggml does), d and dmin, then the final levels
 // against the stored scales.
 func quantKX3(b []byte, x, qw []float32, L []uint8, nmax int32, clamp63 bool) {
-	var w [qkK]float32
 	var scales, mins, sw [8]float32
 	var Ls, Lm [8]uint8
 	sigma2 := float32(2*sumSquares(x)) / qkK
-	for j := range 8 {
-		sw[j] = importance(w[32*j:32*j+32], x[32*j:32*j+32], qw[32*j:], sigma2)
-	}
-	kx3Group(x, w[:], 32, nmax, L, scales[:], mins[:])
+	kx3Group(x, qw[:qkK], sigma2, 32, nmax, L, scales[:], mins[:], sw[:])
 	dBlock := makeQPQuants(63, scales[:], Ls[:], sw[:])
 	mBlock := makeQPQuants(63, mins[:], Lm[:], sw[:])
 	sc := b[4:16]
@@ -567,8 +565,8 @@ func quantRowQ6_KW(y []byte, x, qw []float32) {
 	i := 0
 	fits := func(xb []float32, L []int8, scales *[16]float32) {
 		q := qw[qkK*i:]
-		qxwGroup(xb[:128], q[:128], 16, 32, L[:128], scales[:8])
-		qxwGroup(xb[128:], q[128:256], 16, 32, L[128:], scales[8:])
+		qxwGroup(xb[:128], q[:128], 0, false, 16, 32, L[:128], scales[:8], nil)
+		qxwGroup(xb[128:], q[128:256], 0, false, 16, 32, L[128:], scales[8:], nil)
 		i++
 	}
 	quantQ6_KWith(y, x, fits, nil)

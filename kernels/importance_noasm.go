@@ -5,10 +5,10 @@ package kernels
 // Without the amd64 assembly the weighted searches are the reference's
 // (weightedAsm stays false); these keep kx3Group and qxwGroup compiling.
 
-func kx3GroupAsm(x, w []float32, n int, nmax int32, L []uint8, scales, mins []float32) {
-	kx3GroupGeneric(x, w, n, nmax, L, scales, mins)
+func kx3GroupAsm(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, scales, mins, sw []float32) {
+	kx3GroupGeneric(x, qw, sigma2, n, nmax, L, scales, mins, sw)
 }
 
-func qxwGroupAsm(x, w []float32, n int, nmax int32, L []int8, scales []float32) {
-	qxwGroupGeneric(x, w, n, nmax, L, scales)
+func qxwGroupAsm(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L []int8, scales, sw []float32) {
+	qxwGroupGeneric(x, qw, sigma2, imp, n, nmax, L, scales, sw)
 }

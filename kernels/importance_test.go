@@ -194,25 +194,37 @@ func TestWeightedFastMatchesReference(t *testing.T) {
 	}
 }
 
+// groupSigma2 is σ² for a group at o in the tests below: as the K-quants
+// have it, or 0 (every other group).
+func groupSigma2(x []float32, o, n int) float32 {
+	if o/(8*n)%2 == 1 {
+		return 0
+	}
+	return float32(2*sumSquares(x[o:o+8*n])) / float32(8*n)
+}
+
 // TestKX3GroupMatchesReference compares kx3Group with kx3GroupGeneric
-// directly on sub-blocks of 16 and 32 (every output: levels, scales, mins).
+// directly on sub-blocks of 16 and 32 (every output: levels, scales, mins
+// and the weights' sums).
 func TestKX3GroupMatchesReference(t *testing.T) {
 	if !weightedAsm {
 		t.Skip("no fast path for the weighted quantizers on this build")
 	}
 	r := rand.New(rand.NewPCG(3, 16))
 	x := kquantBlocks(r, 200)
+	clear(x[:qkK])
 	for _, n := range []int{16, 32} {
 		for wk, w := range weightKinds(r, len(x)) {
 			for o := 0; o+8*n <= len(x); o += 8 * n {
+				sigma2 := groupSigma2(x, o, n)
 				for _, nmax := range []int32{3, 15, 31} {
 					var La, Lb [256]uint8
-					var sa, ma, sb, mb [8]float32
-					kx3Group(x[o:], w[o:], n, nmax, La[:], sa[:], ma[:])
-					kx3GroupGeneric(x[o:], w[o:], n, nmax, Lb[:], sb[:], mb[:])
+					var sa, ma, wa, sb, mb, wb [8]float32
+					kx3Group(x[o:], w[o:], sigma2, n, nmax, La[:], sa[:], ma[:], wa[:])
+					kx3GroupGeneric(x[o:], w[o:], sigma2, n, nmax, Lb[:], sb[:], mb[:], wb[:])
 					for j := range 8 {
-						if math.Float32bits(sa[j]) != math.Float32bits(sb[j]) || math.Float32bits(ma[j]) != math.Float32bits(mb[j]) {
-							t.Fatalf("n %d nmax %d %s weights at %d, sub-block %d: scale/min %v/%v, reference %v/%v", n, nmax, wk, o, j, sa[j], ma[j], sb[j], mb[j])
+						if math.Float32bits(sa[j]) != math.Float32bits(sb[j]) || math.Float32bits(ma[j]) != math.Float32bits(mb[j]) || math.Float32bits(wa[j]) != math.Float32bits(wb[j]) {
+							t.Fatalf("n %d nmax %d %s weights at %d, sub-block %d: scale/min/sum %v/%v/%v, reference %v/%v/%v", n, nmax, wk, o, j, sa[j], ma[j], wa[j], sb[j], mb[j], wb[j])
 						}
 					}
 					if La != Lb {
@@ -224,9 +236,10 @@ func TestKX3GroupMatchesReference(t *testing.T) {
 	}
 }
 
-// TestQXWGroupMatchesReference compares qxwGroup with qxwGroupGeneric directly
-// (makeQXQuantsW: levels and scales) for every nmax the weighted quantizers
-// use, on sub-blocks of 16 and 32.
+// TestQXWGroupMatchesReference compares qxwGroup with qxwGroupGeneric
+// directly (makeQXQuantsW with importance weights or the weights as given:
+// levels, scales, sums) for every nmax the weighted quantizers use, on
+// sub-blocks of 16 and 32.
 func TestQXWGroupMatchesReference(t *testing.T) {
 	if !weightedAsm {
 		t.Skip("no fast path for the weighted quantizers on this build")
@@ -237,18 +250,21 @@ func TestQXWGroupMatchesReference(t *testing.T) {
 	for _, n := range []int{16, 32} {
 		for wk, w := range weightKinds(r, len(x)) {
 			for o := 0; o+8*n <= len(x); o += 8 * n {
+				sigma2 := groupSigma2(x, o, n)
 				for _, nmax := range []int32{4, 8, 16, 32} {
-					var La, Lb [256]int8
-					var sa, sb [8]float32
-					qxwGroup(x[o:], w[o:], n, nmax, La[:], sa[:])
-					qxwGroupGeneric(x[o:], w[o:], n, nmax, Lb[:], sb[:])
-					for j := range 8 {
-						if math.Float32bits(sa[j]) != math.Float32bits(sb[j]) {
-							t.Fatalf("n %d nmax %d %s weights at %d, sub-block %d: scale %v, reference %v", n, nmax, wk, o, j, sa[j], sb[j])
+					for _, imp := range []bool{true, false} {
+						var La, Lb [256]int8
+						var sa, wa, sb, wb [8]float32
+						qxwGroup(x[o:], w[o:], sigma2, imp, n, nmax, La[:], sa[:], wa[:])
+						qxwGroupGeneric(x[o:], w[o:], sigma2, imp, n, nmax, Lb[:], sb[:], wb[:])
+						for j := range 8 {
+							if math.Float32bits(sa[j]) != math.Float32bits(sb[j]) || math.Float32bits(wa[j]) != math.Float32bits(wb[j]) {
+								t.Fatalf("n %d nmax %d imp %v %s weights at %d, sub-block %d: scale/sum %v/%v, reference %v/%v", n, nmax, imp, wk, o, j, sa[j], wa[j], sb[j], wb[j])
+							}
 						}
-					}
-					if La != Lb {
-						t.Fatalf("n %d nmax %d %s weights at %d: levels %v, reference %v", n, nmax, wk, o, La[:8*n], Lb[:8*n])
+						if La != Lb {
+							t.Fatalf("n %d nmax %d imp %v %s weights at %d: levels %v, reference %v", n, nmax, imp, wk, o, La[:8*n], Lb[:8*n])
+						}
 					}
 				}
 			}
