@@ -202,8 +202,9 @@ type qxAsm struct {
 	lo, hi int32        // the levels' clamp: -nmax, nmax-1
 	fnum0  uint32       // the first fit's numerator -nmax, as bits
 	nmax   int32
-	wgiven int32   // 1: w is the caller's (makeQXQuantsW), 2: w holds qw and becomes qw·sqrt(sigma2 + v·v); else v·v
-	sigma2 float32 // for wgiven 2
+	wgiven int32      // 1: w is the caller's (makeQXQuantsW), 2: w holds qw and becomes qw·sqrt(sigma2 + v·v); else v·v
+	sigma2 float32    // for wgiven 2
+	sw     [8]float32 // wgiven 2: the weights' sums, in order
 }
 
 // setQX fills g's parameters for make_qx_quants with nmax on sub-blocks of n.
@@ -243,17 +244,13 @@ func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
 }
 
 // qxwGroupAsm is qxwGroupGeneric with one sub-block per lane; the
-// weights (importance's with imp) are computed in the kernel, their sums
-// here, in importance()'s order.
+// weights (importance's with imp) and their sums (in importance()'s order:
+// from 0, one element after the other, in each lane) are computed in the
+// kernel.
 func qxwGroupAsm(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L []int8, scales, sw []float32) {
 	var g qxAsm
 	x, qw, L, scales = x[:8*n], qw[:8*n], L[:8*n], scales[:8]
-	for i := range n {
-		for j := range 8 {
-			g.xt[8*i+j] = math.Float32bits(x[n*j+i])
-			g.w[8*i+j] = qw[n*j+i]
-		}
-	}
+	toLanes(&g.xt, &g.w, x, qw, n)
 	g.setQX(n, nmax)
 	g.wgiven = 1
 	if imp {
@@ -267,21 +264,23 @@ func qxwGroupAsm(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L
 		}
 	}
 	if imp && sw != nil {
-		sumLanes(sw[:8], g.w[:8*n])
+		copy(sw[:8], g.sw[:])
 	}
 }
 
-// sumLanes adds up each lane j of the transposed w (w[8i+j]) in order of i
-// into s[j], as importance() sums a sub-block's weights.
-func sumLanes(s []float32, w []float32) {
-	var t [8]float32
-	for i := 0; i+8 <= len(w); i += 8 {
-		v := w[i : i+8 : i+8]
-		for j := range 8 {
-			t[j] += v[j]
+// toLanes transposes 8 sub-blocks of n values of x and w (sub-block j at
+// n·j) into xt (as bits) and wt: element i of sub-block j at 8i+j.
+func toLanes(xt *[256]uint32, wt *[256]float32, x, w []float32, n int) {
+	for j := range 8 {
+		xs := x[n*j : n*j+n]
+		ws := w[n*j : n*j+n]
+		ws = ws[:len(xs)]
+		for i, v := range xs {
+			k := (8*i + j) & 255
+			xt[k] = math.Float32bits(v)
+			wt[k] = ws[i]
 		}
 	}
-	copy(s, t[:])
 }
 
 // kx2Asm is kx2LanesAVX2's input and output (offsets fixed in asm_amd64.s,
@@ -305,6 +304,7 @@ type kx2Asm struct {
 	min    [8]float32   //
 	lt     [256]int32   // the chosen levels, transposed as xt
 	w, fl  [256]float32 // scratch: weights and the current candidate's levels
+	sw     [8]float32   // wgiven 2: the weights' sums, in order
 }
 
 // kx2BlockAsm is kx2Fits (make_qkx2_quants on the 8 sub-blocks of 32 of a
@@ -367,16 +367,11 @@ func q2Fits16Asm(x []float32, L []uint8, scales, mins *[16]float32) {
 // same kernel as make_qkx2_quants', with the weights computed from qw and
 // sigma2 and the candidates' numerators rmin + rdelta·is + nmax of
 // make_qkx3_quants (rmin -0.9, rdelta 0.05, 36 steps, squared error); the
-// weights' sums are added here, in importance()'s order.
+// kernel also adds up the weights in importance()'s order.
 func kx3GroupAsm(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, scales, mins, sw []float32) {
 	var g kx2Asm
 	x, qw, L, scales, mins = x[:8*n], qw[:8*n], L[:8*n], scales[:8], mins[:8]
-	for i := range n {
-		for j := range 8 {
-			g.xt[8*i+j] = math.Float32bits(x[n*j+i])
-			g.w[8*i+j] = qw[n*j+i]
-		}
-	}
+	toLanes(&g.xt, &g.w, x, qw, n)
 	const nstep = 36
 	fmax := float32(nmax)
 	for is := 0; is <= nstep; is++ {
@@ -392,5 +387,5 @@ func kx3GroupAsm(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, 
 			L[n*j+i] = uint8(g.lt[8*i+j])
 		}
 	}
-	sumLanes(sw[:8], g.w[:8*n])
+	copy(sw[:8], g.sw[:])
 }

@@ -526,7 +526,7 @@ axdone:
 // wv (w·v) at 2048, lt at 3072, num at 4096, scale at 4168, n 4200, lo
 // (-nmax) 4204, hi (nmax-1) 4208, -nmax as a float 4212, nmax 4216, wgiven
 // 4220 (1: w is the caller's, wv computed; 2: w holds qw and becomes
-// qw·sqrt(sigma2 + v·v)), sigma2 4224.
+// qw·sqrt(sigma2 + v·v), their sums to sw), sigma2 4224, sw 4228.
 DATA qxc<>+0x00(SB)/4, $0x4b400000 // 12582912.0
 DATA qxc<>+0x04(SB)/4, $0x007fffff
 DATA qxc<>+0x08(SB)/4, $0x00400000
@@ -553,6 +553,7 @@ TEXT ·qxLanesAVX2(SB), NOSPLIT, $32-8
 	// |x|; w and wv per element.
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
+	VXORPS Y7, Y7, Y7
 	XORQ   AX, AX
 qxmax:
 	VMOVUPS   (DI)(AX*1), Y2
@@ -576,6 +577,7 @@ qxmaxw:
 	VSQRTPS   Y5, Y5
 	VMULPS    Y5, Y3, Y3
 	VMOVUPS   Y3, 1024(DI)(AX*1)
+	VADDPS    Y3, Y7, Y7 // the weights' sums, from 0 in order
 qxmaxg:
 	VMULPS    Y2, Y3, Y3 // w·v
 	VMOVUPS   Y3, 2048(DI)(AX*1)
@@ -583,6 +585,7 @@ qxmaxn:
 	ADDQ      $32, AX
 	CMPQ      AX, R8
 	JNE       qxmax
+	VMOVUPS   Y7, 4228(DI) // sw (wgiven 2; else 0)
 	VBROADCASTSS qxc<>+0x1c(SB), Y3
 	VCMPPS    $0x11, Y3, Y0, Y3 // amax < eps (ordered): flat
 	VMOVUPS   Y3, 0(SP)
@@ -685,8 +688,8 @@ qxlev:
 // RMS plus |x| with squared errors, or |x| with absolute errors (q2).
 // kx2Asm's layout: xt at 0, num at 1024, fmax 1280, n 1284, nmax 1288,
 // nstep 1292, q2 1296, wgiven 1300 (1: w is the caller's; 2: w holds the
-// importance qw and becomes qw·sqrt(sigma2 + v·v)), sigma2 1304, scale 1312,
-// min 1344, lt 1376, w 2400, fl 3424.
+// importance qw and becomes qw·sqrt(sigma2 + v·v), their sums to sw), sigma2
+// 1304, scale 1312, min 1344, lt 1376, w 2400, fl 3424, sw 4448.
 // Locals: flat at 0(SP), minv0 32, scale 64, bestNum 96, bestMin 128.
 DATA kxc<>+0x00(SB)/4, $0x4b400000 // 12582912.0
 DATA kxc<>+0x04(SB)/4, $0x007fffff
@@ -762,6 +765,7 @@ kxwl:
 	// importance() (VSQRTPS rounds correctly, as sqrtf).
 kximp0:
 	VBROADCASTSS 1304(DI), Y0 // sigma2
+	VXORPS  Y2, Y2, Y2        // the weights' sums, from 0 in order
 	XORQ    AX, AX
 kximp:
 	VMOVUPS (DI)(AX*1), Y1
@@ -770,9 +774,11 @@ kximp:
 	VSQRTPS Y1, Y1
 	VMULPS  2400(DI)(AX*1), Y1, Y1
 	VMOVUPS Y1, 2400(DI)(AX*1)
+	VADDPS  Y1, Y2, Y2
 	ADDQ    $32, AX
 	CMPQ    AX, R8
 	JNE     kximp
+	VMOVUPS Y2, 4448(DI) // sw
 kxmm0:
 	// min, max (strict comparisons from v0), sumW, sumX
 	VMOVUPS (DI), Y9        // minv
