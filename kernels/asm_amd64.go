@@ -119,6 +119,9 @@ func kx2LanesAVX2(grp *kx2Asm)
 func qxLanesAVX2(grp *qxAsm)
 
 //go:noescape
+func levelsAVX2(dst *int32, x *float32, n int, d, dm float32, nmax int32)
+
+//go:noescape
 func dotAVX2Asm(a, b *float32, n int, s *[8]float32)
 
 //go:noescape
@@ -388,4 +391,16 @@ func kx3GroupAsm(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, 
 		}
 	}
 	copy(sw[:8], g.sw[:])
+}
+
+// levelsAsm is levelsAt's loop, 8 values to a vector (len(x) 16 or 32):
+// the same float32 add and divide, nearest_int by the same bits.
+func levelsAsm(L []uint8, x []float32, d, dm float32, nmax int32) {
+	var t [32]int32
+	n := len(x)
+	levelsAVX2(&t[0], &x[0], n, d, dm, nmax)
+	L = L[:n]
+	for i := range L {
+		L[i] = uint8(t[i&31])
+	}
 }

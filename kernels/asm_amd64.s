@@ -937,3 +937,38 @@ kxlev:
 	JNE       kxlev
 	VZEROUPPER
 	RET
+
+// func levelsAVX2(dst *int32, x *float32, n int, d, dm float32, nmax int32)
+// dst[i] = clamp(nearest_int((x[i] + dm) / d), 0, nmax) for n values (a
+// multiple of 8), as the K-quants' last loop: VADDPS and VDIVPS round as
+// the reference's float32 add and divide, nearest_int is its trick on the
+// bits.
+TEXT ·levelsAVX2(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS d+24(FP), Y0
+	VBROADCASTSS dm+28(FP), Y1
+	MOVL         nmax+32(FP), AX
+	VMOVD        AX, X2
+	VPBROADCASTD X2, Y2
+	VPBROADCASTD kxc<>+0x00(SB), Y3
+	VPBROADCASTD kxc<>+0x04(SB), Y4
+	VPBROADCASTD kxc<>+0x08(SB), Y5
+	VPXOR        Y6, Y6, Y6
+lvl:
+	VMOVUPS (SI), Y7
+	VADDPS  Y1, Y7, Y7
+	VDIVPS  Y0, Y7, Y7
+	VADDPS  Y3, Y7, Y7
+	VPAND   Y4, Y7, Y7
+	VPSUBD  Y5, Y7, Y7
+	VPMAXSD Y6, Y7, Y7
+	VPMINSD Y2, Y7, Y7
+	VMOVDQU Y7, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     lvl
+	VZEROUPPER
+	RET

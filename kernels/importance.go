@@ -244,6 +244,20 @@ func qxwGroup(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L []
 	qxwGroupGeneric(x, qw, sigma2, imp, n, nmax, L, scales, sw)
 }
 
+// levelsAt sets L to the levels of x at the stored scale d and min dm,
+// clamp(nearest_int((x + dm)/d), 0, nmax), as ggml's K-quants do last; by
+// levelsAsm (len(x) a multiple of 8) where weightedAsm says so.
+func levelsAt(L []uint8, x []float32, d, dm float32, nmax int32) {
+	if weightedAsm {
+		levelsAsm(L, x, d, dm, nmax)
+		return
+	}
+	for i, v := range x {
+		l := nearestInt((v + dm) / d)
+		L[i] = uint8(max(0, min(nmax, l)))
+	}
+}
+
 // kx3GroupGeneric weights and fits 8 sub-blocks of n values (n 16 or 32):
 // sub-block j is x[n·j:n·j+n] with importance qw[n·j:] (weights by
 // importance with sigma2, their sum to sw[j]), fitted by makeQKX3Quants:
@@ -421,10 +435,7 @@ func quantRowQ2_KW(y []byte, x, qw []float32) {
 				continue
 			}
 			m := float32(mm * float32(sc[j]>>4))
-			for ii := range 16 {
-				l := nearestInt((xb[16*j+ii] + m) / d)
-				L[16*j+ii] = uint8(max(0, min(3, l)))
-			}
+			levelsAt(L[16*j:16*j+16], xb[16*j:16*j+16], d, m, 3)
 		}
 		packCrumbs(b[16:80], L[:])
 	}
@@ -510,10 +521,7 @@ func quantKX3(b []byte, x, qw []float32, L []uint8, nmax int32, clamp63 bool) {
 			continue
 		}
 		dm := float32(mAll * float32(m))
-		for ii := range 32 {
-			l := nearestInt((x[32*j+ii] + dm) / d)
-			L[32*j+ii] = uint8(max(0, min(nmax, l)))
-		}
+		levelsAt(L[32*j:32*j+32], x[32*j:32*j+32], d, dm, nmax)
 	}
 }
 

@@ -271,3 +271,37 @@ func TestQXWGroupMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestLevelsAtMatchesReference compares levelsAt's assembly with its Go loop
+// on kquantBlocks' values at scales from their own range, tiny ones (the
+// quotient overflows) and exact halves (ties of nearest_int).
+func TestLevelsAtMatchesReference(t *testing.T) {
+	if !weightedAsm {
+		t.Skip("no fast path for the weighted quantizers on this build")
+	}
+	r := rand.New(rand.NewPCG(5, 16))
+	x := kquantBlocks(r, 64)
+	for i := range 32 {
+		x[i] = float32(i) / 2 // ties at d 1, dm 0
+	}
+	for o := 0; o+32 <= len(x); o += 32 {
+		_, amax := signedMax(x[o : o+32])
+		for _, c := range []struct{ d, dm float32 }{{1, 0}, {amax / 15, amax / 3}, {amax / 3, 0}, {1e-38, amax}, {float32(r.ExpFloat64()), float32(r.NormFloat64())}} {
+			if c.d == 0 {
+				continue
+			}
+			for _, n := range []int{16, 32} {
+				for _, nmax := range []int32{3, 15, 31} {
+					var a, b [32]uint8
+					levelsAt(a[:n], x[o:o+n], c.d, c.dm, nmax)
+					weightedAsm = false
+					levelsAt(b[:n], x[o:o+n], c.d, c.dm, nmax)
+					weightedAsm = true
+					if a != b {
+						t.Fatalf("at %d, d %v dm %v n %d nmax %d: %v, reference %v", o, c.d, c.dm, n, nmax, a[:n], b[:n])
+					}
+				}
+			}
+		}
+	}
+}
