@@ -516,39 +516,44 @@ axdone:
 	RET
 
 // func qxLanesAVX2(grp *qxAsm)
-// make_qx_quants with nmax 32 (Q6_K's sub-block fit) on 8 sub-blocks of
-// 16, one per lane, as qxLanes8 in kquants_lanes_amd64.go and the
-// reference makeQXQuants: every lane tries the 19 scales in order and keeps
-// the best by the reference's comparisons. nearest_int is the reference's
-// trick on the bits (x + 1.5·2^23, low 23 bits, minus 2^22). qxAsm's
-// layout: xt at 0 (element i of sub-block j at 8i+j), num at 512, scale at
-// 584, lt at 616, scratch w (v·v) at 1128 and wv ((v·v)·v) at 1640.
+// make_qx_quants on 8 sub-blocks of n (16 or 32), one per lane, as qxLanes8
+// in kquants_lanes_amd64.go and the reference makeQXQuants (nmax 32,
+// Q6_K's sub-block fit; weights v·v) or makeQXQuantsW (any nmax; the
+// caller's weights, wgiven): every lane tries the 19 scales in order and
+// keeps the best by the reference's comparisons. nearest_int is the
+// reference's trick on the bits (x + 1.5·2^23, low 23 bits, minus 2^22).
+// qxAsm's layout: xt at 0 (element i of sub-block j at 8i+j), w at 1024,
+// wv (w·v) at 2048, lt at 3072, num at 4096, scale at 4168, n 4200, lo
+// (-nmax) 4204, hi (nmax-1) 4208, -nmax as a float 4212, nmax 4216, wgiven
+// 4220 (1: w is the caller's, wv computed; 2: w holds qw and becomes
+// qw·sqrt(sigma2 + v·v), their sums to sw), sigma2 4224, sw 4228.
 DATA qxc<>+0x00(SB)/4, $0x4b400000 // 12582912.0
 DATA qxc<>+0x04(SB)/4, $0x007fffff
 DATA qxc<>+0x08(SB)/4, $0x00400000
-DATA qxc<>+0x0c(SB)/4, $-32
-DATA qxc<>+0x10(SB)/4, $31
 DATA qxc<>+0x14(SB)/4, $0x7fffffff
-DATA qxc<>+0x18(SB)/4, $0xc2000000 // -32.0
 DATA qxc<>+0x1c(SB)/4, $0x26901d7d // 1e-15 (groupMaxEps as float32)
-DATA qxc<>+0x20(SB)/4, $32
 GLOBL qxc<>(SB), RODATA|NOPTR, $0x24
 
 // The sums (written out twice below): Y3 = sum of wv·fl, Y4 = sum of
-// (w·fl)·fl over the 16 elements, fl = clamp(nearest_int(Y2·v), -32, 31).
+// (w·fl)·fl over the n elements, fl = clamp(nearest_int(Y2·v), lo, hi).
 // Uses AX, Y0, Y5, Y9.
 TEXT ·qxLanesAVX2(SB), NOSPLIT, $32-8
 	MOVQ grp+0(FP), DI
 	VPBROADCASTD qxc<>+0x00(SB), Y15
 	VPBROADCASTD qxc<>+0x04(SB), Y14
 	VPBROADCASTD qxc<>+0x08(SB), Y13
-	VPBROADCASTD qxc<>+0x0c(SB), Y12
-	VPBROADCASTD qxc<>+0x10(SB), Y11
+	VPBROADCASTD 4204(DI), Y12 // lo
+	VPBROADCASTD 4208(DI), Y11 // hi
+	MOVLQSX      4200(DI), R8
+	SHLQ         $5, R8        // n·32 bytes
+	MOVL         4220(DI), R11 // wgiven
+	VBROADCASTSS 4224(DI), Y8  // sigma2 (wgiven 2)
 	VPBROADCASTD qxc<>+0x14(SB), Y10
 	// maxv: the first value of largest |x| (strict >, from +0), amax its
 	// |x|; w and wv per element.
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
+	VXORPS Y7, Y7, Y7
 	XORQ   AX, AX
 qxmax:
 	VMOVUPS   (DI)(AX*1), Y2
@@ -556,18 +561,36 @@ qxmax:
 	VCMPPS    $0x1e, Y0, Y3, Y4 // |v| > amax (ordered)
 	VBLENDVPS Y4, Y3, Y0, Y0
 	VBLENDVPS Y4, Y2, Y1, Y1
+	TESTL     R11, R11
+	JNZ       qxmaxw
 	VMULPS    Y2, Y2, Y3
-	VMOVUPS   Y3, 1128(DI)(AX*1)
+	VMOVUPS   Y3, 1024(DI)(AX*1)
 	VMULPS    Y2, Y3, Y3
-	VMOVUPS   Y3, 1640(DI)(AX*1)
+	VMOVUPS   Y3, 2048(DI)(AX*1)
+	JMP       qxmaxn
+qxmaxw:
+	VMOVUPS   1024(DI)(AX*1), Y3 // the caller's weights, or qw (wgiven 2)
+	CMPL      R11, $2
+	JNE       qxmaxg
+	VMULPS    Y2, Y2, Y5 // qw·sqrt(sigma2 + v·v), as importance()
+	VADDPS    Y5, Y8, Y5
+	VSQRTPS   Y5, Y5
+	VMULPS    Y5, Y3, Y3
+	VMOVUPS   Y3, 1024(DI)(AX*1)
+	VADDPS    Y3, Y7, Y7 // the weights' sums, from 0 in order
+qxmaxg:
+	VMULPS    Y2, Y3, Y3 // w·v
+	VMOVUPS   Y3, 2048(DI)(AX*1)
+qxmaxn:
 	ADDQ      $32, AX
-	CMPQ      AX, $512
+	CMPQ      AX, R8
 	JNE       qxmax
+	VMOVUPS   Y7, 4228(DI) // sw (wgiven 2; else 0)
 	VBROADCASTSS qxc<>+0x1c(SB), Y3
 	VCMPPS    $0x11, Y3, Y0, Y3 // amax < eps (ordered): flat
 	VMOVUPS   Y3, 0(SP)
 	// The first fit: iscale = -32 / maxv.
-	VBROADCASTSS qxc<>+0x18(SB), Y2
+	VBROADCASTSS 4212(DI), Y2
 	VDIVPS    Y1, Y2, Y2
 	// the sums
 	VXORPS     Y3, Y3, Y3
@@ -581,13 +604,13 @@ qxs0:
 	VPMAXSD    Y12, Y0, Y0
 	VPMINSD    Y11, Y0, Y0
 	VCVTDQ2PS  Y0, Y0
-	VMULPS     1640(DI)(AX*1), Y0, Y5
+	VMULPS     2048(DI)(AX*1), Y0, Y5
 	VADDPS     Y5, Y3, Y3
-	VMULPS     1128(DI)(AX*1), Y0, Y9
+	VMULPS     1024(DI)(AX*1), Y0, Y9
 	VMULPS     Y0, Y9, Y9
 	VADDPS     Y9, Y4, Y4
 	ADDQ       $32, AX
-	CMPQ       AX, $512
+	CMPQ       AX, R8
 	JNE        qxs0
 	VDIVPS    Y4, Y3, Y6 // scale = sumlx / suml2, or 0 where suml2 == 0
 	VXORPS    Y5, Y5, Y5
@@ -597,7 +620,7 @@ qxs0:
 	VMOVUPS   Y2, Y8     // bestIscale
 	XORQ      CX, CX
 qxcand:
-	VBROADCASTSS 512(DI)(CX*4), Y2
+	VBROADCASTSS 4096(DI)(CX*4), Y2
 	VDIVPS    Y1, Y2, Y2 // iscale = num / maxv
 	// the sums
 	VXORPS     Y3, Y3, Y3
@@ -611,13 +634,13 @@ qxs1:
 	VPMAXSD    Y12, Y0, Y0
 	VPMINSD    Y11, Y0, Y0
 	VCVTDQ2PS  Y0, Y0
-	VMULPS     1640(DI)(AX*1), Y0, Y5
+	VMULPS     2048(DI)(AX*1), Y0, Y5
 	VADDPS     Y5, Y3, Y3
-	VMULPS     1128(DI)(AX*1), Y0, Y9
+	VMULPS     1024(DI)(AX*1), Y0, Y9
 	VMULPS     Y0, Y9, Y9
 	VADDPS     Y9, Y4, Y4
 	ADDQ       $32, AX
-	CMPQ       AX, $512
+	CMPQ       AX, R8
 	JNE        qxs1
 	// take = suml2 > 0 && sumlx*sumlx > best*suml2
 	VXORPS    Y0, Y0, Y0
@@ -637,8 +660,8 @@ qxs1:
 	// Flat lanes: scale 0 and levels 0; else levels at bestIscale, + 32.
 	VMOVUPS   0(SP), Y10
 	VANDNPS   Y6, Y10, Y6
-	VMOVUPS   Y6, 584(DI)
-	VPBROADCASTD qxc<>+0x20(SB), Y9
+	VMOVUPS   Y6, 4168(DI)
+	VPBROADCASTD 4216(DI), Y9
 	XORQ      AX, AX
 qxlev:
 	VMULPS    (DI)(AX*1), Y8, Y0
@@ -649,9 +672,9 @@ qxlev:
 	VPMINSD   Y11, Y0, Y0
 	VPADDD    Y9, Y0, Y0
 	VPANDN    Y0, Y10, Y0
-	VMOVDQU   Y0, 616(DI)(AX*1)
+	VMOVDQU   Y0, 3072(DI)(AX*1)
 	ADDQ      $32, AX
-	CMPQ      AX, $512
+	CMPQ      AX, R8
 	JNE       qxlev
 	VZEROUPPER
 	RET
@@ -664,7 +687,9 @@ qxlev:
 // (an accepted one changes the min the later ones use). Weights are the
 // RMS plus |x| with squared errors, or |x| with absolute errors (q2).
 // kx2Asm's layout: xt at 0, num at 1024, fmax 1280, n 1284, nmax 1288,
-// nstep 1292, q2 1296, scale 1312, min 1344, lt 1376, w 2400, fl 3424.
+// nstep 1292, q2 1296, wgiven 1300 (1: w is the caller's; 2: w holds the
+// importance qw and becomes qw·sqrt(sigma2 + v·v), their sums to sw), sigma2
+// 1304, scale 1312, min 1344, lt 1376, w 2400, fl 3424, sw 4448.
 // Locals: flat at 0(SP), minv0 32, scale 64, bestNum 96, bestMin 128.
 DATA kxc<>+0x00(SB)/4, $0x4b400000 // 12582912.0
 DATA kxc<>+0x04(SB)/4, $0x007fffff
@@ -696,6 +721,7 @@ TEXT ·kx2LanesAVX2(SB), NOSPLIT, $160-8
 	MOVLQSX 1284(DI), R8 // n
 	SHLQ    $5, R8       // n·32 bytes
 	MOVL    1296(DI), R9 // q2
+	MOVL    1300(DI), R11 // wgiven
 	MOVLQSX 1292(DI), R10
 	INCQ    R10          // nstep+1 candidates
 	VPBROADCASTD kxc<>+0x00(SB), Y15
@@ -704,7 +730,12 @@ TEXT ·kx2LanesAVX2(SB), NOSPLIT, $160-8
 	VPBROADCASTD 1288(DI), Y12 // nmax
 	VPBROADCASTD kxc<>+0x0c(SB), Y11
 	// Weights: w = avX + |v| with avX = sqrt(sum v·v / n), or |v| (q2).
+	// wgiven 1: the caller's weights are in w already (make_qkx3_quants).
 	VXORPS Y0, Y0, Y0
+	CMPL   R11, $2
+	JEQ    kximp0
+	TESTL  R11, R11
+	JNZ    kxmm0
 	TESTL  R9, R9
 	JNZ    kxw
 	XORQ   AX, AX
@@ -729,6 +760,26 @@ kxwl:
 	ADDQ    $32, AX
 	CMPQ    AX, R8
 	JNE     kxwl
+	JMP     kxmm0
+	// wgiven 2: w holds the importance qw; w = qw·sqrt(sigma2 + v·v), as
+	// importance() (VSQRTPS rounds correctly, as sqrtf).
+kximp0:
+	VBROADCASTSS 1304(DI), Y0 // sigma2
+	VXORPS  Y2, Y2, Y2        // the weights' sums, from 0 in order
+	XORQ    AX, AX
+kximp:
+	VMOVUPS (DI)(AX*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VADDPS  Y1, Y0, Y1
+	VSQRTPS Y1, Y1
+	VMULPS  2400(DI)(AX*1), Y1, Y1
+	VMOVUPS Y1, 2400(DI)(AX*1)
+	VADDPS  Y1, Y2, Y2
+	ADDQ    $32, AX
+	CMPQ    AX, R8
+	JNE     kximp
+	VMOVUPS Y2, 4448(DI) // sw
+kxmm0:
 	// min, max (strict comparisons from v0), sumW, sumX
 	VMOVUPS (DI), Y9        // minv
 	VMOVUPS Y9, Y10         // maxv
@@ -884,5 +935,40 @@ kxlev:
 	ADDQ      $32, AX
 	CMPQ      AX, R8
 	JNE       kxlev
+	VZEROUPPER
+	RET
+
+// func levelsAVX2(dst *int32, x *float32, n int, d, dm float32, nmax int32)
+// dst[i] = clamp(nearest_int((x[i] + dm) / d), 0, nmax) for n values (a
+// multiple of 8), as the K-quants' last loop: VADDPS and VDIVPS round as
+// the reference's float32 add and divide, nearest_int is its trick on the
+// bits.
+TEXT ·levelsAVX2(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS d+24(FP), Y0
+	VBROADCASTSS dm+28(FP), Y1
+	MOVL         nmax+32(FP), AX
+	VMOVD        AX, X2
+	VPBROADCASTD X2, Y2
+	VPBROADCASTD kxc<>+0x00(SB), Y3
+	VPBROADCASTD kxc<>+0x04(SB), Y4
+	VPBROADCASTD kxc<>+0x08(SB), Y5
+	VPXOR        Y6, Y6, Y6
+lvl:
+	VMOVUPS (SI), Y7
+	VADDPS  Y1, Y7, Y7
+	VDIVPS  Y0, Y7, Y7
+	VADDPS  Y3, Y7, Y7
+	VPAND   Y4, Y7, Y7
+	VPSUBD  Y5, Y7, Y7
+	VPMAXSD Y6, Y7, Y7
+	VPMINSD Y2, Y7, Y7
+	VMOVDQU Y7, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     lvl
 	VZEROUPPER
 	RET

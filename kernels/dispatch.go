@@ -31,6 +31,12 @@ var (
 	f16BytesToF32, bf16BytesToF32 func(dst []float32, src []byte)
 )
 
+// weightedAsm selects the assembly for the importance-weighted quantizers'
+// searches (kx3Group, qxwGroup). It is a flag, not a function variable, so
+// that their scratch arrays stay on the stack (arguments of a call through
+// a function variable escape).
+var weightedAsm bool
+
 // fastName names the GOEXPERIMENT=simd fast path in use, asmName the
 // assembly kernels ("" when none); benchmarks and tests report them.
 var fastName, asmName string

@@ -226,75 +226,185 @@ func makeQKX3Quants(nmax int32, x, weights []float32, L, Laux []uint8) (scale, t
 	return makeQKX2Quants(nmax, x, weights, L, Laux, -0.9, 0.05, 36, false)
 }
 
+// kx3Group is kx3GroupGeneric, or its assembly where weightedAsm says so.
+func kx3Group(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, scales, mins, sw []float32) {
+	if weightedAsm {
+		kx3GroupAsm(x, qw, sigma2, n, nmax, L, scales, mins, sw)
+		return
+	}
+	kx3GroupGeneric(x, qw, sigma2, n, nmax, L, scales, mins, sw)
+}
+
+// qxwGroup is qxwGroupGeneric, or its assembly where weightedAsm says so.
+func qxwGroup(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L []int8, scales, sw []float32) {
+	if weightedAsm {
+		qxwGroupAsm(x, qw, sigma2, imp, n, nmax, L, scales, sw)
+		return
+	}
+	qxwGroupGeneric(x, qw, sigma2, imp, n, nmax, L, scales, sw)
+}
+
+// levelsAt sets L to the levels of x at the stored scale d and min dm,
+// clamp(nearest_int((x + dm)/d), 0, nmax), as ggml's K-quants do last; by
+// levelsAsm (len(x) a multiple of 8) where weightedAsm says so.
+func levelsAt(L []uint8, x []float32, d, dm float32, nmax int32) {
+	if weightedAsm {
+		levelsAsm(L, x, d, dm, nmax)
+		return
+	}
+	for i, v := range x {
+		l := nearestInt((v + dm) / d)
+		L[i] = uint8(max(0, min(nmax, l)))
+	}
+}
+
+// kx3GroupGeneric weights and fits 8 sub-blocks of n values (n 16 or 32):
+// sub-block j is x[n·j:n·j+n] with importance qw[n·j:] (weights by
+// importance with sigma2, their sum to sw[j]), fitted by makeQKX3Quants:
+// its levels go to L[n·j:], its scale and -min to scales[j] and mins[j].
+// kx3GroupAsm (amd64) has the same results.
+func kx3GroupGeneric(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, scales, mins, sw []float32) {
+	var w [32]float32
+	var Laux [32]uint8
+	for j := range 8 {
+		o := n * j
+		sw[j] = importance(w[:n], x[o:o+n], qw[o:o+n], sigma2)
+		scales[j], mins[j] = makeQKX3Quants(nmax, x[o:o+n], w[:n], L[o:o+n], Laux[:n])
+	}
+}
+
+// qxwGroupGeneric is kx3GroupGeneric for makeQXQuantsW: with imp the
+// weights are importance's (sums to sw unless it is nil), else qw itself
+// (Q6_K). qxwGroupAsm (amd64) has the same results.
+func qxwGroupGeneric(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L []int8, scales, sw []float32) {
+	var w [32]float32
+	for j := range 8 {
+		o := n * j
+		wj := qw[o : o+n]
+		if imp {
+			s := importance(w[:n], x[o:o+n], wj, sigma2)
+			if sw != nil {
+				sw[j] = s
+			}
+			wj = w[:n]
+		}
+		scales[j] = makeQXQuantsW(nmax, x[o:o+n], L[o:o+n], wj)
+	}
+}
+
+// qxBlocks fits the blocks of 32 values of x (Q4_0, Q5_0; at most 8) into
+// L and scales: all 8 at once by qxwGroup.
+func qxBlocks(x, qw []float32, sigma2 float32, nmax int32, L *[qkK]int8, scales *[8]float32) {
+	nb := len(x) / qk
+	if nb == 8 {
+		qxwGroup(x, qw, sigma2, true, qk, nmax, L[:], scales[:], nil)
+		return
+	}
+	var w [qk]float32
+	for ib := range nb {
+		o := qk * ib
+		importance(w[:], x[o:o+qk], qw[o:], sigma2)
+		scales[ib] = makeQXQuantsW(nmax, x[o:o+qk], L[o:o+qk], w[:])
+	}
+}
+
+// kx3Blocks fits the blocks of 32 values of x (Q4_1, Q5_1; at most 8)
+// into L, scales and mins: all 8 at once by kx3Group.
+func kx3Blocks(x, qw []float32, sigma2 float32, nmax int32, L *[qkK]uint8, scales, mins *[8]float32) {
+	nb := len(x) / qk
+	if nb == 8 {
+		var sw [8]float32
+		kx3Group(x, qw, sigma2, qk, nmax, L[:], scales[:], mins[:], sw[:])
+		return
+	}
+	var w [qk]float32
+	var Laux [qk]uint8
+	for ib := range nb {
+		o := qk * ib
+		importance(w[:], x[o:o+qk], qw[o:], sigma2)
+		scales[ib], mins[ib] = makeQKX3Quants(nmax, x[o:o+qk], w[:], L[o:o+qk], Laux[:])
+	}
+}
+
 // ---- legacy types: σ² is the mean square of the whole row
 
 func rowSigma2(x []float32) float32 { return sumSquares(x) / float32(len(x)) }
 
 func quantRowQ4_0W(y []byte, x, qw []float32) {
 	sigma2 := rowSigma2(x)
-	var w [qk]float32
-	var L [qk]int8
-	for ib := 0; ib < len(x)/qk; ib++ {
-		xb, b := x[qk*ib:qk*ib+qk], y[18*ib:18*ib+18]
-		importance(w[:], xb, qw[qk*ib:], sigma2)
-		putF16(b, makeQXQuantsW(8, xb, L[:], w[:]))
-		for j := range 16 {
-			b[2+j] = uint8(L[j]) | uint8(L[j+16])<<4
+	var L [qkK]int8
+	var scales [8]float32
+	for g := 0; g < len(x); g += qkK {
+		e := min(len(x), g+qkK)
+		qxBlocks(x[g:e], qw[g:e], sigma2, 8, &L, &scales)
+		for ib := range (e - g) / qk {
+			b, Lb := y[18*(g/qk+ib):][:18], L[qk*ib:qk*ib+qk]
+			putF16(b, scales[ib])
+			for j := range 16 {
+				b[2+j] = uint8(Lb[j]) | uint8(Lb[j+16])<<4
+			}
 		}
 	}
 }
 
 func quantRowQ5_0W(y []byte, x, qw []float32) {
 	sigma2 := rowSigma2(x)
-	var w [qk]float32
-	var L [qk]int8
-	for ib := 0; ib < len(x)/qk; ib++ {
-		xb, b := x[qk*ib:qk*ib+qk], y[22*ib:22*ib+22]
-		importance(w[:], xb, qw[qk*ib:], sigma2)
-		putF16(b, makeQXQuantsW(16, xb, L[:], w[:]))
-		var qh uint32
-		for j := range 16 {
-			x0, x1 := uint8(L[j]), uint8(L[j+16])
-			b[6+j] = x0&0xf | (x1&0xf)<<4
-			qh |= uint32(x0&0x10)>>4<<j | uint32(x1&0x10)>>4<<(j+16)
+	var L [qkK]int8
+	var scales [8]float32
+	for g := 0; g < len(x); g += qkK {
+		e := min(len(x), g+qkK)
+		qxBlocks(x[g:e], qw[g:e], sigma2, 16, &L, &scales)
+		for ib := range (e - g) / qk {
+			b, Lb := y[22*(g/qk+ib):][:22], L[qk*ib:qk*ib+qk]
+			putF16(b, scales[ib])
+			var qh uint32
+			for j := range 16 {
+				x0, x1 := uint8(Lb[j]), uint8(Lb[j+16])
+				b[6+j] = x0&0xf | (x1&0xf)<<4
+				qh |= uint32(x0&0x10)>>4<<j | uint32(x1&0x10)>>4<<(j+16)
+			}
+			binary.LittleEndian.PutUint32(b[2:], qh)
 		}
-		binary.LittleEndian.PutUint32(b[2:], qh)
 	}
 }
 
 func quantRowQ4_1W(y []byte, x, qw []float32) {
 	sigma2 := rowSigma2(x)
-	var w [qk]float32
-	var L, Laux [qk]uint8
-	for ib := 0; ib < len(x)/qk; ib++ {
-		xb, b := x[qk*ib:qk*ib+qk], y[20*ib:20*ib+20]
-		importance(w[:], xb, qw[qk*ib:], sigma2)
-		d, theMin := makeQKX3Quants(15, xb, w[:], L[:], Laux[:])
-		putF16(b, d)
-		putF16(b[2:], -theMin)
-		for j := range 16 {
-			b[4+j] = L[j] | L[j+16]<<4
+	var L [qkK]uint8
+	var scales, mins [8]float32
+	for g := 0; g < len(x); g += qkK {
+		e := min(len(x), g+qkK)
+		kx3Blocks(x[g:e], qw[g:e], sigma2, 15, &L, &scales, &mins)
+		for ib := range (e - g) / qk {
+			b, Lb := y[20*(g/qk+ib):][:20], L[qk*ib:qk*ib+qk]
+			putF16(b, scales[ib])
+			putF16(b[2:], -mins[ib])
+			for j := range 16 {
+				b[4+j] = Lb[j] | Lb[j+16]<<4
+			}
 		}
 	}
 }
 
 func quantRowQ5_1W(y []byte, x, qw []float32) {
 	sigma2 := rowSigma2(x)
-	var w [qk]float32
-	var L, Laux [qk]uint8
-	for ib := 0; ib < len(x)/qk; ib++ {
-		xb, b := x[qk*ib:qk*ib+qk], y[24*ib:24*ib+24]
-		importance(w[:], xb, qw[qk*ib:], sigma2)
-		d, theMin := makeQKX3Quants(31, xb, w[:], L[:], Laux[:])
-		putF16(b, d)
-		putF16(b[2:], -theMin)
-		var qh uint32
-		for j := range 16 {
-			x0, x1 := L[j], L[j+16]
-			b[8+j] = x0&0xf | (x1&0xf)<<4
-			qh |= uint32(x0&0x10)>>4<<j | uint32(x1&0x10)>>4<<(j+16)
+	var L [qkK]uint8
+	var scales, mins [8]float32
+	for g := 0; g < len(x); g += qkK {
+		e := min(len(x), g+qkK)
+		kx3Blocks(x[g:e], qw[g:e], sigma2, 31, &L, &scales, &mins)
+		for ib := range (e - g) / qk {
+			b, Lb := y[24*(g/qk+ib):][:24], L[qk*ib:qk*ib+qk]
+			putF16(b, scales[ib])
+			putF16(b[2:], -mins[ib])
+			var qh uint32
+			for j := range 16 {
+				x0, x1 := Lb[j], Lb[j+16]
+				b[8+j] = x0&0xf | (x1&0xf)<<4
+				qh |= uint32(x0&0x10)>>4<<j | uint32(x1&0x10)>>4<<(j+16)
+			}
+			binary.LittleEndian.PutUint32(b[4:], qh)
 		}
-		binary.LittleEndian.PutUint32(b[4:], qh)
 	}
 }
 
@@ -303,17 +413,13 @@ func quantRowQ5_1W(y []byte, x, qw []float32) {
 
 func quantRowQ2_KW(y []byte, x, qw []float32) {
 	var L [qkK]uint8
-	var Laux [16]uint8
-	var w, scales, mins, sw [16]float32
+	var scales, mins, sw [16]float32
 	var Ls, Lm [16]uint8
 	for i := 0; i < len(x)/qkK; i++ {
 		xb, b, q := x[qkK*i:qkK*i+qkK], y[84*i:84*i+84], qw[qkK*i:]
 		sigma2 := sumSquares(xb) / qkK
-		for j := range 16 {
-			xs := xb[16*j : 16*j+16]
-			sw[j] = importance(w[:], xs, q[16*j:], sigma2)
-			scales[j], mins[j] = makeQKX3Quants(3, xs, w[:], L[16*j:16*j+16], Laux[:])
-		}
+		kx3Group(xb[:128], q[:128], sigma2, 16, 3, L[:128], scales[:8], mins[:8], sw[:8])
+		kx3Group(xb[128:], q[128:256], sigma2, 16, 3, L[128:], scales[8:], mins[8:], sw[8:])
 		dm := makeQPQuants(15, scales[:], Ls[:], sw[:])
 		mm := makeQPQuants(15, mins[:], Lm[:], sw[:])
 		putF16(b[80:], dm)
@@ -329,10 +435,7 @@ func quantRowQ2_KW(y []byte, x, qw []float32) {
 				continue
 			}
 			m := float32(mm * float32(sc[j]>>4))
-			for ii := range 16 {
-				l := nearestInt((xb[16*j+ii] + m) / d)
-				L[16*j+ii] = uint8(max(0, min(3, l)))
-			}
+			levelsAt(L[16*j:16*j+16], xb[16*j:16*j+16], d, m, 3)
 		}
 		packCrumbs(b[16:80], L[:])
 	}
@@ -341,16 +444,13 @@ func quantRowQ2_KW(y []byte, x, qw []float32) {
 func quantRowQ3_KW(y []byte, x, qw []float32) {
 	dj, lt := new([16]float32), new([qkK]int32)
 	var L [qkK]int8
-	var w, scales, sw [16]float32
+	var scales, sw [16]float32
 	var Ls [16]int8
 	for i := 0; i < len(x)/qkK; i++ {
 		xb, b, q := x[qkK*i:qkK*i+qkK], y[110*i:110*i+110], qw[qkK*i:]
 		sigma2 := float32(2*sumSquares(xb)) / qkK
-		for j := range 16 {
-			xs := xb[16*j : 16*j+16]
-			sw[j] = importance(w[:], xs, q[16*j:], sigma2)
-			scales[j] = makeQXQuantsW(4, xs, L[16*j:16*j+16], w[:])
-		}
+		qxwGroup(xb[:128], q[:128], sigma2, true, 16, 4, L[:128], scales[:8], sw[:8])
+		qxwGroup(xb[128:], q[128:256], sigma2, true, 16, 4, L[128:], scales[8:], sw[8:])
 		sc := b[96:108]
 		clear(sc)
 		dBlock := makeQXQuantsW(32, scales[:], Ls[:], sw[:])
@@ -390,16 +490,10 @@ func quantRowQ3_KW(y []byte, x, qw []float32) {
 // (clamped to 63 for Q5_K only, as ggml does), d and dmin, then the final levels
 // against the stored scales.
 func quantKX3(b []byte, x, qw []float32, L []uint8, nmax int32, clamp63 bool) {
-	var Laux [32]uint8
-	var w [32]float32
 	var scales, mins, sw [8]float32
 	var Ls, Lm [8]uint8
 	sigma2 := float32(2*sumSquares(x)) / qkK
-	for j := range 8 {
-		xs := x[32*j : 32*j+32]
-		sw[j] = importance(w[:], xs, qw[32*j:], sigma2)
-		scales[j], mins[j] = makeQKX3Quants(nmax, xs, w[:], L[32*j:32*j+32], Laux[:])
-	}
+	kx3Group(x, qw[:qkK], sigma2, 32, nmax, L, scales[:], mins[:], sw[:])
 	dBlock := makeQPQuants(63, scales[:], Ls[:], sw[:])
 	mBlock := makeQPQuants(63, mins[:], Lm[:], sw[:])
 	sc := b[4:16]
@@ -427,10 +521,7 @@ func quantKX3(b []byte, x, qw []float32, L []uint8, nmax int32, clamp63 bool) {
 			continue
 		}
 		dm := float32(mAll * float32(m))
-		for ii := range 32 {
-			l := nearestInt((x[32*j+ii] + dm) / d)
-			L[32*j+ii] = uint8(max(0, min(nmax, l)))
-		}
+		levelsAt(L[32*j:32*j+32], x[32*j:32*j+32], d, dm, nmax)
 	}
 }
 
@@ -482,9 +573,8 @@ func quantRowQ6_KW(y []byte, x, qw []float32) {
 	i := 0
 	fits := func(xb []float32, L []int8, scales *[16]float32) {
 		q := qw[qkK*i:]
-		for ib := range 16 {
-			scales[ib] = makeQXQuantsW(32, xb[16*ib:16*ib+16], L[16*ib:16*ib+16], q[16*ib:16*ib+16])
-		}
+		qxwGroup(xb[:128], q[:128], 0, false, 16, 32, L[:128], scales[:8], nil)
+		qxwGroup(xb[128:], q[128:256], 0, false, 16, 32, L[128:], scales[8:], nil)
 		i++
 	}
 	quantQ6_KWith(y, x, fits, nil)
