@@ -12,7 +12,7 @@ PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
 .PHONY: all build test test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
-        test-docs test-ollama test-browser golden lint demo models browser bench fuzz install clean
+        test-docs test-ollama test-browser golden lint demo models browser bench bench-llm fuzz install clean
 
 all: build
 
@@ -143,6 +143,11 @@ models: build
 # apr's quantizing pipeline beside llama-quantize (.ci/bench-vs-llama; LLAMA_QUANTIZE
 # names a llama.cpp build's llama-quantize, else apr's column only).
 # Each script prints its own table; BENCH_DIR keeps and reuses the generated inputs.
+# The headline job alone: a TinyLlama-shaped checkpoint to f16, q8_0 and q4_k_m in one
+# pipe; LLAMA_CONVERT and LLAMA_QUANTIZE put llama.cpp's tools beside it (.ci/bench-llm).
+bench-llm: build
+	PATH="$(BIN):$$PATH" .ci/bench-llm
+
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/
 	$(GO) test -run '^$$' -bench EmbeddedColdStart -benchtime 500x ./pipelines/
