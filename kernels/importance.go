@@ -544,26 +544,7 @@ func quantRowQ5_KW(y []byte, x, qw []float32) {
 	for i := 0; i < len(x)/qkK; i++ {
 		b := y[176*i : 176*i+176]
 		quantKX3(b, x[qkK*i:qkK*i+qkK], qw[qkK*i:], L[:], 31, true)
-		qh := b[16:48]
-		clear(qh)
-		ql := b[48:176]
-		m1, m2 := uint8(1), uint8(2)
-		for n := 0; n < qkK; n += 64 {
-			for j := range 32 {
-				l1, l2 := L[n+j], L[n+j+32]
-				if l1 > 15 {
-					l1 -= 16
-					qh[j] |= m1
-				}
-				if l2 > 15 {
-					l2 -= 16
-					qh[j] |= m2
-				}
-				ql[n/2+j] = l1 | l2<<4
-			}
-			m1 <<= 2
-			m2 <<= 2
-		}
+		packQ5K(b, &L)
 	}
 }
 

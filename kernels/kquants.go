@@ -573,26 +573,32 @@ func quantQ5_KWith(dst []byte, src []float32, kx2Block kx2BlockFunc) {
 		y := dst[:176]
 		clear(y[4:16])
 		quantKX2(y, src[:qkK], L[:], 31, -0.5, 15, kx2Block)
-		qh := y[16:48]
-		clear(qh)
-		ql := y[48:176]
-		m1, m2 := uint8(1), uint8(2)
-		for n := 0; n < qkK; n += 64 {
-			for j := range 32 {
-				l1, l2 := L[n+j], L[n+j+32]
-				if l1 > 15 {
-					l1 -= 16
-					qh[j] |= m1
-				}
-				if l2 > 15 {
-					l2 -= 16
-					qh[j] |= m2
-				}
-				ql[n/2+j] = l1 | l2<<4
+		packQ5K(y, &L)
+	}
+}
+
+// packQ5K stores a Q5_K block's 5-bit levels L in y: the low four bits as nibbles
+// (ql) and the fifth as bit planes (qh), in ggml's order.
+func packQ5K(y []byte, L *[qkK]uint8) {
+	qh := y[16:48]
+	clear(qh)
+	ql := y[48:176]
+	m1, m2 := uint8(1), uint8(2)
+	for n := 0; n < qkK; n += 64 {
+		for j := range 32 {
+			l1, l2 := L[n+j], L[n+j+32]
+			if l1 > 15 {
+				l1 -= 16
+				qh[j] |= m1
 			}
-			m1 <<= 2
-			m2 <<= 2
+			if l2 > 15 {
+				l2 -= 16
+				qh[j] |= m2
+			}
+			ql[n/2+j] = l1 | l2<<4
 		}
+		m1 <<= 2
+		m2 <<= 2
 	}
 }
 
