@@ -470,18 +470,7 @@ func quantRowQ3_KW(y []byte, x, qw []float32) {
 			dj[j] = float32(dAll * float32(q3Scale(sc, j)))
 		}
 		requantize16(xb, dj, lt, L[:], 4, nil)
-		hm := b[0:32]
-		clear(hm)
-		var U [qkK]uint8
-		for j := range qkK {
-			u := uint8(L[j])
-			if u > 3 {
-				hm[j%32] |= 1 << (j / 32)
-				u -= 4
-			}
-			U[j] = u
-		}
-		packCrumbs(b[32:96], U[:])
+		packQ3K(b, &L)
 	}
 }
 

@@ -391,19 +391,25 @@ func quantQ3_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8,
 			dj[j] = float32(dAll * float32(q3Scale(sc, j)))
 		}
 		requantize16(x, dj, lt, L[:], 4, requant16)
-		hm := y[0:32]
-		clear(hm)
-		var U [qkK]uint8
-		for j := range qkK {
-			u := uint8(L[j])
-			if u > 3 {
-				hm[j%32] |= 1 << (j / 32)
-				u -= 4
-			}
-			U[j] = u
-		}
-		packCrumbs(y[32:96], U[:])
+		packQ3K(y, &L)
 	}
+}
+
+// packQ3K stores a Q3_K block's 3-bit levels L in y: the high bit as bit planes (hmask)
+// and the low two bits as crumbs, in ggml's order.
+func packQ3K(y []byte, L *[qkK]int8) {
+	hm := y[0:32]
+	clear(hm)
+	var U [qkK]uint8
+	for j := range qkK {
+		u := uint8(L[j])
+		if u > 3 {
+			hm[j%32] |= 1 << (j / 32)
+			u -= 4
+		}
+		U[j] = u
+	}
+	packCrumbs(y[32:96], U[:])
 }
 
 // q3Scale unpacks Q3_K's 6-bit signed scale j from its 12 packed bytes.
