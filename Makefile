@@ -12,7 +12,7 @@ PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
 .PHONY: all build test test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
-        test-docs test-ollama test-browser golden lint demo models browser bench bench-llm fuzz install clean
+        test-docs test-ollama test-browser golden lint demo models browser bench bench-llm bench-giant fuzz install clean
 
 all: build
 
@@ -147,6 +147,11 @@ models: build
 # pipe; LLAMA_CONVERT and LLAMA_QUANTIZE put llama.cpp's tools beside it (.ci/bench-llm).
 bench-llm: build
 	PATH="$(BIN):$$PATH" .ci/bench-llm
+
+# A 30 GB checkpoint, bigger than memory, to a split Q4_K_M set in one pipe; llama.cpp
+# loads it (.ci/bench-giant: about 45 GB of free disk; LLAMA_CONVERT adds the converter).
+bench-giant:
+	.ci/bench-giant
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -178,4 +179,43 @@ func permute(dst, src []byte, heads int, rowBytes int, inverse bool) {
 			}
 		}
 	}
+}
+
+// permuteHeads returns a reader of the rows of r (a tensor of rows rows of rowBytes
+// bytes over heads heads) permuted as permute does. The permutation stays within a
+// head, so one head is held at a time: a 5120-wide BF16 Q takes 2.6 MB, not 52 MB.
+// The caller checks that rows splits into heads of pairs.
+func permuteHeads(r io.Reader, rows int64, heads, rowBytes int, inverse bool) io.Reader {
+	headBytes := int(rows) / heads * rowBytes
+	return &headReader{r: r, left: heads, in: make([]byte, headBytes), out: make([]byte, headBytes),
+		rowBytes: rowBytes, inverse: inverse}
+}
+
+type headReader struct {
+	r        io.Reader
+	left     int    // heads not yet read
+	in, out  []byte // one head as read, and permuted
+	pending  []byte // the unread rest of out
+	rowBytes int
+	inverse  bool
+}
+
+func (h *headReader) Read(p []byte) (int, error) {
+	if len(h.pending) == 0 {
+		if h.left == 0 {
+			return 0, io.EOF
+		}
+		if _, err := io.ReadFull(h.r, h.in); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		permute(h.out, h.in, 1, h.rowBytes, h.inverse)
+		h.left--
+		h.pending = h.out
+	}
+	n := copy(p, h.pending)
+	h.pending = h.pending[n:]
+	return n, nil
 }

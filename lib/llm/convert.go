@@ -23,7 +23,7 @@ func (cp *Checkpoint) SetMetadata(md *container.Metadata) {
 }
 
 // Convert turns one tensor of the checkpoint into llama.cpp's form: its GGUF name,
-// the rows of Q and K permuted (the tensor is read whole for that), and 1-D float
+// the rows of Q and K permuted (one head at a time), and 1-D float
 // tensors (norms, biases) widened to F32, as the converter stores them whatever the
 // output type. skip reports a tensor the converter drops; its data is consumed.
 func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container.TensorInfo, io.Reader, bool, error) {
@@ -37,10 +37,22 @@ func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container
 	}
 	heads, perm := cp.Arch.permutedRows(g, cp.Hparams)
 	widen := len(info.Shape) == 1 && info.DType.Info().Float && info.DType != dtype.F32
-	if !perm && !widen {
+	if perm {
+		size, err := dtype.Size(info.DType, info.Shape)
+		if err != nil {
+			return info, nil, false, tensor.Wrap(info.Name, err)
+		}
+		rows := info.Shape[0]
+		if rows%int64(2*heads) != 0 {
+			return info, nil, false, fmt.Errorf("tensor %q: %d rows do not split into %d heads of pairs", info.Name, rows, heads)
+		}
+		r = permuteHeads(r, rows, heads, int(size/rows), false)
+	}
+	if !widen {
 		info.Name = g
 		return info, r, false, nil
 	}
+	// A 1-D tensor, small: widened whole.
 	size, err := dtype.Size(info.DType, info.Shape)
 	if err != nil {
 		return info, nil, false, tensor.Wrap(info.Name, err)
@@ -49,22 +61,11 @@ func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container
 	if _, err := io.ReadFull(r, data); err != nil {
 		return info, nil, false, tensor.Wrap(info.Name, err)
 	}
-	if widen {
-		t, err := stream.ToF32(tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})
-		if err != nil {
-			return info, nil, false, err
-		}
-		info.DType, data = dtype.F32, t.Data
+	t, err := stream.ToF32(tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})
+	if err != nil {
+		return info, nil, false, err
 	}
-	if perm {
-		rows := info.Shape[0]
-		if rows%int64(2*heads) != 0 {
-			return info, nil, false, fmt.Errorf("tensor %q: %d rows do not split into %d heads of pairs", info.Name, rows, heads)
-		}
-		out := make([]byte, len(data))
-		permute(out, data, heads, len(data)/int(rows), false)
-		data = out
-	}
+	info.DType, data = dtype.F32, t.Data
 	info.Name = g
 	return info, bytes.NewReader(data), false, nil
 }

@@ -135,9 +135,21 @@ func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
 		narrow = d
 	}
 	info.Name = hf
-	if !perm && narrow == dtype.Invalid {
+	if perm {
+		size, err := dtype.Size(info.DType, info.Shape)
+		if err != nil {
+			return info, nil, tensor.Wrap(hf, err)
+		}
+		rows := info.Shape[0]
+		if rows%int64(2*heads) != 0 {
+			return info, nil, fmt.Errorf("tensor %q: %d rows do not split into %d heads of pairs", hf, rows, heads)
+		}
+		r = permuteHeads(r, rows, heads, int(size/rows), true)
+	}
+	if narrow == dtype.Invalid {
 		return info, r, nil
 	}
+	// A 1-D tensor, small: narrowed whole.
 	size, err := dtype.Size(info.DType, info.Shape)
 	if err != nil {
 		return info, nil, tensor.Wrap(hf, err)
@@ -146,20 +158,8 @@ func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
 	if _, err := io.ReadFull(r, data); err != nil {
 		return info, nil, tensor.Wrap(hf, err)
 	}
-	if perm {
-		rows := info.Shape[0]
-		if rows%int64(2*heads) != 0 {
-			return info, nil, fmt.Errorf("tensor %q: %d rows do not split into %d heads of pairs", hf, rows, heads)
-		}
-		out := make([]byte, len(data))
-		permute(out, data, heads, len(data)/int(rows), true)
-		data = out
-	}
-	if narrow != dtype.Invalid {
-		data = narrowF32(data, narrow)
-		info.DType = narrow
-	}
-	return info, bytes.NewReader(data), nil
+	info.DType = narrow
+	return info, bytes.NewReader(narrowF32(data, narrow)), nil
 }
 
 // narrowF32 encodes little-endian F32 values as F16 or BF16.

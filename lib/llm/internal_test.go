@@ -2,8 +2,10 @@ package llm
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"testing"
+	"testing/iotest"
 )
 
 func TestPermuteInverts(t *testing.T) {
@@ -75,4 +77,24 @@ func FuzzParseSentencePiece(f *testing.F) {
 			t.Fatal("no pieces and no error")
 		}
 	})
+}
+
+func TestPermuteHeadsStreams(t *testing.T) {
+	const heads, d, row = 3, 8, 5
+	src := make([]byte, heads*d*row)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	for _, inverse := range []bool{false, true} {
+		want := make([]byte, len(src))
+		permute(want, src, heads, row, inverse)
+		got, err := io.ReadAll(iotest.OneByteReader(permuteHeads(bytes.NewReader(src), heads*d, heads, row, inverse)))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("inverse %v: got %v, %v; want the whole-tensor permutation", inverse, got, err)
+		}
+	}
+	_, err := io.ReadAll(permuteHeads(bytes.NewReader(src[:len(src)-1]), heads*d, heads, row, false))
+	if err != io.ErrUnexpectedEOF {
+		t.Fatalf("a short tensor gave %v, want io.ErrUnexpectedEOF", err)
+	}
 }

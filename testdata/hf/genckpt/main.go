@@ -22,9 +22,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math"
 	"math/rand/v2"
@@ -37,8 +39,6 @@ import (
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/stconv"
-	"github.com/apr-go/apr/lib/stream"
-	"github.com/apr-go/apr/lib/tensor"
 )
 
 const config = `{
@@ -109,43 +109,30 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(2026, 11))
-	half := func(name string, shape ...int64) tensor.Tensor {
-		n := int64(1)
-		for _, d := range shape {
-			n *= d
-		}
-		b := make([]byte, 2*n)
-		for i := range n {
-			v := float32(rng.NormFloat64() * 0.02)
-			if len(shape) == 1 {
-				v = 1 + v // norms near one
-			}
-			binary.LittleEndian.PutUint16(b[2*i:], d.enc(v))
-		}
-		return tensor.Tensor{Name: name, DType: d.d, Shape: shape, Data: b}
+	var specs []container.TensorInfo
+	half := func(name string, shape ...int64) {
+		specs = append(specs, container.TensorInfo{Name: name, DType: d.d, Shape: shape})
 	}
-	ts := []tensor.Tensor{half("model.embed_tokens.weight", *vocab, *hidden), half("model.norm.weight", *hidden)}
+	half("model.embed_tokens.weight", *vocab, *hidden)
+	half("model.norm.weight", *hidden)
 	if !*tied {
-		ts = append(ts, half("lm_head.weight", *vocab, *hidden))
+		half("lm_head.weight", *vocab, *hidden)
 	}
 	for l := range *layers {
 		p := fmt.Sprintf("model.layers.%d.", l)
-		ts = append(ts,
-			half(p+"input_layernorm.weight", *hidden),
-			half(p+"post_attention_layernorm.weight", *hidden),
-			half(p+"self_attn.q_proj.weight", *heads*headDim, *hidden),
-			half(p+"self_attn.k_proj.weight", *kvHeads*headDim, *hidden),
-			half(p+"self_attn.v_proj.weight", *kvHeads*headDim, *hidden),
-			half(p+"self_attn.o_proj.weight", *hidden, *heads*headDim),
-			half(p+"mlp.gate_proj.weight", *ffn, *hidden),
-			half(p+"mlp.up_proj.weight", *ffn, *hidden),
-			half(p+"mlp.down_proj.weight", *hidden, *ffn))
+		half(p+"input_layernorm.weight", *hidden)
+		half(p+"post_attention_layernorm.weight", *hidden)
+		half(p+"self_attn.q_proj.weight", *heads*headDim, *hidden)
+		half(p+"self_attn.k_proj.weight", *kvHeads*headDim, *hidden)
+		half(p+"self_attn.v_proj.weight", *kvHeads*headDim, *hidden)
+		half(p+"self_attn.o_proj.weight", *hidden, *heads*headDim)
+		half(p+"mlp.gate_proj.weight", *ffn, *hidden)
+		half(p+"mlp.up_proj.weight", *ffn, *hidden)
+		half(p+"mlp.down_proj.weight", *hidden, *ffn)
 		if *arch == "Qwen2ForCausalLM" {
-			ts = append(ts,
-				half(p+"self_attn.q_proj.bias", *heads*headDim),
-				half(p+"self_attn.k_proj.bias", *kvHeads*headDim),
-				half(p+"self_attn.v_proj.bias", *kvHeads*headDim))
+			half(p+"self_attn.q_proj.bias", *heads*headDim)
+			half(p+"self_attn.k_proj.bias", *kvHeads*headDim)
+			half(p+"self_attn.v_proj.bias", *kvHeads*headDim)
 		}
 	}
 	model := strings.ToLower(strings.TrimSuffix(*arch, "ForCausalLM"))
@@ -167,13 +154,50 @@ func main() {
 	files["config.json"] = []byte(fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
 		headDimJSON, *tied, ids, d.torch))
 	md := container.Metadata{Extra: map[string]any{stconv.KeyFiles: files}}
-	s := stream.FromTensors(modeltype.Custom, md, ts)
 	var total int64
-	for _, t := range ts {
-		total += int64(len(t.Data))
+	for _, t := range specs {
+		n, err := t.RawSize()
+		if err != nil {
+			log.Fatal(err)
+		}
+		total += n
 	}
 	shard := int64(math.Ceil(float64(total) / float64(*shards)))
+	s := &genStream{h: container.Header{Type: modeltype.Custom, Metadata: md, Table: specs},
+		rng: rand.New(rand.NewPCG(2026, 11)), enc: d.enc}
 	if err := stconv.ExportDir(*out, stconv.StreamSource(s), stconv.ExportOptions{ShardSize: shard}); err != nil {
 		log.Fatal(err)
 	}
 }
+
+// genStream makes each tensor's seeded values when it is asked for, so a checkpoint
+// bigger than memory (the giant-model benchmark's) is written one tensor at a time.
+type genStream struct {
+	h   container.Header
+	i   int
+	rng *rand.Rand
+	enc func(float32) uint16
+}
+
+func (s *genStream) Header() container.Header { return s.h }
+
+func (s *genStream) Next() (container.TensorInfo, io.Reader, error) {
+	if s.i == len(s.h.Table) {
+		return container.TensorInfo{}, nil, io.EOF
+	}
+	t := s.h.Table[s.i]
+	s.i++
+	n, _ := t.RawSize()
+	b := make([]byte, n)
+	for i := 0; i < len(b); i += 2 {
+		v := float32(s.rng.NormFloat64() * 0.02)
+		if len(t.Shape) == 1 {
+			v = 1 + v // norms near one
+		}
+		binary.LittleEndian.PutUint16(b[i:], s.enc(v))
+	}
+	return t, bytes.NewReader(b), nil
+}
+
+func (s *genStream) Blocks() []container.Block { return nil }
+func (s *genStream) Close() error              { return nil }
