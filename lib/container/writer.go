@@ -289,6 +289,9 @@ func (w *Writer) writePlain(e *Entry, data io.Reader, dataCRC *uint32) error {
 			return err
 		}
 	}
+	if src, ok := data.(InPlace); ok && int64(src.Len()) == e.RawSize {
+		return w.writeInPlace(e, src, dataCRC)
+	}
 	// One buffer for the whole file: a buffer a tensor was 16 GB of garbage for a
 	// header of 65,536 empty tensors, too fast for the collector under ulimit -v.
 	if w.plain == nil && e.RawSize > 0 {
@@ -309,6 +312,52 @@ func (w *Writer) writePlain(e *Entry, data io.Reader, dataCRC *uint32) error {
 	}
 	return nil
 }
+
+// InPlace is a tensor's data already in memory (a bytes.Reader, a mapped file's
+// pages): WriteTensor checksums and writes its slices as they are, instead of
+// copying them through its buffer first. Len is the number of bytes left; only a
+// reader holding exactly the tensor's size is written this way, since WriteTo takes
+// everything the reader has.
+type InPlace interface {
+	io.WriterTo
+	Len() int
+}
+
+func (w *Writer) writeInPlace(e *Entry, src InPlace, dataCRC *uint32) error {
+	sink := &plainSink{w: w, crc: dataCRC}
+	n, err := src.WriteTo(sink)
+	switch {
+	case w.err != nil:
+		return w.err
+	case err != nil:
+		return shortData(e, n, err)
+	case n != e.RawSize:
+		return shortData(e, n, io.ErrUnexpectedEOF)
+	}
+	return nil
+}
+
+// plainSink is the io.Writer an InPlace tensor writes its slices to.
+type plainSink struct {
+	w   *Writer
+	crc *uint32
+}
+
+// Write checksums and writes b a piece at a time, so that the write reads from the
+// cache what the checksum has just brought in.
+func (s *plainSink) Write(b []byte) (int, error) {
+	for i := 0; i < len(b); i += inPlacePiece {
+		p := b[i:min(i+inPlacePiece, len(b))]
+		*s.crc = crcUpdate(*s.crc, p)
+		s.w.writeData(p)
+		if s.w.err != nil {
+			return i, s.w.err
+		}
+	}
+	return len(b), nil
+}
+
+const inPlacePiece = 256 << 10
 
 // writeChunks writes the chunk frames of a compressed or sealed (cs != nil) tensor.
 func (w *Writer) writeChunks(e *Entry, cs ChunkSealer, data io.Reader, dataCRC *uint32) error {

@@ -352,6 +352,9 @@ func (r *pageReader) WriteTo(w io.Writer) (int64, error) {
 	return total, nil
 }
 
+// Len is the number of bytes not yet read (container.InPlace).
+func (r *pageReader) Len() int { return len(r.data) - r.pos }
+
 func (r *pageReader) drop() {
 	if r.pos > r.dropped {
 		r.f.DropPages(r.off+int64(r.dropped), int64(r.pos-r.dropped))
