@@ -80,6 +80,14 @@ func setupAsm() bool {
 	bf16BytesToF32 = func(dst []float32, src []byte) {
 		bf16ToF32Ptr(dst, unsafe.Pointer(unsafe.SliceData(src)), len(src)/2)
 	}
+	bf16ToF16Max = func(dst, src []byte) uint32 {
+		n := len(src) / 2 &^ 7
+		var m uint32
+		if n > 0 {
+			m = bf16ToF16F16C((*uint16)(unsafe.Pointer(&dst[0])), (*uint16)(unsafe.Pointer(&src[0])), n)
+		}
+		return max(m, bf16ToF16Generic(dst[2*n:], src[2*n:]))
+	}
 	dotF32 = dotAsm
 	axpy = axpyAsm
 	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16Asm, nil) }
@@ -111,6 +119,9 @@ func f32ToBF16AVX2(dst *uint16, src *float32, n int)
 
 //go:noescape
 func bf16ToF32AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func bf16ToF16F16C(dst, src *uint16, n int) (maxBits uint32)
 
 //go:noescape
 func kx2LanesAVX2(grp *kx2Asm)

@@ -469,6 +469,43 @@ bfdone:
 	VZEROUPPER
 	RET
 
+// func bf16ToF16F16C(dst, src *uint16, n int) (maxBits uint32)
+// n is a multiple of 8. Each bf16 widens exactly to its float32 (the bits
+// shifted up by 16), which VCVTPS2PH converts as f32ToF16F16C does; the
+// largest |x| comes back as float32 bits. A caller hands any chunk with a
+// NaN, an infinity or a value too large to the reference, so NaN lanes
+// need no care here.
+TEXT ·bf16ToF16F16C(SB), NOSPLIT, $0-28
+	MOVQ  dst+0(FP), DI
+	MOVQ  src+8(FP), SI
+	MOVQ  n+16(FP), CX
+	VPXOR Y9, Y9, Y9
+	SHRQ  $3, CX
+	JZ    bhdone
+	VPBROADCASTD c32<>+0x00(SB), Y15 // |x| mask
+bhloop:
+	VPMOVZXWD (SI), Y0
+	VPSLLD    $16, Y0, Y0
+	VPAND     Y15, Y0, Y1
+	VPMAXUD   Y1, Y9, Y9
+	VCVTPS2PH $0, Y0, X0
+	VMOVDQU   X0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $16, DI
+	DECQ      CX
+	JNZ       bhloop
+bhdone:
+	VEXTRACTI128 $1, Y9, X1
+	VPMAXUD      X1, X9, X9
+	VPSHUFD      $0x4e, X9, X1
+	VPMAXUD      X1, X9, X9
+	VPSHUFD      $0xb1, X9, X1
+	VPMAXUD      X1, X9, X9
+	VMOVD        X9, AX
+	MOVL         AX, maxBits+24(FP)
+	VZEROUPPER
+	RET
+
 // func dotAVX2Asm(a, b *float32, n int, s *[8]float32)
 // n is a multiple of 8: s[j] = sum over i of a[8i+j]*b[8i+j], each product
 // rounded before it is added (VMULPS then VADDPS, never fused), as

@@ -43,6 +43,35 @@ func QuantizeChecked(t dtype.DType, dst []byte, src []float32, limit uint32) (bo
 	return fused(dst, src) >= limit, nil
 }
 
+// bf16ToF16Max, where the CPU has a kernel for it, converts BF16 bytes to F16 bytes
+// in one pass and returns the largest |x| as float32 bits.
+var bf16ToF16Max func(dst, src []byte) uint32
+
+// BF16ToF16Checked converts the little-endian BF16 values of src to F16 in dst in one
+// pass, without the float32 round trip, when the CPU has a kernel for it and no
+// |value| is limit or more (float32 bits, as for QuantizeChecked). It reports false
+// otherwise, dst then holding no meaningful bytes: convert through float32, with
+// the checks, instead. Its bytes are the reference's (Dequantize to float32, then
+// Quantize to F16).
+func BF16ToF16Checked(dst, src []byte, limit uint32) bool {
+	if bf16ToF16Max == nil || len(dst) != len(src) || len(src)%2 != 0 {
+		return false
+	}
+	return bf16ToF16Max(dst, src) < limit
+}
+
+// bf16ToF16Generic is bf16ToF16Max in Go, for the tails.
+func bf16ToF16Generic(dst, src []byte) uint32 {
+	var m uint32
+	for i := 0; i+1 < len(src); i += 2 {
+		b := uint32(src[i])<<16 | uint32(src[i+1])<<24
+		m = max(m, b&0x7fffffff)
+		h := F32ToF16Bits(math.Float32frombits(b))
+		dst[i], dst[i+1] = byte(h), byte(h>>8)
+	}
+	return m
+}
+
 // absMaxBits returns the largest |x| of x as float32 bits.
 func absMaxBits(x []float32) uint32 {
 	var m uint32

@@ -77,3 +77,45 @@ func TestAnyAbsAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// BF16ToF16Checked gives the reference's bytes (BF16 -> float32 -> F16) for every
+// finite BF16 code, in vectors and in a tail, and declines a chunk holding a value at
+// its limit or a NaN.
+func TestBF16ToF16Checked(t *testing.T) {
+	var src []byte
+	for c := range 1 << 16 {
+		if c&0x7f80 != 0x7f80 { // not NaN or infinite
+			src = append(src, byte(c), byte(c>>8))
+		}
+	}
+	src = src[:len(src)-6] // a tail of 5 values after the vectors
+	want := make([]byte, len(src))
+	f := make([]float32, len(src)/2)
+	if err := Dequantize(dtype.BF16, f, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := Quantize(dtype.F16, want, f); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(src))
+	if !BF16ToF16Checked(got, src, 0x7f800000) {
+		if bf16ToF16Max != nil {
+			t.Fatal("declined finite values")
+		}
+		t.Skip("no BF16 -> F16 kernel in this build")
+	}
+	if !bytes.Equal(got, want) {
+		for i := 0; i < len(got); i += 2 {
+			if got[i] != want[i] || got[i+1] != want[i+1] {
+				t.Fatalf("bf16 %02x%02x: got f16 %02x%02x, want %02x%02x", src[i+1], src[i], got[i+1], got[i], want[i+1], want[i])
+			}
+		}
+	}
+	for _, code := range []uint16{0x4700, 0xc700, 0x7fc0, 0xff81} { // 32768, -32768, NaNs
+		row := make([]byte, 2*19)
+		row[2*11], row[2*11+1] = byte(code), byte(code>>8)
+		if BF16ToF16Checked(make([]byte, len(row)), row, 0x47000000) {
+			t.Errorf("bf16 %04x at limit 32768 was not declined", code)
+		}
+	}
+}

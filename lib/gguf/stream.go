@@ -96,7 +96,46 @@ func (dr *DataReader) Next() (int, io.Reader, error) {
 		}
 	}
 	dr.cur = &tensorReader{r: dr.r, n: dr.sizes[i], left: dr.sizes[i], name: t.Name, off: dr.h.DataOffset + t.Offset}
+	if s, ok := dr.r.(Spanner); ok {
+		return i, &spanReader{tensorReader: dr.cur, s: s}, nil
+	}
 	return i, dr.cur, nil
+}
+
+// A Spanner hands out its next bytes in place, as a mapped file can: Span returns
+// up to n of them (fewer only at the end), valid until the reader is closed.
+// DataReader's tensor readers then pass them on without a copy (WriteTo), as
+// container.InPlace data.
+type Spanner interface {
+	io.Reader
+	Span(n int) []byte
+}
+
+// spanReader is a tensorReader over a Spanner, which can also write itself out.
+type spanReader struct {
+	*tensorReader
+	s Spanner
+}
+
+// Len is the number of the tensor's bytes not yet read.
+func (t *spanReader) Len() int { return int(t.left) }
+
+// WriteTo writes the rest of the tensor to w in spans of the input.
+func (t *spanReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for t.left > 0 {
+		b := t.s.Span(int(min(t.left, 8<<20)))
+		if len(b) == 0 {
+			return total, t.truncated()
+		}
+		t.left -= int64(len(b))
+		n, err := w.Write(b)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // sortByOffset sorts order, indexes of h.Tensors, by the tensors' data offsets,

@@ -299,7 +299,11 @@ func (s *importStream) Next() (container.TensorInfo, io.Reader, error) {
 	ti := &s.gh.Tensors[i]
 	d, _ := ti.Type.DType()
 	info := container.TensorInfo{Name: ti.Name, DType: d, Shape: ti.Shape()}
-	return info, &tensorReader{r: r, name: s.name}, nil
+	tr := &tensorReader{r: r, name: s.name}
+	if in, ok := r.(container.InPlace); ok {
+		return info, &inPlaceReader{tensorReader: tr, in: in}, nil
+	}
+	return info, tr, nil
 }
 
 // tensorReader names the input in a read error (a truncated file); the consumer
@@ -311,6 +315,10 @@ type tensorReader struct {
 
 func (t *tensorReader) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
+	return n, t.named(err)
+}
+
+func (t *tensorReader) named(err error) error {
 	switch {
 	case err == nil || err == io.EOF:
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -320,7 +328,21 @@ func (t *tensorReader) Read(p []byte) (int, error) {
 	default:
 		err = fmt.Errorf("%s: %w", t.name, err)
 	}
-	return n, err
+	return err
+}
+
+// inPlaceReader is a tensorReader over a mapped input's tensor, which the APR writer
+// takes in place (container.InPlace).
+type inPlaceReader struct {
+	*tensorReader
+	in container.InPlace
+}
+
+func (t *inPlaceReader) Len() int { return t.in.Len() }
+
+func (t *inPlaceReader) WriteTo(w io.Writer) (int64, error) {
+	n, err := t.in.WriteTo(w)
+	return n, t.named(err)
 }
 
 func (s *importStream) Blocks() []container.Block { return nil }

@@ -55,6 +55,16 @@ func (r *mapReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Span returns the next n bytes (fewer at the end) as a slice of the mapping, for
+// the tensor data to be written on without a copy (gguf.Spanner). The pages of the
+// spans before it leave the resident set.
+func (r *mapReader) Span(n int) []byte {
+	r.drop()
+	b := r.m[r.pos:min(r.pos+n, len(r.m))]
+	r.pos += len(b)
+	return b
+}
+
 // ReadByte serves the header decoder and the check for bytes after the data.
 func (r *mapReader) ReadByte() (byte, error) {
 	if r.pos >= len(r.m) {
