@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"runtime"
 
+	"github.com/apr-go/apr/lib/internal/splice"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/tensor"
 )
@@ -61,6 +63,7 @@ func WithWorkers(n int) Option { return func(o *writerOptions) { o.workers = n }
 type Writer struct {
 	out     *bufio.Writer
 	dst     io.Writer // under out, for large writes that need no buffering
+	pipe    *os.File  // dst, when it is a pipe that file bytes can be spliced into
 	crc     uint32    // CRC32 of every byte written (tensor data folded in by crcCombine)
 	off     int64
 	opts    writerOptions
@@ -141,6 +144,9 @@ func NewWriter(w io.Writer, h Header, opts ...Option) (*Writer, error) {
 		}
 	}
 	wr := &Writer{out: bufio.NewWriterSize(w, 256<<10), dst: w, opts: o, flags: fh.Flags, names: map[string]bool{}, sealed: sealed}
+	if f, ok := w.(*os.File); ok && splice.IsPipe(f) {
+		wr.pipe = f
+	}
 	wr.write(fh.encode())
 	wr.write(meta)
 	wr.pad()
@@ -358,6 +364,40 @@ func (s *plainSink) Write(b []byte) (int, error) {
 }
 
 const inPlacePiece = 256 << 10
+
+// FileWriter is what the writer offers an InPlace tensor that is a mapped file's
+// bytes: WriteFile takes b, the bytes of f from offset off as mapped, checksums them
+// and, when the output is a pipe, splices the file's pages into it rather than
+// copying b (so a file importer moves no tensor byte through user memory).
+type FileWriter interface {
+	WriteFile(b []byte, f *os.File, off int64) (int, error)
+}
+
+func (s *plainSink) WriteFile(b []byte, f *os.File, off int64) (int, error) {
+	w := s.w
+	if w.pipe == nil || w.err != nil {
+		return s.Write(b)
+	}
+	*s.crc = crcUpdate(*s.crc, b)
+	if w.err = w.out.Flush(); w.err != nil {
+		return 0, w.err
+	}
+	ok, err := splice.FromFile(w.pipe, f, off, int64(len(b)))
+	switch {
+	case !ok:
+		w.pipe = nil // not this file system: write the bytes from now on
+		w.writeData(b)
+		if w.err != nil {
+			return 0, w.err
+		}
+		return len(b), nil
+	case err != nil:
+		w.err = err
+		return 0, err
+	}
+	w.off += int64(len(b))
+	return len(b), nil
+}
 
 // writeChunks writes the chunk frames of a compressed or sealed (cs != nil) tensor.
 func (w *Writer) writeChunks(e *Entry, cs ChunkSealer, data io.Reader, dataCRC *uint32) error {

@@ -102,13 +102,13 @@ func (dr *DataReader) Next() (int, io.Reader, error) {
 	return i, dr.cur, nil
 }
 
-// A Spanner hands out its next bytes in place, as a mapped file can: Span returns
-// up to n of them (fewer only at the end), valid until the reader is closed.
-// DataReader's tensor readers then pass them on without a copy (WriteTo), as
+// A Spanner hands out its next bytes in place, as a mapped file can: WriteSpan
+// writes up to n of them to w without a copy (fewer only at the end of the input,
+// none after it). DataReader's tensor readers then pass the data on in place, as
 // container.InPlace data.
 type Spanner interface {
 	io.Reader
-	Span(n int) []byte
+	WriteSpan(w io.Writer, n int) (int, error)
 }
 
 // spanReader is a tensorReader over a Spanner, which can also write itself out.
@@ -124,15 +124,14 @@ func (t *spanReader) Len() int { return int(t.left) }
 func (t *spanReader) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	for t.left > 0 {
-		b := t.s.Span(int(min(t.left, 8<<20)))
-		if len(b) == 0 {
-			return total, t.truncated()
-		}
-		t.left -= int64(len(b))
-		n, err := w.Write(b)
+		n, err := t.s.WriteSpan(w, int(min(t.left, 8<<20)))
+		t.left -= int64(n)
 		total += int64(n)
 		if err != nil {
 			return total, err
+		}
+		if n == 0 {
+			return total, t.truncated()
 		}
 	}
 	return total, nil

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/internal/mmap"
 )
 
@@ -14,6 +15,7 @@ import (
 // bounded memory. It is the same sequential reader as the file itself, so the
 // streaming checks (offset order, padding, truncation, trailing bytes) are unchanged.
 type mapReader struct {
+	f       *os.File
 	m       []byte
 	pos     int
 	dropped int // m[:dropped] has been dropped (a multiple of the page size)
@@ -39,7 +41,7 @@ func mapFile(f *os.File) (r *mapReader, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	return &mapReader{m: m, pos: int(pos), dropped: int(pos) &^ (pageSize - 1)}, true
+	return &mapReader{f: f, m: m, pos: int(pos), dropped: int(pos) &^ (pageSize - 1)}, true
 }
 
 func (r *mapReader) Read(p []byte) (int, error) {
@@ -55,14 +57,25 @@ func (r *mapReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Span returns the next n bytes (fewer at the end) as a slice of the mapping, for
-// the tensor data to be written on without a copy (gguf.Spanner). The pages of the
-// spans before it leave the resident set.
-func (r *mapReader) Span(n int) []byte {
+// WriteSpan writes the next n bytes (fewer at the end) to w as a slice of the
+// mapping, without a copy, or as the file's pages when w can splice them
+// (container.FileWriter); the pages of the spans before it leave the resident set
+// (gguf.Spanner).
+func (r *mapReader) WriteSpan(w io.Writer, n int) (int, error) {
 	r.drop()
 	b := r.m[r.pos:min(r.pos+n, len(r.m))]
-	r.pos += len(b)
-	return b
+	if len(b) == 0 {
+		return 0, nil
+	}
+	var m int
+	var err error
+	if fw, ok := w.(container.FileWriter); ok {
+		m, err = fw.WriteFile(b, r.f, int64(r.pos))
+	} else {
+		m, err = w.Write(b)
+	}
+	r.pos += m
+	return m, err
 }
 
 // ReadByte serves the header decoder and the check for bytes after the data.

@@ -101,6 +101,9 @@ func (f *File) Header() *Header { return f.h }
 // Path returns the path the file was opened with.
 func (f *File) Path() string { return f.path }
 
+// OSFile is the open file under f, for splicing its bytes (valid until Close).
+func (f *File) OSFile() *os.File { return f.f }
+
 // Mapped reports whether the file is memory-mapped.
 func (f *File) Mapped() bool { return f.mm != nil }
 

@@ -336,12 +336,19 @@ func (r *pageReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// WriteTo writes the rest of the tensor in slices of the mapping, without a copy.
+// WriteTo writes the rest of the tensor in slices of the mapping, without a copy
+// (spliced as the file's pages when w can: container.FileWriter).
 func (r *pageReader) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	for r.pos < len(r.data) {
 		end := min(r.pos+dropEvery, len(r.data))
-		n, err := w.Write(r.data[r.pos:end])
+		var n int
+		var err error
+		if fw, ok := w.(container.FileWriter); ok {
+			n, err = fw.WriteFile(r.data[r.pos:end], r.f.OSFile(), r.off+int64(r.pos))
+		} else {
+			n, err = w.Write(r.data[r.pos:end])
+		}
 		r.pos += n
 		total += int64(n)
 		r.drop()

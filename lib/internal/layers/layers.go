@@ -10,6 +10,7 @@ var Layer = map[string]int{
 	// 0: leaves, importing nothing of ours.
 	"lib/dtype": 0, "lib/modeltype": 0, "lib/version": 0,
 	"lib/seal": 0, "lib/sign": 0, "lib/internal/crcjoin": 0, "lib/internal/mmap": 0,
+	"lib/internal/splice":   0,
 	"lib/internal/peertest": 0, "lib/internal/argon2ref": 0, "lib/internal/layers": 0,
 	"lib/internal/ordered": 0, "lib/internal/mpwalk": 0, "lib/printable": 0, "lib/cleanup": 0,
 	"lib/internal/iocount": 0, "lib/internal/jsonobj": 0, "lib/onnx/internal/onnxpb": 0,
