@@ -141,17 +141,16 @@ func eofErr(err error) error {
 	return err
 }
 
-func (c *convertReader) Read(b []byte) (int, error) {
+// chunk returns the unread rest of the current converted chunk, taking the next one
+// from the pool once it is used up, and io.EOF after the last.
+func (c *convertReader) chunk() ([]byte, error) {
 	for {
 		if c.err != nil {
-			return 0, c.err
+			return nil, c.err
 		}
 		if c.cur != nil {
 			if c.off < len(c.cur.out) {
-				n := copy(b, c.cur.out[c.off:])
-				c.off += n
-				c.left -= int64(n)
-				return n, nil
+				return c.cur.out[c.off:], nil
 			}
 			c.acc.merge(c.cur.acc)
 			if c.mapped != nil {
@@ -165,15 +164,15 @@ func (c *convertReader) Read(b []byte) (int, error) {
 			c.ended = true
 			if c.left != 0 {
 				c.err = fmt.Errorf("tensor %q: conversion ended %d bytes early", c.p.name, c.left)
-				return 0, c.err
+				return nil, c.err
 			}
 			if c.mapped != nil {
 				if err := c.mapped.end(c.crc); err != io.EOF {
 					c.err = err
-					return 0, err
+					return nil, err
 				}
 			}
-			return 0, io.EOF
+			return nil, io.EOF
 		}
 		if c.mapped != nil && j.err == nil {
 			c.crc = crcjoin.Join(c.crc, j.crc, int64(len(j.in)))
@@ -184,9 +183,45 @@ func (c *convertReader) Read(b []byte) (int, error) {
 				c.s.free <- j
 			}
 			c.abort()
-			return 0, c.err
+			return nil, c.err
 		}
 		c.cur, c.off = j, 0
+	}
+}
+
+func (c *convertReader) Read(b []byte) (int, error) {
+	p, err := c.chunk()
+	if err != nil {
+		return 0, err
+	}
+	n := copy(b, p)
+	c.off += n
+	c.left -= int64(n)
+	return n, nil
+}
+
+// Len is the number of output bytes not yet read (container.InPlace).
+func (c *convertReader) Len() int { return int(c.left) }
+
+// WriteTo writes each converted chunk to w from its worker's buffer, not copied
+// through the writer's buffer first.
+func (c *convertReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		p, err := c.chunk()
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+		n, err := w.Write(p)
+		c.off += n
+		c.left -= int64(n)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
 	}
 }
 
