@@ -201,21 +201,51 @@ type headReader struct {
 }
 
 func (h *headReader) Read(p []byte) (int, error) {
-	if len(h.pending) == 0 {
-		if h.left == 0 {
-			return 0, io.EOF
-		}
-		if _, err := io.ReadFull(h.r, h.in); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return 0, err
-		}
-		permute(h.out, h.in, 1, h.rowBytes, h.inverse)
-		h.left--
-		h.pending = h.out
+	if err := h.fill(); err != nil {
+		return 0, err
 	}
 	n := copy(p, h.pending)
 	h.pending = h.pending[n:]
 	return n, nil
+}
+
+// fill permutes the next head when the last one has been read.
+func (h *headReader) fill() error {
+	if len(h.pending) > 0 {
+		return nil
+	}
+	if h.left == 0 {
+		return io.EOF
+	}
+	if _, err := io.ReadFull(h.r, h.in); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	permute(h.out, h.in, 1, h.rowBytes, h.inverse)
+	h.left--
+	h.pending = h.out
+	return nil
+}
+
+// Len is the number of bytes not yet read (container.InPlace).
+func (h *headReader) Len() int { return len(h.pending) + h.left*len(h.out) }
+
+// WriteTo writes each permuted head to w from its buffer.
+func (h *headReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if err := h.fill(); err == io.EOF {
+			return total, nil
+		} else if err != nil {
+			return total, err
+		}
+		n, err := w.Write(h.pending)
+		h.pending = h.pending[n:]
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
 }

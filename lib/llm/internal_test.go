@@ -93,6 +93,16 @@ func TestPermuteHeadsStreams(t *testing.T) {
 			t.Fatalf("inverse %v: got %v, %v; want the whole-tensor permutation", inverse, got, err)
 		}
 	}
+	var buf bytes.Buffer
+	r := permuteHeads(bytes.NewReader(src), heads*d, heads, row, true).(io.WriterTo)
+	if n, err := r.WriteTo(&buf); n != int64(len(src)) || err != nil {
+		t.Fatalf("WriteTo: %d, %v", n, err)
+	}
+	want := make([]byte, len(src))
+	permute(want, src, heads, row, true)
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatal("WriteTo gives other bytes than the whole-tensor permutation")
+	}
 	_, err := io.ReadAll(permuteHeads(bytes.NewReader(src[:len(src)-1]), heads*d, heads, row, false))
 	if err != io.ErrUnexpectedEOF {
 		t.Fatalf("a short tensor gave %v, want io.ErrUnexpectedEOF", err)
