@@ -4,6 +4,7 @@ package pipelines
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,5 +160,39 @@ func writeWithoutTable(t *testing.T, in, out string) {
 	}
 	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReaderGoneIsSIGPIPE: an importer writing into a pipe whose reader goes away (as
+// `| head -c N` does) ends as any Unix filter does, killed by SIGPIPE with nothing on
+// stderr, also when the tensor bytes go into the pipe by splice(2) from a mapped file.
+func TestReaderGoneIsSIGPIPE(t *testing.T) {
+	needPrograms(t, "apr-gguf", "apr-st")
+	gguf, _ := filepath.Abs("../testdata/gguf/tiny-llama.f32.gguf")
+	ckpt, _ := filepath.Abs("../testdata/hf/tiny-llama")
+	for _, args := range [][]string{{"apr-gguf", "import", gguf}, {"apr-st", "import", ckpt}} {
+		t.Run(args[0], func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd := exec.Command(args[0], args[1:]...)
+			cmd.Stdout, cmd.Stderr = w, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			buf := make([]byte, 4096)
+			if _, err := io.ReadFull(r, buf); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			cmd.Wait()
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !ws.Signaled() || ws.Signal() != syscall.SIGPIPE || stderr.Len() > 0 {
+				t.Fatalf("%s: %v, stderr %q; want death by SIGPIPE and no message", strings.Join(args[:2], " "), cmd.ProcessState, stderr.String())
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"syscall"
 
 	"github.com/apr-go/apr/lib/internal/splice"
 	"github.com/apr-go/apr/lib/modeltype"
@@ -382,20 +383,23 @@ func (s *plainSink) WriteFile(b []byte, f *os.File, off int64) (int, error) {
 	if w.err = w.out.Flush(); w.err != nil {
 		return 0, w.err
 	}
-	ok, err := splice.FromFile(w.pipe, f, off, int64(len(b)))
-	switch {
-	case !ok:
-		w.pipe = nil // not this file system: write the bytes from now on
-		w.writeData(b)
+	moved, err := splice.FromFile(w.pipe, f, off, int64(len(b)))
+	w.off += moved
+	if errors.Is(err, splice.ErrUnsupported) || errors.Is(err, syscall.EPIPE) {
+		// Not this file system: write the bytes from now on. Or the reader has
+		// gone: the write then fails as every write to such a pipe does (on stdout,
+		// Go's SIGPIPE), not with an error of the splice.
+		w.pipe = nil
+		w.writeData(b[moved:])
 		if w.err != nil {
-			return 0, w.err
+			return int(moved), w.err
 		}
 		return len(b), nil
-	case err != nil:
-		w.err = err
-		return 0, err
 	}
-	w.off += int64(len(b))
+	if err != nil {
+		w.err = err
+		return int(moved), err
+	}
 	return len(b), nil
 }
 

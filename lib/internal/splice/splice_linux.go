@@ -16,19 +16,19 @@ func IsPipe(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeNamedPipe != 0
 }
 
-// FromFile moves n bytes of src, from offset off, into the pipe dst. ok is false,
-// with nothing written, where the kernel will not splice from src (write the bytes
-// another way); a failure after the first byte is an error. The bytes are those of
-// the page cache at the time of the call: a caller that checksummed them from a
-// mapping relies on the file not changing meanwhile, as every reader of it does.
-func FromFile(dst, src *os.File, off, n int64) (ok bool, err error) {
+// FromFile moves n bytes of src, from offset off, into the pipe dst, and returns how
+// many it moved. ErrUnsupported, with nothing moved, means the kernel will not splice
+// from src: write the bytes another way. The bytes are those of the page cache at the
+// time of the call: a caller that checksummed them from a mapping relies on the file
+// not changing meanwhile, as every reader of it does.
+func FromFile(dst, src *os.File, off, n int64) (moved int64, err error) {
 	dc, err := dst.SyscallConn()
 	if err != nil {
-		return false, nil
+		return 0, ErrUnsupported
 	}
 	sc, err := src.SyscallConn()
 	if err != nil {
-		return false, nil
+		return 0, ErrUnsupported
 	}
 	var done int64
 	var serr error
@@ -61,10 +61,10 @@ func FromFile(dst, src *os.File, off, n int64) (ok bool, err error) {
 		serr = cerr
 	}
 	if done == 0 && (errors.Is(serr, unix.EINVAL) || errors.Is(serr, unix.ENOSYS)) {
-		return false, nil
+		return 0, ErrUnsupported
 	}
 	if serr != nil {
-		return true, &os.PathError{Op: "splice", Path: src.Name(), Err: serr}
+		return done, &os.PathError{Op: "splice", Path: src.Name(), Err: serr}
 	}
-	return true, nil
+	return done, nil
 }

@@ -2,10 +2,12 @@ package splice
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 )
 
@@ -35,11 +37,11 @@ func TestFromFile(t *testing.T) {
 	}()
 	const off = 4097
 	pipe := IsPipe(w)
-	ok, err := FromFile(w, src, off, int64(len(data)-off-5))
+	moved, err := FromFile(w, src, off, int64(len(data)-off-5))
 	w.Close()
 	b := <-got
 	if runtime.GOOS != "linux" {
-		if ok || pipe {
+		if err != ErrUnsupported || pipe {
 			t.Fatalf("FromFile served %v here", runtime.GOOS)
 		}
 		return
@@ -47,8 +49,8 @@ func TestFromFile(t *testing.T) {
 	if !pipe || IsPipe(src) {
 		t.Fatalf("IsPipe: %v for a pipe, %v for a file", pipe, IsPipe(src))
 	}
-	if !ok || err != nil {
-		t.Fatalf("FromFile: %v, %v", ok, err)
+	if moved != int64(len(data)-off-5) || err != nil {
+		t.Fatalf("FromFile: %d, %v", moved, err)
 	}
 	if !bytes.Equal(b, data[off:len(data)-5]) {
 		t.Fatalf("%d bytes arrived, not the file's %d from offset %d", len(b), len(data)-off-5, off)
@@ -57,8 +59,15 @@ func TestFromFile(t *testing.T) {
 	r2, w2, _ := os.Pipe()
 	defer r2.Close()
 	go io.Copy(io.Discard, r2)
-	if ok, err := FromFile(w2, src, int64(len(data)-10), 20); !ok || err == nil {
-		t.Fatalf("a range past the end gave %v, %v", ok, err)
+	if moved, err := FromFile(w2, src, int64(len(data)-10), 20); moved != 10 || err == nil {
+		t.Fatalf("a range past the end gave %d, %v", moved, err)
 	}
 	w2.Close()
+	// A pipe whose reader has gone: EPIPE, for the caller to report as a write would.
+	r3, w3, _ := os.Pipe()
+	r3.Close()
+	if _, err := FromFile(w3, src, 0, 10); !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("a pipe without a reader gave %v", err)
+	}
+	w3.Close()
 }
