@@ -1,4 +1,4 @@
-//go:build amd64 && !purego && !noasm
+//go:build (amd64 || arm64) && !purego && !noasm
 
 package kernels
 
@@ -6,9 +6,9 @@ import "math"
 
 // The K-quant sub-block searches in assembly, shared by amd64 (AVX2) and
 // arm64 (NEON): these drivers transpose 8 sub-blocks so that element i of
-// each is one row of 8 lanes, call the architecture's lane kernel (kx2Lanes,
-// qxLanes, levelsLanes; AVX2 does a row in one vector, NEON in two) and
-// transpose the levels back.
+// each is one row of 8 lanes, call the architecture's lane kernel
+// (kx2Lanes, qxLanes, levelsLanes; AVX2 takes a row as one vector, NEON
+// makes two passes of 4 lanes) and transpose the levels back.
 
 // qxAsm is qxLanes' input and output (offsets fixed in asm_amd64.s and
 // asm_arm64.s, checked by TestAsmLayout).

@@ -1,11 +1,77 @@
-//go:build amd64 && !purego && !noasm
+//go:build (amd64 || arm64) && !purego && !noasm
 
 package kernels
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 	"unsafe"
 )
+
+// TestKQuantSearchKernels calls the drivers of the lane kernels directly
+// and compares all they return with the reference searches: every scale,
+// min and level. The quantizers' bytes show these only in part (scales are
+// stored in 6 bits, and Q2_K, Q4_K and Q5_K recompute their levels from the
+// stored scales).
+func TestKQuantSearchKernels(t *testing.T) {
+	if asmName == "" {
+		t.Skip("no assembly on this CPU")
+	}
+	r := rand.New(rand.NewPCG(71, 72))
+	x := append(kquantBlocks(r, 300), edgeBlocks(r, 300)...)
+	same := func(a, b []float32) bool {
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	for b := range len(x) / qkK {
+		xb := x[b*qkK : (b+1)*qkK]
+		// make_qkx2_quants as Q4_K and Q5_K call it
+		for _, p := range []struct {
+			nmax  int32
+			rmin  float32
+			nstep int
+		}{{15, -1, 20}, {31, -0.5, 15}} {
+			var La, Lb [qkK]uint8
+			var sa, ma, sb, mb [8]float32
+			kx2BlockAsm(xb, La[:], &sa, &ma, p.nmax, p.rmin, p.nstep)
+			kx2Fits(xb, Lb[:], &sb, &mb, p.nmax, p.rmin, p.nstep)
+			if !same(sa[:], sb[:]) || !same(ma[:], mb[:]) || La != Lb {
+				t.Fatalf("make_qkx2_quants nmax %d, block %d: scales %v mins %v levels %v, reference %v %v %v", p.nmax, b, sa, ma, La, sb, mb, Lb)
+			}
+		}
+		// as Q2_K calls it: sub-blocks of 16, weights |x|, absolute errors
+		var La, Lb [qkK]uint8
+		var sa, ma, sb, mb [16]float32
+		q2Fits16Asm(xb, La[:], &sa, &ma)
+		var w [16]float32
+		var Laux [16]uint8
+		for j := range 16 {
+			xs := xb[16*j : 16*j+16]
+			for l, v := range xs {
+				w[l] = abs32(v)
+			}
+			sb[j], mb[j] = makeQKX2Quants(3, xs, w[:], Lb[16*j:16*j+16], Laux[:], -0.5, 0.1, 15, true)
+		}
+		if !same(sa[:], sb[:]) || !same(ma[:], mb[:]) || La != Lb {
+			t.Fatalf("Q2_K's make_qkx2_quants, block %d: scales %v mins %v levels %v, reference %v %v %v", b, sa, ma, La, sb, mb, Lb)
+		}
+		// make_qx_quants as Q6_K calls it
+		var Qa, Qb [qkK]int8
+		var da, db [16]float32
+		q6Fits16Asm(xb, Qa[:], &da)
+		for j := range 16 {
+			db[j] = makeQXQuants(32, xb[16*j:16*j+16], Qb[16*j:16*j+16])
+		}
+		if !same(da[:], db[:]) || Qa != Qb {
+			t.Fatalf("make_qx_quants, block %d: scales %v levels %v, reference %v %v", b, da, Qa, db, Qb)
+		}
+	}
+}
 
 // TestAsmLayout checks the field offsets that the lane kernels use.
 func TestAsmLayout(t *testing.T) {
