@@ -41,7 +41,7 @@ func (g *qxAsm) setQX(n int, nmax int32) {
 
 // q6Fits16Asm is Q6_K's sub-block loop (makeQXQuants with nmax 32 on the
 // 16 sub-blocks of 16) in two groups of 8, one sub-block per lane: the
-// block is transposed so that element i of the 8 sub-blocks is one load,
+// block is transposed so that element i of the 8 sub-blocks is one row,
 // and the levels are transposed back.
 func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
 	var g qxAsm
@@ -210,7 +210,7 @@ func kx3GroupAsm(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, 
 	copy(sw[:8], g.sw[:])
 }
 
-// levelsAsm is levelsAt's loop, 8 values to a vector (len(x) 16 or 32):
+// levelsAsm is levelsAt's loop in vectors (len(x) 16 or 32):
 // the same float32 add and divide, nearest_int by the same bits.
 func levelsAsm(L []uint8, x []float32, d, dm float32, nmax int32) {
 	var t [32]int32
