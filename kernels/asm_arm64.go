@@ -4,10 +4,13 @@ package kernels
 
 import "unsafe"
 
-// NEON assembly (asm_arm64.s): the Q8_0, Q4_0 and Q4_1 quantizers, the f16 and bf16
-// conversions both ways and the dot product. Every arm64 CPU has them
-// (Advanced SIMD and its half-precision conversions are part of ARMv8-A),
-// so they are always used, except with the purego or noasm tags.
+// NEON assembly (asm_arm64.s): the Q8_0, Q4_0 and Q4_1 quantizers, the
+// K-quants' sub-block searches (kquants_asm.go: make_qkx2_quants for Q2_K,
+// Q4_K and Q5_K, make_qx_quants for Q6_K, and those of the importance-weighted
+// quantizers), the f16 and bf16 conversions both ways and the dot product.
+// Every arm64 CPU has them (Advanced SIMD and its half-precision
+// conversions are part of ARMv8-A), so they are always used, except with
+// the purego or noasm tags.
 //
 // As on amd64 (asm_amd64.go), each kernel does the reference's float32
 // operations lane by lane in the reference's order, and the tests compare
@@ -15,8 +18,11 @@ import "unsafe"
 // an integer maximum of the |x| bits, d and 1/d are FDIVS, d's half is
 // FCVT (round to nearest even), roundf is FCVTAS (to nearest, ties away
 // from zero), and a scale whose inverse is +inf (d zero or tiny) gives
-// 0s as the reference's roundf of ±inf and NaN does. A block with a NaN or
-// infinity is left to the reference.
+// 0s as the reference's roundf of ±inf and NaN does. A Q8_0, Q4_0 or Q4_1
+// block with a NaN or infinity is left to the reference; the K-quant
+// searches take such values through the same operations as the reference
+// (apr-quant refuses them anyway; TestKQuantEdges and
+// TestKQuantSearchKernels hold them to its results).
 var _ = setupAsm()
 
 func setupAsm() bool {
@@ -51,6 +57,11 @@ func setupAsm() bool {
 		widenPtr(bf16ToF32NEON, BF16BitsToF32, dst, unsafe.Pointer(unsafe.SliceData(src)), len(src)/2)
 	}
 	dotF32 = dotAsmNEON
+	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16Asm, nil) }
+	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, kx2BlockAsm) }
+	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, kx2BlockAsm) }
+	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, q2Fits16Asm) }
+	weightedAsm = true
 	asmName = "neon asm"
 	return true
 }
@@ -78,6 +89,15 @@ func bf16ToF32NEON(dst *float32, src *uint16, n int)
 
 //go:noescape
 func dotNEON(a, b *float32, n int, s *[8]float32)
+
+//go:noescape
+func kx2LanesNEON(grp *kx2Asm)
+
+//go:noescape
+func qxLanesNEON(grp *qxAsm)
+
+//go:noescape
+func levelsNEON(dst *int32, x *float32, n int, d, dm float32, nmax int32)
 
 // convPtr narrows src to 16-bit values at dst (as many as src has), eight
 // at a time with k, the tail with the scalar reference one.
@@ -111,4 +131,12 @@ func dotAsmNEON(a, b []float32) float32 {
 		dotNEON(&a[0], &b[0], n, &s)
 	}
 	return reduce8(&s) + dotTail(a[n:], b[n:])
+}
+
+// The lane kernels under the names the shared drivers (kquants_asm.go) call.
+
+func kx2Lanes(g *kx2Asm) { kx2LanesNEON(g) }
+func qxLanes(g *qxAsm)   { qxLanesNEON(g) }
+func levelsLanes(dst *int32, x *float32, n int, d, dm float32, nmax int32) {
+	levelsNEON(dst, x, n, d, dm, nmax)
 }

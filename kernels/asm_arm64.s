@@ -605,3 +605,461 @@ q41done:
 	MOVD  R3, done+24(FP)
 	MOVW  R4, maxBits+32(FP)
 	RET
+
+// The K-quant sub-block searches (kquants_asm.go): 8 sub-blocks, one per
+// lane, as the AVX2 kernels of asm_amd64.s do them, here in two passes of
+// 4 lanes (R1 is the first lane's base: the struct, then 16 bytes on;
+// element i of the pass's lanes is the vector at R1 + 32i). Every float
+// operation is the reference's, in its order, one rounding each (FMUL then
+// FADD, never FMLA); nearest_int is the reference's trick on the bits (x +
+// 1.5·2^23, low 23 bits, minus 2^22); FSQRT rounds correctly as sqrtf.
+// Comparisons are FCMGT/FCMEQ, false on NaN as the reference's.
+
+// KXLEVELS: V1 = clamp(nearest_int((V1-V25)·V15), 0, nmax) as integers
+// (V31 1.5·2^23, V30 the mantissa mask, V29 2^22, V26 0, V28 nmax). The
+// product's operands are in the order Go compiles the reference's
+// iscale*(v-minv) with: where both are NaN (a sub-block that starts with a
+// NaN has a NaN iscale), ARM returns the first operand's, and the levels
+// are the reference's only with v-minv first.
+#define KXLEVELS \
+	WORD  $0x4eb9d421 /* fsub v1.4s, v1.4s, v25.4s */ \
+	WORD  $0x6e2fdc21 /* fmul v1.4s, v1.4s, v15.4s */ \
+	WORD  $0x4e3fd421 /* fadd v1.4s, v1.4s, v31.4s */ \
+	VAND  V30.B16, V1.B16, V1.B16 \
+	VSUB  V29.S4, V1.S4, V1.S4 \
+	WORD  $0x4eba6421 /* smax v1.4s, v1.4s, v26.4s */ \
+	WORD  $0x4ebc6c21 /* smin v1.4s, v1.4s, v28.4s */
+
+// func kx2LanesNEON(grp *kx2Asm)
+// make_qkx2_quants (or make_qkx3_quants, wgiven) on 8 sub-blocks of n, as
+// kx2LanesAVX2: the first fit at nmax/(max-min), then the nstep+1
+// candidates in order, each taken or not by a per-lane mask (a taken one
+// changes the min the later ones use); the levels are recomputed at the end
+// from the best numerator and the min it was tried with. kx2Asm's layout:
+// xt at 0, num 1024, fmax 1280, n 1284, nmax 1288, nstep 1292, q2 1296,
+// wgiven 1300, sigma2 1304, scale 1312, min 1344, lt 1376, w 2400, fl 3424,
+// sw 4448. Per pass: V25 minv, V24 maxv, V23 sumW, V22 sumX, V21 flat
+// (maxv == minv), V20 the first minv, V19 scale, V18 bestNum, V17 bestMin,
+// V16 bestMad, V15 iscale, V14 the candidate's numerator.
+TEXT ·kx2LanesNEON(SB), NOSPLIT, $0-8
+	MOVD  grp+0(FP), R0
+	MOVW  1284(R0), R4    // n
+	LSL   $5, R4, R8      // n·32 bytes
+	MOVWU 1296(R0), R9    // q2
+	MOVWU 1300(R0), R11   // wgiven
+	MOVW  1292(R0), R10
+	ADD   $1, R10         // nstep+1 candidates
+	MOVW  $0x4b400000, R5 // 1.5·2^23
+	VDUP  R5, V31.S4
+	MOVW  $0x007fffff, R5
+	VDUP  R5, V30.S4
+	MOVW  $0x00400000, R5
+	VDUP  R5, V29.S4
+	MOVW  1288(R0), R5
+	VDUP  R5, V28.S4      // nmax
+	MOVW  $0x7fffffff, R5
+	VDUP  R5, V27.S4
+	VEOR  V26.B16, V26.B16, V26.B16
+	MOVD  R0, R1
+	MOVD  $2, R7          // passes
+kxpass:
+	ADD   R8, R1, R3      // end of the pass's elements
+	// Weights: avX + |v| with avX = sqrt(sum v·v / n), or |v| (q2);
+	// wgiven 1: the caller's, in w; wgiven 2: w holds qw and becomes
+	// qw·sqrt(sigma2 + v·v), as importance(), summed from 0 in order.
+	CMPW  $2, R11
+	BEQ   kximp
+	CBNZW R11, kxmm0
+	CBNZW R9, kxw
+	VEOR  V0.B16, V0.B16, V0.B16
+	MOVD  R1, R2
+kxsq:
+	FMOVQ (R2), F1
+	WORD  $0x6e21dc21 // fmul v1.4s, v1.4s, v1.4s
+	WORD  $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   kxsq
+	VDUP  R4, V1.S4
+	WORD  $0x4e21d821 // scvtf v1.4s, v1.4s
+	WORD  $0x6e21fc00 // fdiv v0.4s, v0.4s, v1.4s
+	WORD  $0x6ea1f800 // fsqrt v0.4s, v0.4s
+kxw:
+	MOVD  R1, R2
+kxwl:
+	FMOVQ (R2), F1
+	VAND  V27.B16, V1.B16, V1.B16
+	CBNZW R9, kxwq
+	WORD  $0x4e21d401 // fadd v1.4s, v0.4s, v1.4s
+kxwq:
+	FMOVQ F1, 2400(R2)
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   kxwl
+	B     kxmm0
+kximp:
+	ADD   $1304, R0, R12
+	VLD1R (R12), [V0.S4]  // sigma2
+	VEOR  V2.B16, V2.B16, V2.B16
+	MOVD  R1, R2
+kximpl:
+	FMOVQ (R2), F1
+	WORD  $0x6e21dc21 // fmul v1.4s, v1.4s, v1.4s
+	WORD  $0x4e21d401 // fadd v1.4s, v0.4s, v1.4s
+	WORD  $0x6ea1f821 // fsqrt v1.4s, v1.4s
+	FMOVQ 2400(R2), F3
+	WORD  $0x6e21dc61 // fmul v1.4s, v3.4s, v1.4s
+	FMOVQ F1, 2400(R2)
+	WORD  $0x4e21d442 // fadd v2.4s, v2.4s, v1.4s
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   kximpl
+	FMOVQ F2, 4448(R1)    // sw
+kxmm0:
+	// min and max (strict comparisons from v0), sumW, sumX
+	FMOVQ (R1), F25
+	VMOV  V25.B16, V24.B16
+	FMOVQ 2400(R1), F23
+	WORD  $0x6e39def6 // fmul v22.4s, v23.4s, v25.4s
+	ADD   $32, R1, R2
+kxmm:
+	FMOVQ (R2), F1
+	WORD  $0x6ea1e722 // fcmgt v2.4s, v25.4s, v1.4s
+	VBIT  V2.B16, V1.B16, V25.B16 // v < minv
+	WORD  $0x6eb8e422 // fcmgt v2.4s, v1.4s, v24.4s
+	VBIT  V2.B16, V1.B16, V24.B16 // v > maxv
+	FMOVQ 2400(R2), F2
+	WORD  $0x4e22d6f7 // fadd v23.4s, v23.4s, v2.4s
+	WORD  $0x6e21dc42 // fmul v2.4s, v2.4s, v1.4s
+	WORD  $0x4e22d6d6 // fadd v22.4s, v22.4s, v2.4s
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   kxmm
+	WORD  $0x4ea0cb21 // fcmgt v1.4s, v25.4s, #0.0
+	WORD  $0x4e611f39 // bic v25.16b, v25.16b, v1.16b
+	WORD  $0x4e39e715 // fcmeq v21.4s, v24.4s, v25.4s
+	VMOV  V25.B16, V20.B16
+	// The first fit: iscale = fmax/(maxv-minv), scale = 1/iscale.
+	ADD   $1280, R0, R12
+	VLD1R (R12), [V18.S4] // bestNum = fmax
+	VMOV  V25.B16, V17.B16
+	WORD  $0x4eb9d701 // fsub v1.4s, v24.4s, v25.4s
+	WORD  $0x6e21fe4f // fdiv v15.4s, v18.4s, v1.4s
+	MOVW  $0x3f800000, R12
+	VDUP  R12, V1.S4
+	WORD  $0x6e2ffc33 // fdiv v19.4s, v1.4s, v15.4s
+	VEOR  V16.B16, V16.B16, V16.B16
+	MOVD  R1, R2
+kxf0:
+	FMOVQ (R2), F1
+	VMOV  V1.B16, V3.B16
+	KXLEVELS
+	WORD  $0x4e21d821 // scvtf v1.4s, v1.4s
+	WORD  $0x6e21de61 // fmul v1.4s, v19.4s, v1.4s
+	WORD  $0x4e39d421 // fadd v1.4s, v1.4s, v25.4s
+	WORD  $0x4ea3d421 // fsub v1.4s, v1.4s, v3.4s
+	CBNZW R9, kxf0a
+	WORD  $0x6e21dc21 // fmul v1.4s, v1.4s, v1.4s
+	B     kxf0w
+kxf0a:
+	WORD  $0x4ea0f821 // fabs v1.4s, v1.4s
+kxf0w:
+	FMOVQ 2400(R2), F2
+	WORD  $0x6e21dc41 // fmul v1.4s, v2.4s, v1.4s
+	WORD  $0x4e21d610 // fadd v16.4s, v16.4s, v1.4s
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   kxf0
+	ADD   $1024, R0, R5
+	MOVD  R10, R6
+kxcand:
+	VLD1R.P 4(R5), [V14.S4]
+	WORD  $0x4eb9d701 // fsub v1.4s, v24.4s, v25.4s
+	WORD  $0x6e21fdcf // fdiv v15.4s, v14.4s, v1.4s
+	VEOR  V4.B16, V4.B16, V4.B16 // sumL
+	VEOR  V5.B16, V5.B16, V5.B16 // sumL2
+	VEOR  V6.B16, V6.B16, V6.B16 // sumXL
+	MOVD  R1, R2
+kxc1:
+	FMOVQ (R2), F1
+	VMOV  V1.B16, V3.B16
+	KXLEVELS
+	WORD  $0x4e21d821 // scvtf v1.4s, v1.4s
+	FMOVQ F1, 3424(R2)
+	FMOVQ 2400(R2), F2
+	WORD  $0x6e21dc42 // fmul v2.4s, v2.4s, v1.4s
+	WORD  $0x4e22d484 // fadd v4.4s, v4.4s, v2.4s
+	WORD  $0x6e21dc47 // fmul v7.4s, v2.4s, v1.4s
+	WORD  $0x4e27d4a5 // fadd v5.4s, v5.4s, v7.4s
+	WORD  $0x6e23dc47 // fmul v7.4s, v2.4s, v3.4s
+	WORD  $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   kxc1
+	// D = sumW·sumL2 - sumL·sumL, sc = (sumW·sumXL - sumX·sumL)/D,
+	// mn = (sumL2·sumX - sumL·sumXL)/D; mn > 0: mn = 0, sc = sumXL/sumL2.
+	WORD  $0x6e25dee7 // fmul v7.4s, v23.4s, v5.4s
+	WORD  $0x6e24dc88 // fmul v8.4s, v4.4s, v4.4s
+	WORD  $0x4ea8d4e7 // fsub v7.4s, v7.4s, v8.4s
+	WORD  $0x6e26dee8 // fmul v8.4s, v23.4s, v6.4s
+	WORD  $0x6e24dec9 // fmul v9.4s, v22.4s, v4.4s
+	WORD  $0x4ea9d508 // fsub v8.4s, v8.4s, v9.4s
+	WORD  $0x6e27fd08 // fdiv v8.4s, v8.4s, v7.4s
+	WORD  $0x6e36dca9 // fmul v9.4s, v5.4s, v22.4s
+	WORD  $0x6e26dc8a // fmul v10.4s, v4.4s, v6.4s
+	WORD  $0x4eaad529 // fsub v9.4s, v9.4s, v10.4s
+	WORD  $0x6e27fd29 // fdiv v9.4s, v9.4s, v7.4s
+	WORD  $0x6e25fcca // fdiv v10.4s, v6.4s, v5.4s
+	WORD  $0x4ea0c92b // fcmgt v11.4s, v9.4s, #0.0
+	VBIT  V11.B16, V10.B16, V8.B16
+	WORD  $0x4e6b1d29 // bic v9.16b, v9.16b, v11.16b
+	VEOR  V12.B16, V12.B16, V12.B16 // mad
+	MOVD  R1, R2
+kxc2:
+	FMOVQ 3424(R2), F1
+	WORD  $0x6e21dd01 // fmul v1.4s, v8.4s, v1.4s
+	WORD  $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	FMOVQ (R2), F2
+	WORD  $0x4ea2d421 // fsub v1.4s, v1.4s, v2.4s
+	CBNZW R9, kxc2a
+	WORD  $0x6e21dc21 // fmul v1.4s, v1.4s, v1.4s
+	B     kxc2w
+kxc2a:
+	WORD  $0x4ea0f821 // fabs v1.4s, v1.4s
+kxc2w:
+	FMOVQ 2400(R2), F2
+	WORD  $0x6e21dc41 // fmul v1.4s, v2.4s, v1.4s
+	WORD  $0x4e21d58c // fadd v12.4s, v12.4s, v1.4s
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   kxc2
+	// take = D > 0 && mad < bestMad
+	WORD  $0x4ea0c8eb // fcmgt v11.4s, v7.4s, #0.0
+	WORD  $0x6eace60d // fcmgt v13.4s, v16.4s, v12.4s
+	VAND  V13.B16, V11.B16, V11.B16
+	VBIT  V11.B16, V12.B16, V16.B16 // bestMad
+	VBIT  V11.B16, V8.B16, V19.B16  // scale
+	VBIT  V11.B16, V14.B16, V18.B16 // bestNum
+	VBIT  V11.B16, V25.B16, V17.B16 // bestMin: the min this candidate used
+	VBIT  V11.B16, V9.B16, V25.B16  // minv
+	SUB   $1, R6
+	CBNZ  R6, kxcand
+	// Flat lanes: scale 0, -min of the first min, levels 0.
+	WORD  $0x4e751e73 // bic v19.16b, v19.16b, v21.16b
+	FMOVQ F19, 1312(R1)
+	VBIT  V21.B16, V20.B16, V25.B16
+	WORD  $0x6ea0fb39 // fneg v25.4s, v25.4s
+	FMOVQ F25, 1344(R1)
+	VMOV  V17.B16, V25.B16
+	WORD  $0x4eb9d701 // fsub v1.4s, v24.4s, v25.4s
+	WORD  $0x6e21fe4f // fdiv v15.4s, v18.4s, v1.4s (bestNum/(maxv-bestMin))
+	MOVD  R1, R2
+kxlev:
+	FMOVQ (R2), F1
+	KXLEVELS
+	WORD  $0x4e751c21 // bic v1.16b, v1.16b, v21.16b
+	FMOVQ F1, 1376(R2)
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   kxlev
+	ADD   $16, R1
+	SUB   $1, R7
+	CBNZ  R7, kxpass
+	RET
+
+#undef KXLEVELS
+
+// QXSUM adds element R2's terms to V3 (sum of wv·fl) and V4 (sum of
+// (w·fl)·fl), fl = clamp(nearest_int(V2·v), lo, hi) (V28 lo, V27 hi).
+#define QXSUM \
+	FMOVQ (R2), F0 \
+	WORD  $0x6e20dc40 /* fmul v0.4s, v2.4s, v0.4s */ \
+	WORD  $0x4e3fd400 /* fadd v0.4s, v0.4s, v31.4s */ \
+	VAND  V30.B16, V0.B16, V0.B16 \
+	VSUB  V29.S4, V0.S4, V0.S4 \
+	WORD  $0x4ebc6400 /* smax v0.4s, v0.4s, v28.4s */ \
+	WORD  $0x4ebb6c00 /* smin v0.4s, v0.4s, v27.4s */ \
+	WORD  $0x4e21d800 /* scvtf v0.4s, v0.4s */ \
+	FMOVQ 2048(R2), F5 \
+	WORD  $0x6e20dca5 /* fmul v5.4s, v5.4s, v0.4s */ \
+	WORD  $0x4e25d463 /* fadd v3.4s, v3.4s, v5.4s */ \
+	FMOVQ 1024(R2), F9 \
+	WORD  $0x6e20dd29 /* fmul v9.4s, v9.4s, v0.4s */ \
+	WORD  $0x6e20dd29 /* fmul v9.4s, v9.4s, v0.4s */ \
+	WORD  $0x4e29d484 /* fadd v4.4s, v4.4s, v9.4s */
+
+// func qxLanesNEON(grp *qxAsm)
+// make_qx_quants on 8 sub-blocks of n, as qxLanesAVX2: weights v·v, the
+// caller's (wgiven 1) or importance()'s from qw (wgiven 2); every lane tries
+// the 18 scales after the first in order and keeps the best by the
+// reference's comparisons. qxAsm's layout: xt at 0, w 1024, wv 2048, lt
+// 3072, num 4096, scale 4168, n 4200, lo 4204, hi 4208, -nmax as a float
+// 4212, nmax 4216, wgiven 4220, sigma2 4224, sw 4228. Per pass: V1 maxv,
+// V2 iscale, V6 scale, V7 best, V8 bestIscale, V23 flat (amax < eps).
+TEXT ·qxLanesNEON(SB), NOSPLIT, $0-8
+	MOVD  grp+0(FP), R0
+	MOVW  4200(R0), R4
+	LSL   $5, R4, R8      // n·32 bytes
+	MOVWU 4220(R0), R11   // wgiven
+	MOVW  $0x4b400000, R5 // 1.5·2^23
+	VDUP  R5, V31.S4
+	MOVW  $0x007fffff, R5
+	VDUP  R5, V30.S4
+	MOVW  $0x00400000, R5
+	VDUP  R5, V29.S4
+	MOVW  4204(R0), R5
+	VDUP  R5, V28.S4      // lo
+	MOVW  4208(R0), R5
+	VDUP  R5, V27.S4      // hi
+	MOVW  $0x7fffffff, R5
+	VDUP  R5, V26.S4
+	ADD   $4224, R0, R12
+	VLD1R (R12), [V25.S4] // sigma2
+	MOVW  4216(R0), R5
+	VDUP  R5, V24.S4      // nmax
+	MOVW  $0x26901d7d, R5 // 1e-15 (groupMaxEps as float32)
+	VDUP  R5, V22.S4
+	ADD   $4212, R0, R12
+	VLD1R (R12), [V21.S4] // -nmax
+	MOVD  R0, R1
+	MOVD  $2, R7          // passes
+qxpass:
+	ADD   R8, R1, R3      // end of the pass's elements
+	// maxv: the first value of largest |x| (strict >, from +0), amax its
+	// |x| (V0); w and wv per element, the weights' sums (V7).
+	VEOR  V0.B16, V0.B16, V0.B16
+	VEOR  V1.B16, V1.B16, V1.B16
+	VEOR  V7.B16, V7.B16, V7.B16
+	MOVD  R1, R2
+qxmax:
+	FMOVQ (R2), F2
+	VAND  V26.B16, V2.B16, V3.B16
+	WORD  $0x6ea0e464 // fcmgt v4.4s, v3.4s, v0.4s
+	VBIT  V4.B16, V3.B16, V0.B16
+	VBIT  V4.B16, V2.B16, V1.B16
+	CBNZW R11, qxmaxw
+	WORD  $0x6e22dc43 // fmul v3.4s, v2.4s, v2.4s
+	FMOVQ F3, 1024(R2)
+	B     qxmaxg
+qxmaxw:
+	FMOVQ 1024(R2), F3    // the caller's weights, or qw (wgiven 2)
+	CMPW  $2, R11
+	BNE   qxmaxg
+	WORD  $0x6e22dc45 // fmul v5.4s, v2.4s, v2.4s
+	WORD  $0x4e25d725 // fadd v5.4s, v25.4s, v5.4s
+	WORD  $0x6ea1f8a5 // fsqrt v5.4s, v5.4s
+	WORD  $0x6e25dc63 // fmul v3.4s, v3.4s, v5.4s
+	FMOVQ F3, 1024(R2)
+	WORD  $0x4e23d4e7 // fadd v7.4s, v7.4s, v3.4s
+qxmaxg:
+	WORD  $0x6e22dc63 // fmul v3.4s, v3.4s, v2.4s
+	FMOVQ F3, 2048(R2)
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   qxmax
+	ADD   $4228, R1, R12
+	VST1  [V7.S4], (R12)  // sw (wgiven 2; else 0)
+	WORD  $0x6ea0e6d7 // fcmgt v23.4s, v22.4s, v0.4s
+	// The first fit: iscale = -nmax/maxv; scale = sumlx/suml2, or 0
+	// where suml2 == 0; best = scale·sumlx.
+	WORD  $0x6e21fea2 // fdiv v2.4s, v21.4s, v1.4s
+	VEOR  V3.B16, V3.B16, V3.B16
+	VEOR  V4.B16, V4.B16, V4.B16
+	MOVD  R1, R2
+qxs0:
+	QXSUM
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   qxs0
+	WORD  $0x6e24fc66 // fdiv v6.4s, v3.4s, v4.4s
+	WORD  $0x4ea0d885 // fcmeq v5.4s, v4.4s, #0.0
+	WORD  $0x4e651cc6 // bic v6.16b, v6.16b, v5.16b
+	WORD  $0x6e23dcc7 // fmul v7.4s, v6.4s, v3.4s
+	VMOV  V2.B16, V8.B16
+	ADD   $4096, R0, R5
+	MOVD  $18, R6
+qxcand:
+	VLD1R.P 4(R5), [V2.S4]
+	WORD  $0x6e21fc42 // fdiv v2.4s, v2.4s, v1.4s
+	VEOR  V3.B16, V3.B16, V3.B16
+	VEOR  V4.B16, V4.B16, V4.B16
+	MOVD  R1, R2
+qxs1:
+	QXSUM
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   qxs1
+	// take = suml2 > 0 && sumlx·sumlx > best·suml2
+	WORD  $0x4ea0c880 // fcmgt v0.4s, v4.4s, #0.0
+	WORD  $0x6e23dc65 // fmul v5.4s, v3.4s, v3.4s
+	WORD  $0x6e24dce9 // fmul v9.4s, v7.4s, v4.4s
+	WORD  $0x6ea9e4a5 // fcmgt v5.4s, v5.4s, v9.4s
+	VAND  V5.B16, V0.B16, V0.B16
+	WORD  $0x6e24fc65 // fdiv v5.4s, v3.4s, v4.4s
+	VBIT  V0.B16, V5.B16, V6.B16 // scale
+	WORD  $0x6e23dcc5 // fmul v5.4s, v6.4s, v3.4s
+	VBIT  V0.B16, V5.B16, V7.B16 // best
+	VBIT  V0.B16, V2.B16, V8.B16 // bestIscale
+	SUB   $1, R6
+	CBNZ  R6, qxcand
+	// Flat lanes: scale 0 and levels 0; else levels at bestIscale, + nmax.
+	WORD  $0x4e771cc6 // bic v6.16b, v6.16b, v23.16b
+	ADD   $4168, R1, R12
+	VST1  [V6.S4], (R12)
+	MOVD  R1, R2
+qxlev:
+	FMOVQ (R2), F0
+	WORD  $0x6e20dd00 // fmul v0.4s, v8.4s, v0.4s
+	WORD  $0x4e3fd400 // fadd v0.4s, v0.4s, v31.4s
+	VAND  V30.B16, V0.B16, V0.B16
+	VSUB  V29.S4, V0.S4, V0.S4
+	WORD  $0x4ebc6400 // smax v0.4s, v0.4s, v28.4s
+	WORD  $0x4ebb6c00 // smin v0.4s, v0.4s, v27.4s
+	VADD  V24.S4, V0.S4, V0.S4
+	WORD  $0x4e771c00 // bic v0.16b, v0.16b, v23.16b
+	FMOVQ F0, 3072(R2)
+	ADD   $32, R2
+	CMP   R3, R2
+	BNE   qxlev
+	ADD   $16, R1
+	SUB   $1, R7
+	CBNZ  R7, qxpass
+	RET
+
+#undef QXSUM
+
+// func levelsNEON(dst *int32, x *float32, n int, d, dm float32, nmax int32)
+// dst[i] = clamp(nearest_int((x[i] + dm) / d), 0, nmax) for n values (a
+// multiple of 4), as the K-quants' last loop: FADD and FDIV round as the
+// reference's float32 add and divide.
+TEXT ·levelsNEON(SB), NOSPLIT, $0-36
+	MOVD  dst+0(FP), R0
+	MOVD  x+8(FP), R1
+	MOVD  n+16(FP), R2
+	FMOVS d+24(FP), F0
+	VDUP  V0.S[0], V0.S4
+	FMOVS dm+28(FP), F1
+	VDUP  V1.S[0], V1.S4
+	MOVW  nmax+32(FP), R3
+	VDUP  R3, V2.S4
+	MOVW  $0x4b400000, R5
+	VDUP  R5, V3.S4
+	MOVW  $0x007fffff, R5
+	VDUP  R5, V4.S4
+	MOVW  $0x00400000, R5
+	VDUP  R5, V5.S4
+	VEOR  V6.B16, V6.B16, V6.B16
+	LSR   $2, R2
+lvl:
+	VLD1.P 16(R1), [V7.S4]
+	WORD  $0x4e21d4e7 // fadd v7.4s, v7.4s, v1.4s
+	WORD  $0x6e20fce7 // fdiv v7.4s, v7.4s, v0.4s
+	WORD  $0x4e23d4e7 // fadd v7.4s, v7.4s, v3.4s
+	VAND  V4.B16, V7.B16, V7.B16
+	VSUB  V5.S4, V7.S4, V7.S4
+	WORD  $0x4ea664e7 // smax v7.4s, v7.4s, v6.4s
+	WORD  $0x4ea26ce7 // smin v7.4s, v7.4s, v2.4s
+	VST1.P [V7.S4], 16(R0)
+	SUB   $1, R2
+	CBNZ  R2, lvl
+	RET

@@ -221,17 +221,14 @@ type asmKernel struct {
 	bs   int
 }
 
-// TestKQuantEdges compares the K-quant fast paths with the reference on
-// sub-blocks (of 16) at the edges of their searches: largest |x| at, just
-// below and just above Q6_K's flat threshold (groupMaxEps as float32), ±0
-// sub-blocks, one value among zeros, ties of ±max (the first is Q6_K's
-// scale's sign), f32 subnormals, constant runs (max == min), one-signed
-// values, and NaNs and infinities (which callers refuse; the bytes still
-// follow the reference).
-func TestKQuantEdges(t *testing.T) {
+// edgeBlocks returns nb K-quant blocks whose sub-blocks (of 16) sit at the
+// edges of the searches: largest |x| at, just below and just above Q6_K's
+// flat threshold (groupMaxEps as float32), ±0 sub-blocks, one value among
+// zeros, ties of ±max (the first is Q6_K's scale's sign), f32 subnormals,
+// constant runs (max == min), one-signed values, and NaNs and infinities
+// (which callers refuse; the results still follow the reference).
+func edgeBlocks(r *rand.Rand, nb int) []float32 {
 	eps := math.Float32bits(groupMaxEps)
-	r := rand.New(rand.NewPCG(61, 62))
-	const nb = 400
 	x := make([]float32, nb*qkK)
 	for sb := range nb * 16 {
 		y := x[16*sb : 16*sb+16]
@@ -273,6 +270,14 @@ func TestKQuantEdges(t *testing.T) {
 			}
 		}
 	}
+	return x
+}
+
+// TestKQuantEdges compares the K-quant fast paths with the reference on
+// edgeBlocks.
+func TestKQuantEdges(t *testing.T) {
+	const nb = 400
+	x := edgeBlocks(rand.New(rand.NewPCG(61, 62)), nb)
 	for _, k := range []struct {
 		name      string
 		fast, ref func([]byte, []float32)

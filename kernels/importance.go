@@ -262,7 +262,7 @@ func levelsAt(L []uint8, x []float32, d, dm float32, nmax int32) {
 // sub-block j is x[n·j:n·j+n] with importance qw[n·j:] (weights by
 // importance with sigma2, their sum to sw[j]), fitted by makeQKX3Quants:
 // its levels go to L[n·j:], its scale and -min to scales[j] and mins[j].
-// kx3GroupAsm (amd64) has the same results.
+// kx3GroupAsm (amd64, arm64) has the same results.
 func kx3GroupGeneric(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, scales, mins, sw []float32) {
 	var w [32]float32
 	var Laux [32]uint8
@@ -275,7 +275,7 @@ func kx3GroupGeneric(x, qw []float32, sigma2 float32, n int, nmax int32, L []uin
 
 // qxwGroupGeneric is kx3GroupGeneric for makeQXQuantsW: with imp the
 // weights are importance's (sums to sw unless it is nil), else qw itself
-// (Q6_K). qxwGroupAsm (amd64) has the same results.
+// (Q6_K). qxwGroupAsm (amd64, arm64) has the same results.
 func qxwGroupGeneric(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L []int8, scales, sw []float32) {
 	var w [32]float32
 	for j := range 8 {

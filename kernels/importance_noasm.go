@@ -1,9 +1,10 @@
-//go:build !amd64 || purego || noasm
+//go:build !(amd64 || arm64) || purego || noasm
 
 package kernels
 
-// Without the amd64 assembly the weighted searches are the reference's
-// (weightedAsm stays false); these keep kx3Group and qxwGroup compiling.
+// Without the assembly (amd64, arm64) the weighted searches are the
+// reference's (weightedAsm stays false); these keep kx3Group and qxwGroup
+// compiling.
 
 func kx3GroupAsm(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, scales, mins, sw []float32) {
 	kx3GroupGeneric(x, qw, sigma2, n, nmax, L, scales, mins, sw)
