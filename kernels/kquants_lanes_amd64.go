@@ -236,8 +236,7 @@ type qxGroup struct {
 	xt    [128]uint32 // element i of sub-block j at 8i+j, as bits
 	num   [18]uint32  // the numerators of the candidates' iscales
 	scale [8]float32
-	lt    [128]int32           // the chosen levels (0..2·nmax-1), transposed as xt
-	lv    [16]archsimd.Int32x8 // q3Lanes8's levels (-nmax..nmax-1), scratch
+	lt    [128]int32 // the chosen levels (0..2·nmax-1), transposed as xt
 }
 
 //go:noinline
@@ -298,32 +297,56 @@ func qxLanes8(g *qxGroup, nmax int32) {
 	archsimd.ClearAVXUpperBits()
 }
 
-// q3Fits16SIMD is the sub-block loop of Q3_K (make_q3_quants with nmax 4 on
-// the 16 sub-blocks of 16) with one sub-block per lane, two groups of 8.
-// A lane whose last pass changed nothing stays as it is in further passes
-// (the pass is a function of its state), so the lanes run until all of them
-// have converged or the reference's 5 passes are done.
-func q3Fits16SIMD(x []float32, L []int8, scales *[16]float32) {
-	var g qxGroup
-	xb := f32bits(x[:qkK])
-	for h := range 2 {
-		for i := range 16 {
-			for j := range 8 {
-				g.xt[8*i+j] = xb[16*(8*h+j)+i]
+// q3FitsSIMD is the sub-block loop of Q3_K (make_q3_quants with nmax 4 on
+// the 16 sub-blocks of 16) for up to q3BatchBlocks blocks of x, with one
+// sub-block per lane: each group of 8 sub-blocks is one chain of lanes.
+// Each element's step in a pass depends on the previous step's sums (a
+// division and a dozen operations deep), so a single chain waits on latency;
+// q3LanesN interleaves the chains of several blocks to overlap them.
+func q3FitsSIMD(x []float32, L []int8, scales []float32) {
+	var g q3Chains
+	nc := min(len(x)/128, len(g.xt))
+	xb := f32bits(x[:128*nc])
+	L = L[:128*nc]
+	for c := range nc {
+		xs, xt := (*[128]uint32)(xb[128*c:]), &g.xt[c]
+		for j := range 8 {
+			for i := range 16 {
+				xt[(8*i+j)&127] = xs[(16*j+i)&127]
 			}
 		}
-		q3Lanes8(&g, 4)
-		copy(scales[8*h:], g.scale[:])
-		for i := range 16 {
-			for j := range 8 {
-				L[16*(8*h+j)+i] = int8(g.lt[8*i+j])
+	}
+	q3LanesN(&g, nc, 4)
+	for c := range nc {
+		copy(scales[8*c:8*c+8], g.scale[c][:])
+		Ls, lt := (*[128]int8)(L[128*c:]), &g.lt[c]
+		for j := range 8 {
+			for i := range 16 {
+				Ls[(16*j+i)&127] = int8(lt[(8*i+j)&127])
 			}
 		}
 	}
 }
 
+// q3Chains is q3LanesN's input, output and state: chain c holds 8 sub-blocks.
+type q3Chains struct {
+	xt           [2 * q3BatchBlocks][128]uint32 // element i of sub-block j at 8i+j, as bits
+	scale        [2 * q3BatchBlocks][8]float32
+	lt           [2 * q3BatchBlocks][128]int32 // the chosen levels (0..2·nmax-1), transposed as xt
+	lv           [2 * q3BatchBlocks][16]archsimd.Int32x8
+	sumlx, suml2 [2 * q3BatchBlocks]archsimd.Float32x8
+	flat         [2 * q3BatchBlocks]archsimd.Mask32x8
+}
+
+// q3LanesN runs make_q3_quants in the first nc chains of g. A pass steps
+// through the elements in order and, for each element, through the chains,
+// whose steps are independent, so the processor overlaps them. A chain whose
+// last pass changed nothing stays as it is in further passes (the pass is a
+// function of its state), so it drops out; the others go on to the
+// reference's 5 passes.
+//
 //go:noinline
-func q3Lanes8(g *qxGroup, nmax int32) {
+func q3LanesN(g *q3Chains, nc int, nmax int32) {
 	magic := archsimd.BroadcastFloat32x8(12582912)
 	mant := archsimd.BroadcastInt32x8(0x007fffff)
 	off := archsimd.BroadcastInt32x8(0x00400000)
@@ -332,68 +355,88 @@ func q3Lanes8(g *qxGroup, nmax int32) {
 	zeroI := archsimd.BroadcastInt32x8(0)
 	zero := zeroI.AsFloat32x8()
 	abs := archsimd.BroadcastUint32x8(0x7fffffff)
-	load := func(i int) archsimd.Float32x8 {
-		return archsimd.LoadUint32x8Slice(g.xt[8*i : 8*i+8]).AsFloat32x8()
-	}
+	eps := archsimd.BroadcastFloat32x8(groupMaxEps)
+	fnmax := archsimd.BroadcastInt32x8(-nmax).ConvertToFloat32()
 	nearest := func(f archsimd.Float32x8) archsimd.Int32x8 {
 		return f.Add(magic).AsInt32x8().And(mant).Sub(off).Max(lo).Min(hi)
 	}
-	maxv, amax := zero, zero
-	for i := range 16 {
-		v := load(i)
-		a := v.AsUint32x8().And(abs).AsFloat32x8()
-		gt := a.Greater(amax)
-		amax = a.Merge(amax, gt)
-		maxv = v.Merge(maxv, gt)
-	}
-	flat := amax.Less(archsimd.BroadcastFloat32x8(groupMaxEps))
-	iscale := archsimd.BroadcastInt32x8(-nmax).ConvertToFloat32().Div(maxv)
-	lv := &g.lv
-	sumlx, suml2 := zero, zero
-	for i := range 16 {
-		v := load(i)
-		l := nearest(iscale.Mul(v))
-		lv[i] = l
-		w := v.Mul(v)
-		fl := l.ConvertToFloat32()
-		sumlx = sumlx.Add(w.Mul(v).Mul(fl))
-		suml2 = suml2.Add(w.Mul(fl).Mul(fl))
-	}
-	for range 5 {
-		var changed archsimd.Mask32x8
-		first := true
+	nc = min(nc, len(g.xt))
+	for c := range nc {
+		xt := &g.xt[c]
+		maxv, amax := zero, zero
 		for i := range 16 {
-			v := load(i)
+			v := archsimd.LoadUint32x8Slice(xt[8*i : 8*i+8]).AsFloat32x8()
+			a := v.AsUint32x8().And(abs).AsFloat32x8()
+			gt := a.Greater(amax)
+			amax = a.Merge(amax, gt)
+			maxv = v.Merge(maxv, gt)
+		}
+		g.flat[c] = amax.Less(eps)
+		iscale := fnmax.Div(maxv)
+		lv := &g.lv[c]
+		sumlx, suml2 := zero, zero
+		for i := range 16 {
+			v := archsimd.LoadUint32x8Slice(xt[8*i : 8*i+8]).AsFloat32x8()
+			l := nearest(iscale.Mul(v))
+			lv[i] = l
 			w := v.Mul(v)
-			wv := w.Mul(v)
-			li := lv[i].ConvertToFloat32()
-			slx := sumlx.Sub(wv.Mul(li))
-			pos := slx.Greater(zero)
-			sl2 := suml2.Sub(w.Mul(li).Mul(li))
-			nl := nearest(v.Mul(sl2).Div(slx))
-			diff := nl.NotEqual(lv[i])
-			fn := nl.ConvertToFloat32()
-			slx = slx.Add(wv.Mul(fn))
-			sl2 = sl2.Add(w.Mul(fn).Mul(fn))
-			better := sl2.Greater(zero).And(slx.Mul(slx).Mul(suml2).Greater(sumlx.Mul(sumlx).Mul(sl2)))
-			take := pos.And(diff).And(better)
-			lv[i] = nl.Merge(lv[i], take)
-			sumlx = slx.Merge(sumlx, take)
-			suml2 = sl2.Merge(suml2, take)
-			if first {
-				changed, first = take, false
-			} else {
-				changed = changed.Or(take)
+			fl := l.ConvertToFloat32()
+			sumlx = sumlx.Add(w.Mul(v).Mul(fl))
+			suml2 = suml2.Add(w.Mul(fl).Mul(fl))
+		}
+		g.sumlx[c], g.suml2[c] = sumlx, suml2
+	}
+	var active [2 * q3BatchBlocks]bool
+	for c := range nc {
+		active[c] = true
+	}
+	left := nc
+	for range 5 {
+		var changed [2 * q3BatchBlocks]uint8
+		for i := range 16 {
+			for c := range nc {
+				if !active[c] {
+					continue
+				}
+				v := archsimd.LoadUint32x8Slice(g.xt[c][8*i : 8*i+8]).AsFloat32x8()
+				sumlx, suml2 := g.sumlx[c], g.suml2[c]
+				lvi := g.lv[c][i]
+				w := v.Mul(v)
+				wv := w.Mul(v)
+				li := lvi.ConvertToFloat32()
+				slx := sumlx.Sub(wv.Mul(li))
+				pos := slx.Greater(zero)
+				sl2 := suml2.Sub(w.Mul(li).Mul(li))
+				nl := nearest(v.Mul(sl2).Div(slx))
+				diff := nl.NotEqual(lvi)
+				fn := nl.ConvertToFloat32()
+				slx = slx.Add(wv.Mul(fn))
+				sl2 = sl2.Add(w.Mul(fn).Mul(fn))
+				better := sl2.Greater(zero).And(slx.Mul(slx).Mul(suml2).Greater(sumlx.Mul(sumlx).Mul(sl2)))
+				take := pos.And(diff).And(better)
+				g.lv[c][i] = nl.Merge(lvi, take)
+				g.sumlx[c] = slx.Merge(sumlx, take)
+				g.suml2[c] = sl2.Merge(suml2, take)
+				changed[c] |= take.ToBits()
 			}
 		}
-		if changed.ToBits() == 0 {
+		for c := range nc {
+			if active[c] && changed[c] == 0 {
+				active[c] = false
+				left--
+			}
+		}
+		if left == 0 {
 			break
 		}
 	}
-	zero.Merge(sumlx.Div(suml2), flat).Store(&g.scale)
 	top := archsimd.BroadcastInt32x8(nmax)
-	for i := range 16 {
-		zeroI.Merge(lv[i].Add(top), flat).StoreSlice(g.lt[8*i : 8*i+8])
+	for c := range nc {
+		flat := g.flat[c]
+		zero.Merge(g.sumlx[c].Div(g.suml2[c]), flat).Store(&g.scale[c])
+		for i := range 16 {
+			zeroI.Merge(g.lv[c][i].Add(top), flat).StoreSlice(g.lt[c][8*i : 8*i+8])
+		}
 	}
 	archsimd.ClearAVXUpperBits()
 }
