@@ -336,71 +336,60 @@ func dequantQ2_K(dst []float32, src []byte) {
 
 // ---- Q3_K: hmask[32] · qs[64] · scales[12] · d (110 bytes)
 
-func quantQ3_KGeneric(dst []byte, src []float32) { quantQ3_KWith(dst, src, nil, nil) }
+// quantQ3_KGeneric is quantize_row_q3_K_ref.
+func quantQ3_KGeneric(dst []byte, src []float32) {
+	var dj [16]float32
+	var L [qkK]int8
+	var scales [16]float32
+	for ; len(src) >= qkK; src, dst = src[qkK:], dst[110:] {
+		x := src[:qkK]
+		y := dst[:110]
+		for j := range 16 {
+			scales[j] = makeQ3Quants(4, x[16*j:16*j+16], L[16*j:16*j+16])
+		}
+		q3Scales(y, &scales, &dj)
+		requantize16(x, &dj, nil, L[:], 4, nil)
+		packQ3K(y, &L)
+	}
+}
 
 // requant16Func computes the final levels of Q3_K and Q6_K for 16
 // sub-blocks of 16 with scales d (lt[i] is nearest_int(x[i]/d) clamped to
 // -nmax..nmax-1, plus nmax; entries of sub-blocks with d == 0 are unused).
 type requant16Func func(x []float32, d *[16]float32, lt *[qkK]int32, nmax int32)
 
-// q3BatchBlocks is how many Q3_K blocks quantQ3_KWith fits at once: the
-// vector search overlaps the sub-blocks of several blocks (see q3FitsSIMD).
-const q3BatchBlocks = 4
-
-// quantQ3_KWith quantizes with fits fitting the sub-blocks (16 per block)
-// of up to q3BatchBlocks blocks at once and requant16 computing the final
-// levels when they are not nil, else with the reference.
-func quantQ3_KWith(dst []byte, src []float32, fits func(x []float32, L []int8, scales []float32), requant16 requant16Func) {
-	// (outside the block loop: passed to function values, they escape)
-	dj, lt := new([16]float32), new([qkK]int32)
-	LB, scalesB := new([q3BatchBlocks * qkK]int8), new([q3BatchBlocks * 16]float32)
-	for len(src) >= qkK {
-		nb := min(len(src)/qkK, q3BatchBlocks)
-		if fits != nil {
-			fits(src[:nb*qkK], LB[:nb*qkK], scalesB[:nb*16])
-		} else {
-			for j := range nb * 16 {
-				scalesB[j] = makeQ3Quants(4, src[16*j:16*j+16], LB[16*j:16*j+16])
-			}
+// q3Scales stores a Q3_K block's scales (6-bit, relative to the largest in
+// magnitude) and d in y, and returns in dj the sub-blocks' scales as the
+// stored bytes give them, which the final levels are computed against.
+func q3Scales(y []byte, scales, dj *[16]float32) {
+	var maxScale, amax float32
+	for _, s := range scales {
+		if a := abs32(s); a > amax {
+			amax, maxScale = a, s
 		}
-		for b := range nb {
-			x := src[qkK*b : qkK*b+qkK]
-			y := dst[110*b : 110*b+110]
-			L := (*[qkK]int8)(LB[qkK*b:])
-			scales := scalesB[16*b : 16*b+16]
-			var maxScale, amax float32
-			for j := range 16 {
-				if a := abs32(scales[j]); a > amax {
-					amax, maxScale = a, scales[j]
-				}
-			}
-			sc := y[96:108]
-			clear(sc)
-			if maxScale != 0 {
-				iscale := -32 / maxScale
-				for j := range 16 {
-					l := int32(int8(nearestInt(float32(iscale * scales[j]))))
-					l = max(-32, min(31, l)) + 32
-					if j < 8 {
-						sc[j] = uint8(l & 0xf)
-					} else {
-						sc[j-8] |= uint8(l&0xf) << 4
-					}
-					l >>= 4
-					sc[j%4+8] |= uint8(l << (2 * (j / 4)))
-				}
-				putF16(y[108:], 1/iscale)
+	}
+	sc := y[96:108]
+	clear(sc)
+	if maxScale != 0 {
+		iscale := -32 / maxScale
+		for j, s := range scales {
+			l := int32(int8(nearestInt(float32(iscale * s))))
+			l = max(-32, min(31, l)) + 32
+			if j < 8 {
+				sc[j] = uint8(l & 0xf)
 			} else {
-				putF16(y[108:], 0)
+				sc[j-8] |= uint8(l&0xf) << 4
 			}
-			dAll := getF16(y[108:])
-			for j := range 16 {
-				dj[j] = float32(dAll * float32(q3Scale(sc, j)))
-			}
-			requantize16(x, dj, lt, L[:], 4, requant16)
-			packQ3K(y, L)
+			l >>= 4
+			sc[j%4+8] |= uint8(l << (2 * (j / 4)))
 		}
-		src, dst = src[nb*qkK:], dst[nb*110:]
+		putF16(y[108:], 1/iscale)
+	} else {
+		putF16(y[108:], 0)
+	}
+	dAll := getF16(y[108:])
+	for j := range 16 {
+		dj[j] = float32(dAll * float32(q3Scale(sc, j)))
 	}
 }
 
