@@ -401,12 +401,12 @@ type q3Chains struct {
 }
 
 // q3LanesN runs make_q3_quants on the sub-blocks of x (bits of float32), 8
-// per chain, in the first nc chains of g. A pass steps
-// through the elements in order and, for each element, through the chains,
-// whose steps are independent, so the processor overlaps them. A chain whose
-// last pass changed nothing stays as it is in further passes (the pass is a
-// function of its state), so it drops out; the others go on to the
-// reference's 5 passes.
+// per chain, in the first nc chains of g. A pass steps through the elements
+// in order and, for each element, through the chains, whose steps are
+// independent, so the processor overlaps them (one chain alone waits on its
+// steps' latency). A chain whose last pass changed nothing stays as it is in
+// further passes (the pass is a function of its state), so it drops out;
+// the others go on to the reference's 5 passes.
 //
 //go:noinline
 func q3LanesN(g *q3Chains, xb []uint32, nc int, nmax int32) {
