@@ -336,80 +336,91 @@ func dequantQ2_K(dst []float32, src []byte) {
 
 // ---- Q3_K: hmask[32] · qs[64] · scales[12] · d (110 bytes)
 
-func quantQ3_KGeneric(dst []byte, src []float32) { quantQ3_KWith(dst, src, nil, nil) }
+// quantQ3_KGeneric is quantize_row_q3_K_ref.
+func quantQ3_KGeneric(dst []byte, src []float32) {
+	var dj [16]float32
+	var L [qkK]int8
+	var scales [16]float32
+	for ; len(src) >= qkK; src, dst = src[qkK:], dst[110:] {
+		x := src[:qkK]
+		y := dst[:110]
+		for j := range 16 {
+			scales[j] = makeQ3Quants(4, x[16*j:16*j+16], L[16*j:16*j+16])
+		}
+		q3Scales(y, &scales, &dj)
+		requantize16(x, &dj, nil, L[:], 4, nil)
+		packQ3K(y, &L)
+	}
+}
 
 // requant16Func computes the final levels of Q3_K and Q6_K for 16
 // sub-blocks of 16 with scales d (lt[i] is nearest_int(x[i]/d) clamped to
 // -nmax..nmax-1, plus nmax; entries of sub-blocks with d == 0 are unused).
 type requant16Func func(x []float32, d *[16]float32, lt *[qkK]int32, nmax int32)
 
-// quantQ3_KWith quantizes with fits16 fitting the 16 sub-blocks and
-// requant16 computing the final levels when they are not nil, else with the
-// reference.
-func quantQ3_KWith(dst []byte, src []float32, fits16 func(x []float32, L []int8, scales *[16]float32), requant16 requant16Func) {
-	// (outside the block loop: passed to function values, they escape)
-	dj, lt := new([16]float32), new([qkK]int32)
-	var L [qkK]int8
-	var scales [16]float32
-	for ; len(src) >= qkK; src, dst = src[qkK:], dst[110:] {
-		x := src[:qkK]
-		y := dst[:110]
-		var maxScale, amax float32
-		if fits16 != nil {
-			fits16(x, L[:], &scales)
-		} else {
-			for j := range 16 {
-				scales[j] = makeQ3Quants(4, x[16*j:16*j+16], L[16*j:16*j+16])
+// q3Scales stores a Q3_K block's scales (6-bit, relative to the largest in
+// magnitude) and d in y, and returns in dj the sub-blocks' scales as the
+// stored bytes give them, which the final levels are computed against.
+func q3Scales(y []byte, scales, dj *[16]float32) {
+	var maxScale, amax float32
+	for _, s := range scales {
+		if a := abs32(s); a > amax {
+			amax, maxScale = a, s
+		}
+	}
+	sc := y[96:108]
+	clear(sc)
+	if maxScale != 0 {
+		iscale := -32 / maxScale
+		for j, s := range scales {
+			l := int32(int8(nearestInt(float32(iscale * s))))
+			l = max(-32, min(31, l)) + 32
+			if j < 8 {
+				sc[j] = uint8(l & 0xf)
+			} else {
+				sc[j-8] |= uint8(l&0xf) << 4
 			}
+			l >>= 4
+			sc[j%4+8] |= uint8(l << (2 * (j / 4)))
 		}
-		for j := range 16 {
-			if a := abs32(scales[j]); a > amax {
-				amax, maxScale = a, scales[j]
-			}
-		}
-		sc := y[96:108]
-		clear(sc)
-		if maxScale != 0 {
-			iscale := -32 / maxScale
-			for j := range 16 {
-				l := int32(int8(nearestInt(float32(iscale * scales[j]))))
-				l = max(-32, min(31, l)) + 32
-				if j < 8 {
-					sc[j] = uint8(l & 0xf)
-				} else {
-					sc[j-8] |= uint8(l&0xf) << 4
-				}
-				l >>= 4
-				sc[j%4+8] |= uint8(l << (2 * (j / 4)))
-			}
-			putF16(y[108:], 1/iscale)
-		} else {
-			putF16(y[108:], 0)
-		}
-		dAll := getF16(y[108:])
-		for j := range 16 {
-			dj[j] = float32(dAll * float32(q3Scale(sc, j)))
-		}
-		requantize16(x, dj, lt, L[:], 4, requant16)
-		packQ3K(y, &L)
+		putF16(y[108:], 1/iscale)
+	} else {
+		putF16(y[108:], 0)
+	}
+	dAll := getF16(y[108:])
+	for j := range 16 {
+		dj[j] = float32(dAll * float32(q3Scale(sc, j)))
 	}
 }
 
 // packQ3K stores a Q3_K block's 3-bit levels L in y: the high bit as bit planes (hmask)
-// and the low two bits as crumbs, in ggml's order.
+// and the low two bits as crumbs, in ggml's order. It works on 8 levels at a
+// time in a uint64 (levels are 0..7, so no bits cross between bytes): byte l
+// of hmask has bit k from level 32k+l, and crumb byte l of each half of 128
+// takes levels l, l+32, l+64, l+96.
 func packQ3K(y []byte, L *[qkK]int8) {
-	hm := y[0:32]
-	clear(hm)
-	var U [qkK]uint8
-	for j := range qkK {
-		u := uint8(L[j])
-		if u > 3 {
-			hm[j%32] |= 1 << (j / 32)
-			u -= 4
+	const low2, bit2 = 0x0303030303030303, 0x0404040404040404
+	y = y[:96]
+	for l := 0; l < 32; l += 8 {
+		var a [8]uint64
+		for k := range a {
+			a[k] = levels8(L, 32*k+l)
 		}
-		U[j] = u
+		var hm uint64
+		for k, v := range a {
+			hm |= (v & bit2) >> 2 << k
+		}
+		binary.LittleEndian.PutUint64(y[l:], hm)
+		binary.LittleEndian.PutUint64(y[32+l:], a[0]&low2|(a[1]&low2)<<2|(a[2]&low2)<<4|(a[3]&low2)<<6)
+		binary.LittleEndian.PutUint64(y[64+l:], a[4]&low2|(a[5]&low2)<<2|(a[6]&low2)<<4|(a[7]&low2)<<6)
 	}
-	packCrumbs(y[32:96], U[:])
+}
+
+// levels8 reads L[i:i+8] as a little-endian uint64.
+func levels8(L *[qkK]int8, i int) uint64 {
+	b := L[i : i+8 : i+8]
+	return uint64(uint8(b[0])) | uint64(uint8(b[1]))<<8 | uint64(uint8(b[2]))<<16 | uint64(uint8(b[3]))<<24 |
+		uint64(uint8(b[4]))<<32 | uint64(uint8(b[5]))<<40 | uint64(uint8(b[6]))<<48 | uint64(uint8(b[7]))<<56
 }
 
 // q3Scale unpacks Q3_K's 6-bit signed scale j from its 12 packed bytes.

@@ -10,7 +10,7 @@ func init() {
 	if !archsimd.X86.AVX2() {
 		return
 	}
-	quantQ3_K = func(dst []byte, src []float32) { quantQ3_KWith(dst, src, q3Fits16SIMD, requant16SIMD) }
+	quantQ3_K = quantQ3_KSIMD
 	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16SIMD, requant16SIMD) }
 	if asmName != "" {
 		// Q2_K, Q4_K and Q5_K keep the assembly (asm_amd64.go, set before
