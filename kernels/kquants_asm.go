@@ -48,17 +48,28 @@ func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
 	x = x[:qkK]
 	g.setQX(16, 32)
 	for h := range 2 {
-		for i := range 16 {
-			for j := range 8 {
-				g.xt[8*i+j] = math.Float32bits(x[16*(8*h+j)+i])
-			}
-		}
+		transpose16(&g.xt, x, h)
 		qxLanes(&g)
 		copy(scales[8*h:], g.scale[:])
-		for i := range 16 {
-			for j := range 8 {
-				L[16*(8*h+j)+i] = int8(g.lt[8*i+j])
-			}
+		untranspose16(L, &g.lt, h)
+	}
+}
+
+// transpose16 puts the 8 sub-blocks of 16 of group h of a block into lanes:
+// element i of sub-block j at 8i+j, as bits.
+func transpose16(xt *[256]uint32, x []float32, h int) {
+	for i := range 16 {
+		for j := range 8 {
+			xt[8*i+j] = math.Float32bits(x[16*(8*h+j)+i])
+		}
+	}
+}
+
+// untranspose16 takes the levels of group h back out of the lanes.
+func untranspose16[T int8 | uint8](L []T, lt *[256]int32, h int) {
+	for i := range 16 {
+		for j := range 8 {
+			L[16*(8*h+j)+i] = T(lt[8*i+j])
 		}
 	}
 }
@@ -166,19 +177,11 @@ func q2Fits16Asm(x []float32, L []uint8, scales, mins *[16]float32) {
 	}
 	g.fmax, g.n, g.nmax, g.nstep, g.q2 = math.Float32bits(nmax), 16, nmax, nstep, 1
 	for h := range 2 {
-		for i := range 16 {
-			for j := range 8 {
-				g.xt[8*i+j] = math.Float32bits(x[16*(8*h+j)+i])
-			}
-		}
+		transpose16(&g.xt, x, h)
 		kx2Lanes(&g)
 		copy(scales[8*h:], g.scale[:])
 		copy(mins[8*h:], g.min[:])
-		for i := range 16 {
-			for j := range 8 {
-				L[16*(8*h+j)+i] = uint8(g.lt[8*i+j])
-			}
-		}
+		untranspose16(L, &g.lt, h)
 	}
 }
 
