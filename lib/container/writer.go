@@ -374,6 +374,15 @@ type FileWriter interface {
 	WriteFile(b []byte, f *os.File, off int64) (int, error)
 }
 
+// WriteFileBytes writes b, the bytes of f from offset off as mapped, to w: by
+// w.WriteFile when w is a FileWriter (an APR writer's sink), else as plain bytes.
+func WriteFileBytes(w io.Writer, b []byte, f *os.File, off int64) (int, error) {
+	if fw, ok := w.(FileWriter); ok {
+		return fw.WriteFile(b, f, off)
+	}
+	return w.Write(b)
+}
+
 func (s *plainSink) WriteFile(b []byte, f *os.File, off int64) (int, error) {
 	w := s.w
 	if w.pipe == nil || w.err != nil {

@@ -67,13 +67,7 @@ func (r *mapReader) WriteSpan(w io.Writer, n int) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var m int
-	var err error
-	if fw, ok := w.(container.FileWriter); ok {
-		m, err = fw.WriteFile(b, r.f, int64(r.pos))
-	} else {
-		m, err = w.Write(b)
-	}
+	m, err := container.WriteFileBytes(w, b, r.f, int64(r.pos))
 	r.pos += m
 	return m, err
 }

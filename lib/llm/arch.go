@@ -6,6 +6,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Arch is what apr knows of one family of Hugging Face causal language models: the
@@ -181,14 +185,22 @@ func permute(dst, src []byte, heads int, rowBytes int, inverse bool) {
 	}
 }
 
-// permuteHeads returns a reader of the rows of r (a tensor of rows rows of rowBytes
-// bytes over heads heads) permuted as permute does. The permutation stays within a
+// permuteHeads returns a reader of the rows of r, the data of tensor info (named
+// name) over heads heads, permuted as permute does. The permutation stays within a
 // head, so one head is held at a time: a 5120-wide BF16 Q takes 2.6 MB, not 52 MB.
-// The caller checks that rows splits into heads of pairs.
-func permuteHeads(r io.Reader, rows int64, heads, rowBytes int, inverse bool) io.Reader {
+func permuteHeads(name string, info container.TensorInfo, heads int, r io.Reader, inverse bool) (io.Reader, error) {
+	size, err := dtype.Size(info.DType, info.Shape)
+	if err != nil {
+		return nil, tensor.Wrap(name, err)
+	}
+	rows := info.Shape[0]
+	if rows%int64(2*heads) != 0 {
+		return nil, fmt.Errorf("tensor %q: %d rows do not split into %d heads of pairs", name, rows, heads)
+	}
+	rowBytes := int(size / rows)
 	headBytes := int(rows) / heads * rowBytes
 	return &headReader{r: r, left: heads, in: make([]byte, headBytes), out: make([]byte, headBytes),
-		rowBytes: rowBytes, inverse: inverse}
+		rowBytes: rowBytes, inverse: inverse}, nil
 }
 
 type headReader struct {

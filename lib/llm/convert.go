@@ -2,7 +2,6 @@ package llm
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 
 	"github.com/apr-go/apr/lib/container"
@@ -38,15 +37,9 @@ func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container
 	heads, perm := cp.Arch.permutedRows(g, cp.Hparams)
 	widen := len(info.Shape) == 1 && info.DType.Info().Float && info.DType != dtype.F32
 	if perm {
-		size, err := dtype.Size(info.DType, info.Shape)
-		if err != nil {
-			return info, nil, false, tensor.Wrap(info.Name, err)
+		if r, err = permuteHeads(info.Name, info, heads, r, false); err != nil {
+			return info, nil, false, err
 		}
-		rows := info.Shape[0]
-		if rows%int64(2*heads) != 0 {
-			return info, nil, false, fmt.Errorf("tensor %q: %d rows do not split into %d heads of pairs", info.Name, rows, heads)
-		}
-		r = permuteHeads(r, rows, heads, int(size/rows), false)
 	}
 	if !widen {
 		info.Name = g

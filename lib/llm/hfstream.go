@@ -136,15 +136,9 @@ func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
 	}
 	info.Name = hf
 	if perm {
-		size, err := dtype.Size(info.DType, info.Shape)
-		if err != nil {
-			return info, nil, tensor.Wrap(hf, err)
+		if r, err = permuteHeads(hf, info, heads, r, true); err != nil {
+			return info, nil, err
 		}
-		rows := info.Shape[0]
-		if rows%int64(2*heads) != 0 {
-			return info, nil, fmt.Errorf("tensor %q: %d rows do not split into %d heads of pairs", hf, rows, heads)
-		}
-		r = permuteHeads(r, rows, heads, int(size/rows), true)
 	}
 	if narrow == dtype.Invalid {
 		return info, r, nil

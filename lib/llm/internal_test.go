@@ -6,6 +6,9 @@ import (
 	"os"
 	"testing"
 	"testing/iotest"
+
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
 )
 
 func TestPermuteInverts(t *testing.T) {
@@ -85,16 +88,24 @@ func TestPermuteHeadsStreams(t *testing.T) {
 	for i := range src {
 		src[i] = byte(i * 7)
 	}
+	info := container.TensorInfo{Name: "q", DType: dtype.U8, Shape: []int64{heads * d, row}}
+	permuteHeads := func(r io.Reader, inverse bool) io.Reader {
+		h, err := permuteHeads("q", info, heads, r, inverse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
 	for _, inverse := range []bool{false, true} {
 		want := make([]byte, len(src))
 		permute(want, src, heads, row, inverse)
-		got, err := io.ReadAll(iotest.OneByteReader(permuteHeads(bytes.NewReader(src), heads*d, heads, row, inverse)))
+		got, err := io.ReadAll(iotest.OneByteReader(permuteHeads(bytes.NewReader(src), inverse)))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("inverse %v: got %v, %v; want the whole-tensor permutation", inverse, got, err)
 		}
 	}
 	var buf bytes.Buffer
-	r := permuteHeads(bytes.NewReader(src), heads*d, heads, row, true).(io.WriterTo)
+	r := permuteHeads(bytes.NewReader(src), true).(io.WriterTo)
 	if n, err := r.WriteTo(&buf); n != int64(len(src)) || err != nil {
 		t.Fatalf("WriteTo: %d, %v", n, err)
 	}
@@ -103,7 +114,7 @@ func TestPermuteHeadsStreams(t *testing.T) {
 	if !bytes.Equal(buf.Bytes(), want) {
 		t.Fatal("WriteTo gives other bytes than the whole-tensor permutation")
 	}
-	_, err := io.ReadAll(permuteHeads(bytes.NewReader(src[:len(src)-1]), heads*d, heads, row, false))
+	_, err := io.ReadAll(permuteHeads(bytes.NewReader(src[:len(src)-1]), false))
 	if err != io.ErrUnexpectedEOF {
 		t.Fatalf("a short tensor gave %v, want io.ErrUnexpectedEOF", err)
 	}

@@ -342,13 +342,7 @@ func (r *pageReader) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	for r.pos < len(r.data) {
 		end := min(r.pos+dropEvery, len(r.data))
-		var n int
-		var err error
-		if fw, ok := w.(container.FileWriter); ok {
-			n, err = fw.WriteFile(r.data[r.pos:end], r.f.OSFile(), r.off+int64(r.pos))
-		} else {
-			n, err = w.Write(r.data[r.pos:end])
-		}
+		n, err := container.WriteFileBytes(w, r.data[r.pos:end], r.f.OSFile(), r.off+int64(r.pos))
 		r.pos += n
 		total += int64(n)
 		r.drop()
