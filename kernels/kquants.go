@@ -34,53 +34,15 @@ func signedMax(x []float32) (maxv, amax float32) {
 	return maxv, amax
 }
 
-// makeQXQuants is make_qx_quants with rmse_type 1 (weights x²) and no
-// importance weights: a symmetric quantizer that tries 18 scales around
-// nmax/max and keeps the best weighted fit. L gets values 0..2·nmax-1.
+// makeQXQuants is make_qx_quants with rmse_type 1 and no importance weights: the
+// weights are x², and x is a sub-block of at most 16 values. L gets values
+// 0..2·nmax-1.
 func makeQXQuants(nmax int32, x []float32, L []int8) float32 {
-	maxv, amax := signedMax(x)
-	if amax < groupMaxEps {
-		clear(L[:len(x)])
-		return 0
-	}
-	iscale := float32(-nmax) / maxv
-	var sumlx, suml2 float32
+	var w [16]float32
 	for i, v := range x {
-		l := max(-nmax, min(nmax-1, nearestInt(float32(iscale*v))))
-		L[i] = int8(l + nmax)
-		w := float32(v * v)
-		fl := float32(l)
-		sumlx += float32(float32(w*v) * fl)
-		suml2 += float32(float32(w*fl) * fl)
+		w[i] = float32(v * v)
 	}
-	var scale float32
-	if suml2 != 0 {
-		scale = sumlx / suml2
-	}
-	best := float32(scale * sumlx)
-	for is := int32(-9); is <= 9; is++ {
-		if is == 0 {
-			continue
-		}
-		iscale = -(float32(nmax) + float32(0.1*float32(is))) / maxv
-		sumlx, suml2 = 0, 0
-		for _, v := range x {
-			l := max(-nmax, min(nmax-1, nearestInt(float32(iscale*v))))
-			w := float32(v * v)
-			fl := float32(l)
-			sumlx += float32(float32(w*v) * fl)
-			suml2 += float32(float32(w*fl) * fl)
-		}
-		if suml2 > 0 && float32(sumlx*sumlx) > float32(best*suml2) {
-			for i, v := range x {
-				l := max(-nmax, min(nmax-1, nearestInt(float32(iscale*v))))
-				L[i] = int8(nmax + l)
-			}
-			scale = sumlx / suml2
-			best = float32(scale * sumlx)
-		}
-	}
-	return scale
+	return makeQXQuantsW(nmax, x, L, w[:len(x)])
 }
 
 // makeQ3Quants is make_q3_quants with do_rmse: start from nmax/max and move

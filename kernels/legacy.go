@@ -42,20 +42,25 @@ func roundAway(f float32) int32 {
 	return t
 }
 
+// q8Scale is a Q8 block's scale, amax/127, and its inverse (0 for an all-zero block).
+func q8Scale(x []float32) (d, id float32) {
+	var amax float32
+	for _, v := range x {
+		if a := abs32(v); !(amax > a) {
+			amax = a
+		}
+	}
+	d = amax / 127
+	if d != 0 {
+		id = 1 / d
+	}
+	return d, id
+}
+
 func quantQ8_0Generic(dst []byte, src []float32) {
 	for ; len(src) >= qk; src, dst = src[qk:], dst[34:] {
 		x := src[:qk]
-		var amax float32
-		for _, v := range x {
-			if a := abs32(v); !(amax > a) {
-				amax = a
-			}
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := q8Scale(x)
 		putF16(dst, d)
 		q := dst[2:34]
 		for j, v := range x {
@@ -232,17 +237,7 @@ func dequantQ5_1(dst []float32, src []byte) {
 func quantQ8_1Generic(dst []byte, src []float32) {
 	for ; len(src) >= qk; src, dst = src[qk:], dst[36:] {
 		x := src[:qk]
-		var amax float32
-		for _, v := range x {
-			if a := abs32(v); !(amax > a) {
-				amax = a
-			}
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := q8Scale(x)
 		putF16(dst, d)
 		q := dst[4:36]
 		var sum int32
