@@ -22,47 +22,16 @@ type bpeTokenizer struct {
 // one apr can write back (PreNames), special ids, and add_bos/add_eos as llama.cpp
 // reads them (absent: true for the pre-tokenizers llama.cpp adds a BOS for, else false).
 func (g ggufKVs) bpeTokenizer() (*bpeTokenizer, error) {
-	v, _ := g.h.Get("tokenizer.ggml.tokens")
-	texts, ok := v.Strings()
-	if !ok || len(texts) == 0 {
-		return nil, fmt.Errorf("tokenizer.ggml.tokens is missing or not an array of strings")
-	}
-	if len(texts) > MaxPieces {
-		return nil, fmt.Errorf("tokenizer.ggml.tokens: more than %d tokens", MaxPieces)
+	texts, types, err := g.tokens()
+	if err != nil {
+		return nil, err
 	}
 	name, _ := g.str("tokenizer.ggml.pre")
 	pre, ok := preByName(name)
 	if !ok {
 		return nil, fmt.Errorf("tokenizer.ggml.pre %q: apr writes tokenizer.json back only for the pre-tokenizers %s", name, strings.Join(PreNames(), ", "))
 	}
-	t := &bpeTokenizer{tokens: texts, pre: pre, unk: -1, bos: -1, eos: -1, pad: -1}
-	t.types = make([]int32, len(texts))
-	tv, hasTypes := g.h.Get("tokenizer.ggml.token_type")
-	if hasTypes && tv.Len() != len(texts) {
-		return nil, fmt.Errorf("tokenizer.ggml.token_type does not have the %d elements of tokenizer.ggml.tokens", len(texts))
-	}
-	for i := range texts {
-		t.types[i] = TokenNormal
-		if !hasTypes {
-			continue
-		}
-		e := tv.Index(i)
-		n, ok := e.AsInt64()
-		if !ok {
-			u, isU := e.AsUint64()
-			n, ok = int64(u), isU && u <= TokenByte
-		}
-		if !ok || n < TokenNormal || n > TokenByte {
-			return nil, fmt.Errorf("tokenizer.ggml.token_type[%d] (%q) is not a token type 1..6", i, texts[i])
-		}
-		t.types[i] = int32(n)
-	}
-	for n := len(t.tokens); n > 1; n-- {
-		if t.types[n-1] != TokenUnused || t.tokens[n-1] != fmt.Sprintf("[PAD%d]", n-1) {
-			break
-		}
-		t.tokens, t.types = t.tokens[:n-1], t.types[:n-1]
-	}
+	t := &bpeTokenizer{tokens: texts, types: types, pre: pre, unk: -1, bos: -1, eos: -1, pad: -1}
 	seen := make(map[string]int, len(t.tokens))
 	for i, s := range t.tokens {
 		if s == "" {
@@ -82,14 +51,7 @@ func (g ggufKVs) bpeTokenizer() (*bpeTokenizer, error) {
 			return nil, fmt.Errorf("tokenizer.ggml.merges[%d] %q is not two parts", i, m)
 		}
 	}
-	for _, sp := range []struct {
-		key string
-		dst *int
-	}{{"unknown", &t.unk}, {"bos", &t.bos}, {"eos", &t.eos}, {"padding", &t.pad}} {
-		if id, ok := g.uint("tokenizer.ggml." + sp.key + "_token_id"); ok && id < int64(len(t.tokens)) {
-			*sp.dst = int(id)
-		}
-	}
+	g.specialIDs(len(t.tokens), &t.unk, &t.bos, &t.eos, &t.pad)
 	t.addBOS = g.boolean("tokenizer.ggml.add_bos_token", pre.bos == 1)
 	t.addEOS = g.boolean("tokenizer.ggml.add_eos_token", false)
 	if t.addBOS && t.bos < 0 {

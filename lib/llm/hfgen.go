@@ -228,6 +228,61 @@ func (g ggufKVs) boolean(key string, def bool) bool {
 	return b
 }
 
+// tokens reads tokenizer.ggml.tokens and token_type (every token NORMAL without
+// it), with the converter's padding dropped: trailing UNUSED "[PADn]" tokens, which
+// fill the vocabulary up to the model's size and were not in the source tokenizer.
+func (g ggufKVs) tokens() (texts []string, types []int32, err error) {
+	v, _ := g.h.Get("tokenizer.ggml.tokens")
+	texts, ok := v.Strings()
+	if !ok || len(texts) == 0 {
+		return nil, nil, fmt.Errorf("tokenizer.ggml.tokens is missing or not an array of strings")
+	}
+	if len(texts) > MaxPieces {
+		return nil, nil, fmt.Errorf("tokenizer.ggml.tokens: more than %d tokens", MaxPieces)
+	}
+	tv, hasTypes := g.h.Get("tokenizer.ggml.token_type")
+	if hasTypes && tv.Len() != len(texts) {
+		return nil, nil, fmt.Errorf("tokenizer.ggml.token_type does not have the %d elements of tokenizer.ggml.tokens", len(texts))
+	}
+	types = make([]int32, len(texts))
+	for i := range texts {
+		types[i] = TokenNormal
+		if !hasTypes {
+			continue
+		}
+		e := tv.Index(i)
+		n, ok := e.AsInt64()
+		if !ok {
+			u, isU := e.AsUint64()
+			n, ok = int64(u), isU && u <= TokenByte
+		}
+		if !ok || n < TokenNormal || n > TokenByte {
+			return nil, nil, fmt.Errorf("tokenizer.ggml.token_type[%d] (%q) is not a token type 1..6", i, texts[i])
+		}
+		types[i] = int32(n)
+	}
+	for n := len(texts); n > 1; n-- {
+		if types[n-1] != TokenUnused || texts[n-1] != fmt.Sprintf("[PAD%d]", n-1) {
+			break
+		}
+		texts, types = texts[:n-1], types[:n-1]
+	}
+	return texts, types, nil
+}
+
+// specialIDs sets the ids of the unknown, BOS, EOS and padding tokens that the
+// GGUF names and that are below n.
+func (g ggufKVs) specialIDs(n int, unk, bos, eos, pad *int) {
+	for _, sp := range []struct {
+		key string
+		dst *int
+	}{{"unknown", unk}, {"bos", bos}, {"eos", eos}, {"padding", pad}} {
+		if id, ok := g.uint("tokenizer.ggml." + sp.key + "_token_id"); ok && id < int64(n) {
+			*sp.dst = int(id)
+		}
+	}
+}
+
 // spmTokenizer is a SentencePiece vocabulary recovered from tokenizer.ggml.*.
 type spmTokenizer struct {
 	pieces                  []Piece
@@ -242,23 +297,18 @@ type spmTokenizer struct {
 // tokenizer.model), the special token ids, and add_bos/add_eos as llama.cpp reads them
 // (true and false when absent).
 func (g ggufKVs) tokenizer() (*spmTokenizer, error) {
-	v, _ := g.h.Get("tokenizer.ggml.tokens")
-	texts, ok := v.Strings()
-	if !ok || len(texts) == 0 {
-		return nil, fmt.Errorf("tokenizer.ggml.tokens is missing or not an array of strings")
-	}
-	if len(texts) > MaxPieces {
-		return nil, fmt.Errorf("tokenizer.ggml.tokens: more than %d pieces", MaxPieces)
+	texts, types, err := g.tokens()
+	if err != nil {
+		return nil, err
 	}
 	sv, hasScores := g.h.Get("tokenizer.ggml.scores")
-	tv, hasTypes := g.h.Get("tokenizer.ggml.token_type")
-	if hasScores && sv.Len() != len(texts) || hasTypes && tv.Len() != len(texts) {
-		return nil, fmt.Errorf("tokenizer.ggml.scores/token_type do not have the %d elements of tokenizer.ggml.tokens", len(texts))
+	if tv, _ := g.h.Get("tokenizer.ggml.tokens"); hasScores && sv.Len() != tv.Len() {
+		return nil, fmt.Errorf("tokenizer.ggml.scores does not have the %d elements of tokenizer.ggml.tokens", tv.Len())
 	}
 	t := &spmTokenizer{unk: -1, bos: -1, eos: -1, pad: -1}
 	t.pieces = make([]Piece, len(texts))
 	for i, s := range texts {
-		p := Piece{Text: s, Type: TokenNormal}
+		p := Piece{Text: s, Type: types[i]}
 		if hasScores {
 			f, ok := sv.Index(i).AsFloat64()
 			if !ok {
@@ -266,25 +316,7 @@ func (g ggufKVs) tokenizer() (*spmTokenizer, error) {
 			}
 			p.Score = float32(f)
 		}
-		if hasTypes {
-			e := tv.Index(i)
-			n, ok := e.AsInt64()
-			if !ok {
-				u, isU := e.AsUint64()
-				n, ok = int64(u), isU && u <= TokenByte
-			}
-			if !ok || n < TokenNormal || n > TokenByte {
-				return nil, fmt.Errorf("tokenizer.ggml.token_type[%d] (%q) is not a token type 1..6", i, s)
-			}
-			p.Type = int32(n)
-		}
 		t.pieces[i] = p
-	}
-	for n := len(t.pieces); n > 1; n-- {
-		if p := t.pieces[n-1]; p.Type != TokenUnused || p.Text != fmt.Sprintf("[PAD%d]", n-1) {
-			break
-		}
-		t.pieces = t.pieces[:n-1]
 	}
 	seen := make(map[string]int, len(t.pieces))
 	bytePieces := 0
@@ -303,14 +335,7 @@ func (g ggufKVs) tokenizer() (*spmTokenizer, error) {
 			bytePieces++
 		}
 	}
-	for _, sp := range []struct {
-		key string
-		dst *int
-	}{{"unknown", &t.unk}, {"bos", &t.bos}, {"eos", &t.eos}, {"padding", &t.pad}} {
-		if id, ok := g.uint("tokenizer.ggml." + sp.key + "_token_id"); ok && id < int64(len(t.pieces)) {
-			*sp.dst = int(id)
-		}
-	}
+	g.specialIDs(len(t.pieces), &t.unk, &t.bos, &t.eos, &t.pad)
 	if t.unk < 0 || t.pieces[t.unk].Type != TokenUnknown {
 		return nil, fmt.Errorf("tokenizer.ggml.token_type: no UNKNOWN token (SentencePiece needs exactly one)")
 	}
