@@ -487,16 +487,9 @@ func appendUpTo[T any](a []T, v T, n uint64) []T {
 }
 
 func decodeFixedArray(et ValueType, raw []byte, at int64, d *decoder) (Value, error) {
-	le := binary.LittleEndian
 	switch et {
 	case TypeUint8:
 		return arrayValue(raw), nil
-	case TypeInt8:
-		a := make([]int8, len(raw))
-		for i, b := range raw {
-			a[i] = int8(b)
-		}
-		return arrayValue(a), nil
 	case TypeBool:
 		a := make([]bool, len(raw))
 		for i, b := range raw {
@@ -506,56 +499,33 @@ func decodeFixedArray(et ValueType, raw []byte, at int64, d *decoder) (Value, er
 			a[i] = b == 1
 		}
 		return arrayValue(a), nil
+	case TypeInt8:
+		return decodeNumbers[int8](raw), nil
 	case TypeUint16:
-		a := make([]uint16, len(raw)/2)
-		for i := range a {
-			a[i] = le.Uint16(raw[2*i:])
-		}
-		return arrayValue(a), nil
+		return decodeNumbers[uint16](raw), nil
 	case TypeInt16:
-		a := make([]int16, len(raw)/2)
-		for i := range a {
-			a[i] = int16(le.Uint16(raw[2*i:]))
-		}
-		return arrayValue(a), nil
+		return decodeNumbers[int16](raw), nil
 	case TypeUint32:
-		a := make([]uint32, len(raw)/4)
-		for i := range a {
-			a[i] = le.Uint32(raw[4*i:])
-		}
-		return arrayValue(a), nil
+		return decodeNumbers[uint32](raw), nil
 	case TypeInt32:
-		a := make([]int32, len(raw)/4)
-		for i := range a {
-			a[i] = int32(le.Uint32(raw[4*i:]))
-		}
-		return arrayValue(a), nil
+		return decodeNumbers[int32](raw), nil
 	case TypeFloat32:
-		a := make([]float32, len(raw)/4)
-		for i := range a {
-			a[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
-		}
-		return arrayValue(a), nil
+		return decodeNumbers[float32](raw), nil
 	case TypeUint64:
-		a := make([]uint64, len(raw)/8)
-		for i := range a {
-			a[i] = le.Uint64(raw[8*i:])
-		}
-		return arrayValue(a), nil
+		return decodeNumbers[uint64](raw), nil
 	case TypeInt64:
-		a := make([]int64, len(raw)/8)
-		for i := range a {
-			a[i] = int64(le.Uint64(raw[8*i:]))
-		}
-		return arrayValue(a), nil
+		return decodeNumbers[int64](raw), nil
 	case TypeFloat64:
-		a := make([]float64, len(raw)/8)
-		for i := range a {
-			a[i] = math.Float64frombits(le.Uint64(raw[8*i:]))
-		}
-		return arrayValue(a), nil
+		return decodeNumbers[float64](raw), nil
 	}
 	return Value{}, d.errAt(ErrUnsupported, at, "unknown array element type %d", uint32(et))
+}
+
+// decodeNumbers is an array of little-endian numbers; raw holds a whole number of them.
+func decodeNumbers[T int8 | uint16 | int16 | uint32 | int32 | float32 | uint64 | int64 | float64](raw []byte) Value {
+	a := make([]T, len(raw)/binary.Size(T(0)))
+	binary.Decode(raw, binary.LittleEndian, a)
+	return arrayValue(a)
 }
 
 // newBufferedDecoder reads from a ReaderAt of known size.

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 )
 
@@ -258,10 +257,6 @@ func appendValue(b []byte, v Value) []byte {
 	switch a := v.arr.(type) {
 	case []uint8:
 		b = append(b, a...)
-	case []int8:
-		for _, x := range a {
-			b = append(b, byte(x))
-		}
 	case []bool:
 		for _, x := range a {
 			if x {
@@ -270,38 +265,8 @@ func appendValue(b []byte, v Value) []byte {
 				b = append(b, 0)
 			}
 		}
-	case []uint16:
-		for _, x := range a {
-			b = le.AppendUint16(b, x)
-		}
-	case []int16:
-		for _, x := range a {
-			b = le.AppendUint16(b, uint16(x))
-		}
-	case []uint32:
-		for _, x := range a {
-			b = le.AppendUint32(b, x)
-		}
-	case []int32:
-		for _, x := range a {
-			b = le.AppendUint32(b, uint32(x))
-		}
-	case []float32:
-		for _, x := range a {
-			b = le.AppendUint32(b, math.Float32bits(x))
-		}
-	case []uint64:
-		for _, x := range a {
-			b = le.AppendUint64(b, x)
-		}
-	case []int64:
-		for _, x := range a {
-			b = le.AppendUint64(b, uint64(x))
-		}
-	case []float64:
-		for _, x := range a {
-			b = le.AppendUint64(b, math.Float64bits(x))
-		}
+	case []int8, []uint16, []int16, []uint32, []int32, []float32, []uint64, []int64, []float64:
+		b, _ = binary.Append(b, le, a) // cannot fail: fixed-size numbers
 	case []string:
 		for _, s := range a {
 			b = appendString(b, s)
