@@ -256,6 +256,36 @@ DATA idx32<>+0x10(SB)/8, $0x1716151413121110
 DATA idx32<>+0x18(SB)/8, $0x1f1e1d1c1b1a1918
 GLOBL idx32<>(SB), RODATA|NOPTR, $32
 
+// BLOCKMAX4 loads the block of 32 at R1 into V0-V7 and its |x| bits into
+// V8-V15, puts the largest |x| bits in R7 (and F17) and into the running
+// largest R4, and jumps to done where they are a NaN's or an infinity's
+// (R8: +inf bits), for the reference to do that block. Uses R6, V16, V17.
+#define BLOCKMAX4(done) \
+	ADD   $64, R1, R6 \
+	VLD1  (R1), [V0.S4, V1.S4, V2.S4, V3.S4] \
+	VLD1  (R6), [V4.S4, V5.S4, V6.S4, V7.S4] \
+	VAND  V31.B16, V0.B16, V8.B16 \
+	VAND  V31.B16, V1.B16, V9.B16 \
+	VAND  V31.B16, V2.B16, V10.B16 \
+	VAND  V31.B16, V3.B16, V11.B16 \
+	VAND  V31.B16, V4.B16, V12.B16 \
+	VAND  V31.B16, V5.B16, V13.B16 \
+	VAND  V31.B16, V6.B16, V14.B16 \
+	VAND  V31.B16, V7.B16, V15.B16 \
+	VUMAX V9.S4, V8.S4, V16.S4 \
+	VUMAX V11.S4, V10.S4, V17.S4 \
+	VUMAX V17.S4, V16.S4, V16.S4 \
+	VUMAX V13.S4, V12.S4, V17.S4 \
+	VUMAX V17.S4, V16.S4, V16.S4 \
+	VUMAX V15.S4, V14.S4, V17.S4 \
+	VUMAX V17.S4, V16.S4, V16.S4 \
+	WORD  $0x6eb0aa11 \
+	FMOVS F17, R7 \
+	CMPW  R8, R7 \
+	BHS   done \
+	CMPW  R4, R7 \
+	CSELW HI, R7, R4, R4
+
 // func q4_0NEON(dst *byte, src *float32, nb int) (done int, maxBits uint32)
 // The scale is the first element of largest magnitude over -8 (the index
 // is the smallest byte index whose |x| bits are the maximum: UMINV over
@@ -285,30 +315,7 @@ TEXT ·q4_0NEON(SB), NOSPLIT, $0-36
 q40loop:
 	CMP   R2, R3
 	BGE   q40done
-	ADD   $64, R1, R6
-	VLD1  (R1), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VLD1  (R6), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VAND  V31.B16, V0.B16, V8.B16
-	VAND  V31.B16, V1.B16, V9.B16
-	VAND  V31.B16, V2.B16, V10.B16
-	VAND  V31.B16, V3.B16, V11.B16
-	VAND  V31.B16, V4.B16, V12.B16
-	VAND  V31.B16, V5.B16, V13.B16
-	VAND  V31.B16, V6.B16, V14.B16
-	VAND  V31.B16, V7.B16, V15.B16
-	VUMAX V9.S4, V8.S4, V16.S4
-	VUMAX V11.S4, V10.S4, V17.S4
-	VUMAX V17.S4, V16.S4, V16.S4
-	VUMAX V13.S4, V12.S4, V17.S4
-	VUMAX V17.S4, V16.S4, V16.S4
-	VUMAX V15.S4, V14.S4, V17.S4
-	VUMAX V17.S4, V16.S4, V16.S4
-	WORD  $0x6eb0aa11 // umaxv s17, v16.4s
-	FMOVS F17, R7
-	CMPW  R8, R7
-	BHS   q40done      // NaN or infinity: the reference's block
-	CMPW  R4, R7
-	CSELW HI, R7, R4, R4
+	BLOCKMAX4(q40done)
 	MOVW  $0, R13      // +0 for an all-zero block
 	CBZW  R7, q40scale
 	VDUP  R7, V18.S4
@@ -441,30 +448,7 @@ TEXT ·q4_1NEON(SB), NOSPLIT, $0-36
 q41loop:
 	CMP   R2, R3
 	BGE   q41done
-	ADD   $64, R1, R6
-	VLD1  (R1), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VLD1  (R6), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VAND  V31.B16, V0.B16, V8.B16
-	VAND  V31.B16, V1.B16, V9.B16
-	VAND  V31.B16, V2.B16, V10.B16
-	VAND  V31.B16, V3.B16, V11.B16
-	VAND  V31.B16, V4.B16, V12.B16
-	VAND  V31.B16, V5.B16, V13.B16
-	VAND  V31.B16, V6.B16, V14.B16
-	VAND  V31.B16, V7.B16, V15.B16
-	VUMAX V9.S4, V8.S4, V16.S4
-	VUMAX V11.S4, V10.S4, V17.S4
-	VUMAX V17.S4, V16.S4, V16.S4
-	VUMAX V13.S4, V12.S4, V17.S4
-	VUMAX V17.S4, V16.S4, V16.S4
-	VUMAX V15.S4, V14.S4, V17.S4
-	VUMAX V17.S4, V16.S4, V16.S4
-	WORD  $0x6eb0aa11 // umaxv s17, v16.4s
-	FMOVS F17, R7
-	CMPW  R8, R7
-	BHS   q41done      // NaN or infinity: the reference's block
-	CMPW  R4, R7
-	CSELW HI, R7, R4, R4
+	BLOCKMAX4(q41done)
 	WORD  $0x4ea1f410 // fmin v16.4s, v0.4s, v1.4s
 	WORD  $0x4ea3f451 // fmin v17.4s, v2.4s, v3.4s
 	WORD  $0x4eb1f610 // fmin v16.4s, v16.4s, v17.4s
