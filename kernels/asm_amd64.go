@@ -89,7 +89,7 @@ func setupAsm() bool {
 	}
 	dotF32 = dotAsm
 	axpy = axpyAsm
-	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16Asm, nil) }
+	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16Asm, requant16Asm) }
 	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, kx2BlockAsm) }
 	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, kx2BlockAsm) }
 	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, q2Fits16Asm) }
@@ -130,6 +130,9 @@ func qxLanesAVX2(grp *qxAsm)
 
 //go:noescape
 func levelsAVX2(dst *int32, x *float32, n int, d, dm float32, nmax int32)
+
+//go:noescape
+func requant16AVX2(lt *int32, x *float32, d *float32, nmax int32)
 
 //go:noescape
 func dotAVX2Asm(a, b *float32, n int, s *[8]float32)
@@ -201,6 +204,11 @@ func axpyAsm(y []float32, alpha float32, x []float32) {
 		axpyAVX2Asm(&y[0], &x[0], n, alpha)
 	}
 	axpyGeneric(y[n:], alpha, x[n:])
+}
+
+// requant16Asm is requantize16's fast path (a requant16Func).
+func requant16Asm(x []float32, d *[16]float32, lt *[qkK]int32, nmax int32) {
+	requant16AVX2(&lt[0], &x[:qkK][0], &d[0], nmax)
 }
 
 // The lane kernels under the names the shared drivers (kquants_asm.go) call.

@@ -1009,3 +1009,52 @@ lvl:
 	JNZ     lvl
 	VZEROUPPER
 	RET
+
+// func requant16AVX2(lt *int32, x *float32, d *float32, nmax int32)
+// requantize16's loop: the 256 values of a block, sub-block j (16 values)
+// at scale d[j], each to clamp(nearest_int(x / d[j]), -nmax, nmax-1) + nmax
+// (an IEEE division, then the reference's nearest_int on the bits).
+TEXT ·requant16AVX2(SB), NOSPLIT, $0-28
+	MOVQ         lt+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         d+16(FP), DX
+	MOVL         nmax+24(FP), AX
+	VMOVD        AX, X6
+	VPBROADCASTD X6, Y6 // nmax
+	LEAL         -1(AX), BX
+	VMOVD        BX, X5
+	VPBROADCASTD X5, Y5 // nmax-1
+	NEGL         AX
+	VMOVD        AX, X4
+	VPBROADCASTD X4, Y4 // -nmax
+	VPBROADCASTD kxc<>+0x00(SB), Y3
+	VPBROADCASTD kxc<>+0x04(SB), Y2
+	VPBROADCASTD kxc<>+0x08(SB), Y1
+	MOVQ         $16, CX
+rq16:
+	VBROADCASTSS (DX), Y0
+	VMOVUPS      (SI), Y7
+	VMOVUPS      32(SI), Y8
+	VDIVPS       Y0, Y7, Y7
+	VDIVPS       Y0, Y8, Y8
+	VADDPS       Y3, Y7, Y7
+	VADDPS       Y3, Y8, Y8
+	VPAND        Y2, Y7, Y7
+	VPAND        Y2, Y8, Y8
+	VPSUBD       Y1, Y7, Y7
+	VPSUBD       Y1, Y8, Y8
+	VPMAXSD      Y4, Y7, Y7
+	VPMAXSD      Y4, Y8, Y8
+	VPMINSD      Y5, Y7, Y7
+	VPMINSD      Y5, Y8, Y8
+	VPADDD       Y6, Y7, Y7
+	VPADDD       Y6, Y8, Y8
+	VMOVDQU      Y7, (DI)
+	VMOVDQU      Y8, 32(DI)
+	ADDQ         $64, SI
+	ADDQ         $64, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          rq16
+	VZEROUPPER
+	RET
