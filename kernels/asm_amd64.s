@@ -1058,3 +1058,100 @@ rq16:
 	JNZ          rq16
 	VZEROUPPER
 	RET
+
+// TRANSPOSE8X8 transposes the 8x8 matrix of 32-bit elements in Y0-Y7
+// (row k in Yk) into Y8-Y15 (column k in Y(8+k)). Uses Y0-Y15.
+#define TRANSPOSE8X8 \
+	VUNPCKLPS  Y1, Y0, Y8         \
+	VUNPCKHPS  Y1, Y0, Y9         \
+	VUNPCKLPS  Y3, Y2, Y10        \
+	VUNPCKHPS  Y3, Y2, Y11        \
+	VUNPCKLPS  Y5, Y4, Y12        \
+	VUNPCKHPS  Y5, Y4, Y13        \
+	VUNPCKLPS  Y7, Y6, Y14        \
+	VUNPCKHPS  Y7, Y6, Y15        \
+	VSHUFPS    $0x44, Y10, Y8, Y0 \
+	VSHUFPS    $0xee, Y10, Y8, Y1 \
+	VSHUFPS    $0x44, Y11, Y9, Y2 \
+	VSHUFPS    $0xee, Y11, Y9, Y3 \
+	VSHUFPS    $0x44, Y14, Y12, Y4 \
+	VSHUFPS    $0xee, Y14, Y12, Y5 \
+	VSHUFPS    $0x44, Y15, Y13, Y6 \
+	VSHUFPS    $0xee, Y15, Y13, Y7 \
+	VPERM2F128 $0x20, Y4, Y0, Y8  \
+	VPERM2F128 $0x20, Y5, Y1, Y9  \
+	VPERM2F128 $0x20, Y6, Y2, Y10 \
+	VPERM2F128 $0x20, Y7, Y3, Y11 \
+	VPERM2F128 $0x31, Y4, Y0, Y12 \
+	VPERM2F128 $0x31, Y5, Y1, Y13 \
+	VPERM2F128 $0x31, Y6, Y2, Y14 \
+	VPERM2F128 $0x31, Y7, Y3, Y15
+
+// LOAD8(base, stride) loads 8 rows of 32 bytes at base, base+stride, ...
+// into Y0-Y7.
+#define LOAD8(base, stride) \
+	VMOVUPS base+(0*stride)(SI), Y0 \
+	VMOVUPS base+(1*stride)(SI), Y1 \
+	VMOVUPS base+(2*stride)(SI), Y2 \
+	VMOVUPS base+(3*stride)(SI), Y3 \
+	VMOVUPS base+(4*stride)(SI), Y4 \
+	VMOVUPS base+(5*stride)(SI), Y5 \
+	VMOVUPS base+(6*stride)(SI), Y6 \
+	VMOVUPS base+(7*stride)(SI), Y7
+
+// STORE8(base, R) stores Y8-Y15 as 8 rows of 32 bytes from base(R).
+#define STORE8(base, R) \
+	VMOVUPS Y8, base+0(R)    \
+	VMOVUPS Y9, base+32(R)   \
+	VMOVUPS Y10, base+64(R)  \
+	VMOVUPS Y11, base+96(R)  \
+	VMOVUPS Y12, base+128(R) \
+	VMOVUPS Y13, base+160(R) \
+	VMOVUPS Y14, base+192(R) \
+	VMOVUPS Y15, base+224(R)
+
+// func transpose8x16AVX2(dst *uint32, src *float32)
+// The 8 rows of 16 values at src (8 sub-blocks of 16) as 16 rows of 8 at
+// dst: element i of row j at 8i+j (transpose16).
+TEXT ·transpose8x16AVX2(SB), NOSPLIT, $0-16
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	LOAD8(0, 64)
+	TRANSPOSE8X8
+	STORE8(0, DI)
+	LOAD8(32, 64)
+	TRANSPOSE8X8
+	STORE8(256, DI)
+	VZEROUPPER
+	RET
+
+// func untranspose8x16AVX2(dst *byte, src *int32)
+// transpose8x16AVX2 backwards for levels: the 16 rows of 8 int32 at src as
+// 8 rows of 16 bytes at dst (untranspose16; the levels are 0..127, so the
+// saturating packs keep them).
+TEXT ·untranspose8x16AVX2(SB), NOSPLIT, $256-16
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	LOAD8(0, 32)
+	TRANSPOSE8X8
+	STORE8(0, SP) // row j's first 8 levels at 32j(SP)
+	LOAD8(256, 32)
+	TRANSPOSE8X8 // and its last 8 in Y(8+j)
+#define PACKROW(j, Yb) \
+	VMOVDQU   (32*j)(SP), Y0  \
+	VPACKSSDW Yb, Y0, Y0      \
+	VPERMQ    $0xd8, Y0, Y0   \
+	VPACKSSWB Y0, Y0, Y0      \
+	VPERMQ    $0x08, Y0, Y0   \
+	VMOVDQU   X0, (16*j)(DI)
+	PACKROW(0, Y8)
+	PACKROW(1, Y9)
+	PACKROW(2, Y10)
+	PACKROW(3, Y11)
+	PACKROW(4, Y12)
+	PACKROW(5, Y13)
+	PACKROW(6, Y14)
+	PACKROW(7, Y15)
+#undef PACKROW
+	VZEROUPPER
+	RET

@@ -2,7 +2,10 @@
 
 package kernels
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // NEON assembly (asm_arm64.s): the Q8_0, Q4_0 and Q4_1 quantizers, the
 // K-quants' sub-block searches (kquants_asm.go: make_qkx2_quants for Q2_K,
@@ -139,4 +142,23 @@ func kx2Lanes(g *kx2Asm) { kx2LanesNEON(g) }
 func qxLanes(g *qxAsm)   { qxLanesNEON(g) }
 func levelsLanes(dst *int32, x *float32, n int, d, dm float32, nmax int32) {
 	levelsNEON(dst, x, n, d, dm, nmax)
+}
+
+// transpose16 puts the 8 sub-blocks of 16 of group h of a block into lanes:
+// element i of sub-block j at 8i+j, as bits.
+func transpose16(xt *[256]uint32, x []float32, h int) {
+	for i := range 16 {
+		for j := range 8 {
+			xt[8*i+j] = math.Float32bits(x[16*(8*h+j)+i])
+		}
+	}
+}
+
+// untranspose16 takes the levels of group h back out of the lanes.
+func untranspose16[T int8 | uint8](L []T, lt *[256]int32, h int) {
+	for i := range 16 {
+		for j := range 8 {
+			L[16*(8*h+j)+i] = T(lt[8*i+j])
+		}
+	}
 }

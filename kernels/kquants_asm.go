@@ -55,25 +55,6 @@ func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
 	}
 }
 
-// transpose16 puts the 8 sub-blocks of 16 of group h of a block into lanes:
-// element i of sub-block j at 8i+j, as bits.
-func transpose16(xt *[256]uint32, x []float32, h int) {
-	for i := range 16 {
-		for j := range 8 {
-			xt[8*i+j] = math.Float32bits(x[16*(8*h+j)+i])
-		}
-	}
-}
-
-// untranspose16 takes the levels of group h back out of the lanes.
-func untranspose16[T int8 | uint8](L []T, lt *[256]int32, h int) {
-	for i := range 16 {
-		for j := range 8 {
-			L[16*(8*h+j)+i] = T(lt[8*i+j])
-		}
-	}
-}
-
 // qxwGroupAsm is qxwGroupGeneric with one sub-block per lane; the
 // weights (importance's with imp) and their sums (in importance()'s order:
 // from 0, one element after the other, in each lane) are computed in the
