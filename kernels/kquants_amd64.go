@@ -4,21 +4,11 @@ package kernels
 
 import "simd/archsimd"
 
-// Fast paths for the K-quant searches (AVX2): see kquants_lanes_amd64.go.
-
+// Q3_K's search in AVX2 lanes (kquants_lanes_amd64.go). The other K-quants
+// keep the assembly set up by asm_amd64.go, which measured faster than the
+// simd lanes this build had for them (docs/BENCHMARKS.md, "Kernels").
 func init() {
-	if !archsimd.X86.AVX2() {
-		return
+	if archsimd.X86.AVX2() {
+		quantQ3_K = quantQ3_KSIMD
 	}
-	quantQ3_K = quantQ3_KSIMD
-	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16SIMD, requant16SIMD) }
-	if asmName != "" {
-		// Q2_K, Q4_K and Q5_K keep the assembly (asm_amd64.go, set before
-		// this init runs): its make_qkx2_quants measured 1.5-1.7x faster
-		// than kx2Lanes8 (docs/BENCHMARKS.md, "Kernels").
-		return
-	}
-	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, q2Fits16SIMD) }
-	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, kx2BlockSIMD) }
-	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, kx2BlockSIMD) }
 }
