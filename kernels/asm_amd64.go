@@ -132,10 +132,10 @@ func qxLanesAVX2(grp *qxAsm)
 func levelsAVX2(dst *int32, x *float32, n int, d, dm float32, nmax int32)
 
 //go:noescape
-func transpose8x16AVX2(dst *uint32, src *float32)
+func intoLanesAVX2(dst *uint32, src *float32, n int)
 
 //go:noescape
-func untranspose8x16AVX2(dst *byte, src *int32)
+func outOfLanesAVX2(dst *byte, src *int32, n int)
 
 //go:noescape
 func requant16AVX2(lt *int32, x *float32, d *float32, nmax int32)
@@ -212,15 +212,22 @@ func axpyAsm(y []float32, alpha float32, x []float32) {
 	axpyGeneric(y[n:], alpha, x[n:])
 }
 
-// transpose16 puts the 8 sub-blocks of 16 of group h of a block into lanes:
-// element i of sub-block j at 8i+j, as bits.
-func transpose16(xt *[256]uint32, x []float32, h int) {
-	transpose8x16AVX2(&xt[0], &x[128*h : 128*h+128][0])
+// intoLanes is intoLanesGo, 8x8 at a time in vectors.
+func intoLanes(xt *[256]uint32, x []float32, n int) {
+	if n != 16 && n != 32 {
+		intoLanesGo(xt, x, n)
+		return
+	}
+	intoLanesAVX2(&xt[0], &x[:8*n][0], n)
 }
 
-// untranspose16 takes the levels of group h back out of the lanes.
-func untranspose16[T int8 | uint8](L []T, lt *[256]int32, h int) {
-	untranspose8x16AVX2((*byte)(unsafe.Pointer(&L[128*h : 128*h+128][0])), &lt[0])
+// outOfLanes is outOfLanesGo, 8x8 at a time in vectors.
+func outOfLanes[T int8 | uint8](L []T, lt *[256]int32, n int) {
+	if n != 16 && n != 32 {
+		outOfLanesGo(L, lt, n)
+		return
+	}
+	outOfLanesAVX2((*byte)(unsafe.Pointer(&L[:8*n][0])), &lt[0], n)
 }
 
 // requant16Asm is requantize16's fast path (a requant16Func).

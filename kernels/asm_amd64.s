@@ -1087,8 +1087,8 @@ rq16:
 	VPERM2F128 $0x31, Y6, Y2, Y14 \
 	VPERM2F128 $0x31, Y7, Y3, Y15
 
-// LOAD8(base, stride) loads 8 rows of 32 bytes at base, base+stride, ...
-// into Y0-Y7.
+// LOAD8(base, stride) loads 8 rows of 32 bytes at base(SI),
+// base+stride(SI), ... into Y0-Y7.
 #define LOAD8(base, stride) \
 	VMOVUPS base+(0*stride)(SI), Y0 \
 	VMOVUPS base+(1*stride)(SI), Y1 \
@@ -1110,48 +1110,74 @@ rq16:
 	VMOVUPS Y14, base+192(R) \
 	VMOVUPS Y15, base+224(R)
 
-// func transpose8x16AVX2(dst *uint32, src *float32)
-// The 8 rows of 16 values at src (8 sub-blocks of 16) as 16 rows of 8 at
-// dst: element i of row j at 8i+j (transpose16).
-TEXT ·transpose8x16AVX2(SB), NOSPLIT, $0-16
+// func intoLanesAVX2(dst *uint32, src *float32, n int)
+// The 8 rows of n values at src (8 sub-blocks of n, n 16 or 32) as n rows
+// of 8 at dst: element i of row j at 8i+j (intoLanes), 8 columns at a time.
+TEXT ·intoLanesAVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
-	LOAD8(0, 64)
+	MOVQ n+16(FP), CX
+	LEAQ (CX*4), R8      // a row: 4n bytes
+	LEAQ (R8)(R8*2), R9
+	SHRQ $3, CX
+inl:
+	LEAQ    (SI)(R8*4), R10
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(R8*1), Y1
+	VMOVUPS (SI)(R8*2), Y2
+	VMOVUPS (SI)(R9*1), Y3
+	VMOVUPS (R10), Y4
+	VMOVUPS (R10)(R8*1), Y5
+	VMOVUPS (R10)(R8*2), Y6
+	VMOVUPS (R10)(R9*1), Y7
 	TRANSPOSE8X8
 	STORE8(0, DI)
-	LOAD8(32, 64)
-	TRANSPOSE8X8
-	STORE8(256, DI)
+	ADDQ $32, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  inl
 	VZEROUPPER
 	RET
 
-// func untranspose8x16AVX2(dst *byte, src *int32)
-// transpose8x16AVX2 backwards for levels: the 16 rows of 8 int32 at src as
-// 8 rows of 16 bytes at dst (untranspose16; the levels are 0..127, so the
-// saturating packs keep them).
-TEXT ·untranspose8x16AVX2(SB), NOSPLIT, $256-16
+// PACKROW(j, Yb, at): row j's 16 levels, the first 8 at 32j(SP) and the
+// last 8 in Yb (int32, 0..127), as 16 bytes at at. Uses Y0.
+#define PACKROW(j, Yb, at) \
+	VMOVDQU   (32*j)(SP), Y0 \
+	VPACKSSDW Yb, Y0, Y0     \
+	VPERMQ    $0xd8, Y0, Y0  \
+	VPACKSSWB Y0, Y0, Y0     \
+	VPERMQ    $0x08, Y0, Y0  \
+	VMOVDQU   X0, at
+
+// func outOfLanesAVX2(dst *byte, src *int32, n int)
+// intoLanesAVX2 backwards for levels: the n rows of 8 int32 at src as 8
+// rows of n bytes at dst (outOfLanes), 16 columns at a time; the levels are
+// 0..127, so the saturating packs keep them.
+TEXT ·outOfLanesAVX2(SB), NOSPLIT, $256-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), R8    // a row: n bytes
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, CX
+	SHRQ $4, CX
+outl:
 	LOAD8(0, 32)
 	TRANSPOSE8X8
-	STORE8(0, SP) // row j's first 8 levels at 32j(SP)
+	STORE8(0, SP)
 	LOAD8(256, 32)
-	TRANSPOSE8X8 // and its last 8 in Y(8+j)
-#define PACKROW(j, Yb) \
-	VMOVDQU   (32*j)(SP), Y0  \
-	VPACKSSDW Yb, Y0, Y0      \
-	VPERMQ    $0xd8, Y0, Y0   \
-	VPACKSSWB Y0, Y0, Y0      \
-	VPERMQ    $0x08, Y0, Y0   \
-	VMOVDQU   X0, (16*j)(DI)
-	PACKROW(0, Y8)
-	PACKROW(1, Y9)
-	PACKROW(2, Y10)
-	PACKROW(3, Y11)
-	PACKROW(4, Y12)
-	PACKROW(5, Y13)
-	PACKROW(6, Y14)
-	PACKROW(7, Y15)
-#undef PACKROW
+	TRANSPOSE8X8
+	LEAQ (DI)(R8*4), R10
+	PACKROW(0, Y8, (DI))
+	PACKROW(1, Y9, (DI)(R8*1))
+	PACKROW(2, Y10, (DI)(R8*2))
+	PACKROW(3, Y11, (DI)(R9*1))
+	PACKROW(4, Y12, (R10))
+	PACKROW(5, Y13, (R10)(R8*1))
+	PACKROW(6, Y14, (R10)(R8*2))
+	PACKROW(7, Y15, (R10)(R9*1))
+	ADDQ $512, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ  outl
 	VZEROUPPER
 	RET

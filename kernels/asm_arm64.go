@@ -3,7 +3,6 @@
 package kernels
 
 import (
-	"math"
 	"unsafe"
 )
 
@@ -144,21 +143,6 @@ func levelsLanes(dst *int32, x *float32, n int, d, dm float32, nmax int32) {
 	levelsNEON(dst, x, n, d, dm, nmax)
 }
 
-// transpose16 puts the 8 sub-blocks of 16 of group h of a block into lanes:
-// element i of sub-block j at 8i+j, as bits.
-func transpose16(xt *[256]uint32, x []float32, h int) {
-	for i := range 16 {
-		for j := range 8 {
-			xt[8*i+j] = math.Float32bits(x[16*(8*h+j)+i])
-		}
-	}
-}
+func intoLanes(xt *[256]uint32, x []float32, n int) { intoLanesGo(xt, x, n) }
 
-// untranspose16 takes the levels of group h back out of the lanes.
-func untranspose16[T int8 | uint8](L []T, lt *[256]int32, h int) {
-	for i := range 16 {
-		for j := range 8 {
-			L[16*(8*h+j)+i] = T(lt[8*i+j])
-		}
-	}
-}
+func outOfLanes[T int8 | uint8](L []T, lt *[256]int32, n int) { outOfLanesGo(L, lt, n) }

@@ -2,7 +2,10 @@
 
 package kernels
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // The K-quant sub-block searches in assembly, shared by amd64 (AVX2) and
 // arm64 (NEON): these drivers transpose 8 sub-blocks so that element i of
@@ -48,10 +51,10 @@ func q6Fits16Asm(x []float32, L []int8, scales *[16]float32) {
 	x = x[:qkK]
 	g.setQX(16, 32)
 	for h := range 2 {
-		transpose16(&g.xt, x, h)
+		intoLanes(&g.xt, x[128*h:128*h+128], 16)
 		qxLanes(&g)
 		copy(scales[8*h:], g.scale[:])
-		untranspose16(L, &g.lt, h)
+		outOfLanes(L[128*h:128*h+128], &g.lt, 16)
 	}
 }
 
@@ -70,11 +73,7 @@ func qxwGroupAsm(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L
 	}
 	qxLanes(&g)
 	copy(scales, g.scale[:])
-	for i := range n {
-		for j := range 8 {
-			L[n*j+i] = int8(g.lt[8*i+j])
-		}
-	}
+	outOfLanes(L, &g.lt, n)
 	if imp && sw != nil {
 		copy(sw[:8], g.sw[:])
 	}
@@ -83,14 +82,26 @@ func qxwGroupAsm(x, qw []float32, sigma2 float32, imp bool, n int, nmax int32, L
 // toLanes transposes 8 sub-blocks of n values of x and w (sub-block j at
 // n·j) into xt (as bits) and wt: element i of sub-block j at 8i+j.
 func toLanes(xt *[256]uint32, wt *[256]float32, x, w []float32, n int) {
+	intoLanes(xt, x, n)
+	intoLanes((*[256]uint32)(unsafe.Pointer(wt)), w, n)
+}
+
+// intoLanesGo puts 8 sub-blocks of n values of x (sub-block j at n·j) into
+// lanes: element i of sub-block j at 8i+j, as bits.
+func intoLanesGo(xt *[256]uint32, x []float32, n int) {
 	for j := range 8 {
-		xs := x[n*j : n*j+n]
-		ws := w[n*j : n*j+n]
-		ws = ws[:len(xs)]
-		for i, v := range xs {
-			k := (8*i + j) & 255
-			xt[k] = math.Float32bits(v)
-			wt[k] = ws[i]
+		for i, v := range x[n*j : n*j+n] {
+			xt[(8*i+j)&255] = math.Float32bits(v)
+		}
+	}
+}
+
+// outOfLanesGo takes levels back out of the lanes: L[n·j+i] from lane j of
+// row i.
+func outOfLanesGo[T int8 | uint8](L []T, lt *[256]int32, n int) {
+	for j := range 8 {
+		for i := range n {
+			L[n*j+i] = T(lt[(8*i+j)&255])
 		}
 	}
 }
@@ -128,11 +139,7 @@ func kx2BlockAsm(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, r
 	}
 	var g kx2Asm
 	x = x[:qkK]
-	for i := range 32 {
-		for j := range 8 {
-			g.xt[8*i+j] = math.Float32bits(x[32*j+i])
-		}
-	}
+	intoLanes(&g.xt, x, 32)
 	fmax := float32(nmax)
 	for is := 0; is <= nstep; is++ {
 		g.num[is] = math.Float32bits(float32(rmin+float32(0.1*float32(is))) + fmax)
@@ -140,11 +147,7 @@ func kx2BlockAsm(x []float32, L []uint8, scales, mins *[8]float32, nmax int32, r
 	g.fmax, g.n, g.nmax, g.nstep = math.Float32bits(fmax), 32, nmax, int32(nstep)
 	kx2Lanes(&g)
 	*scales, *mins = g.scale, g.min
-	for i := range 32 {
-		for j := range 8 {
-			L[32*j+i] = uint8(g.lt[8*i+j])
-		}
-	}
+	outOfLanes(L, &g.lt, 32)
 }
 
 // q2Fits16Asm is Q2_K's sub-block loop (make_qkx2_quants on the 16
@@ -158,11 +161,11 @@ func q2Fits16Asm(x []float32, L []uint8, scales, mins *[16]float32) {
 	}
 	g.fmax, g.n, g.nmax, g.nstep, g.q2 = math.Float32bits(nmax), 16, nmax, nstep, 1
 	for h := range 2 {
-		transpose16(&g.xt, x, h)
+		intoLanes(&g.xt, x[128*h:128*h+128], 16)
 		kx2Lanes(&g)
 		copy(scales[8*h:], g.scale[:])
 		copy(mins[8*h:], g.min[:])
-		untranspose16(L, &g.lt, h)
+		outOfLanes(L[128*h:128*h+128], &g.lt, 16)
 	}
 }
 
@@ -186,11 +189,7 @@ func kx3GroupAsm(x, qw []float32, sigma2 float32, n int, nmax int32, L []uint8, 
 	kx2Lanes(&g)
 	copy(scales, g.scale[:])
 	copy(mins, g.min[:])
-	for i := range n {
-		for j := range 8 {
-			L[n*j+i] = uint8(g.lt[8*i+j])
-		}
-	}
+	outOfLanes(L, &g.lt, n)
 	copy(sw[:8], g.sw[:])
 }
 
