@@ -226,15 +226,7 @@ func (m *LinearRegressionModel) Tensors() []tensor.Tensor {
 	return []tensor.Tensor{tensor.F32("coefficients", m.Coefficients), tensor.F32("intercept", []float32{m.Intercept})}
 }
 
-func decodeLinear(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
-	m, err := decodeLinearParams(cfg, tensors)
-	if err != nil {
-		return nil, fmt.Errorf("LinearRegression: %w", err)
-	}
-	return m, nil
-}
-
-func decodeLinearParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*LinearRegressionModel, error) {
+func decodeLinear(cfg map[string]any, tensors map[string]tensor.Tensor) (*LinearRegressionModel, error) {
 	fi, err := configBool(cfg, "fit_intercept", true)
 	if err != nil {
 		return nil, err
@@ -258,5 +250,5 @@ func decodeLinearParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*
 }
 
 func init() {
-	Register(modeltype.LinearRegression, decodeLinear)
+	register(modeltype.LinearRegression, decodeLinear)
 }

@@ -235,15 +235,7 @@ func (m *LogisticRegressionModel) Tensors() []tensor.Tensor {
 	return []tensor.Tensor{tensor.F32("coefficients", m.Coefficients), tensor.F32("intercept", []float32{m.Intercept})}
 }
 
-func decodeLogistic(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
-	m, err := decodeLogisticParams(cfg, tensors)
-	if err != nil {
-		return nil, fmt.Errorf("LogisticRegression: %w", err)
-	}
-	return m, nil
-}
-
-func decodeLogisticParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*LogisticRegressionModel, error) {
+func decodeLogistic(cfg map[string]any, tensors map[string]tensor.Tensor) (*LogisticRegressionModel, error) {
 	d := NewLogisticRegression()
 	var err error
 	if d.LearningRate, err = configFloat(cfg, "learning_rate", d.LearningRate); err != nil {
@@ -300,5 +292,5 @@ func decodeLogisticParams(cfg map[string]any, tensors map[string]tensor.Tensor) 
 }
 
 func init() {
-	Register(modeltype.LogisticRegression, decodeLogistic)
+	register(modeltype.LogisticRegression, decodeLogistic)
 }

@@ -282,15 +282,7 @@ func (m *MixtureOfExpertsModel) Tensors() []tensor.Tensor {
 	return out
 }
 
-func decodeMoE(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
-	m, err := decodeMoEParams(cfg, tensors)
-	if err != nil {
-		return nil, fmt.Errorf("MixtureOfExperts: %w", err)
-	}
-	return m, nil
-}
-
-func decodeMoEParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*MixtureOfExpertsModel, error) {
+func decodeMoE(cfg map[string]any, tensors map[string]tensor.Tensor) (*MixtureOfExpertsModel, error) {
 	nf, err := configInt(cfg, "n_features", -1, math.MaxInt32)
 	if err != nil {
 		return nil, err
@@ -367,5 +359,5 @@ func decodeMoEParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*Mix
 }
 
 func init() {
-	Register(modeltype.MixtureOfExperts, decodeMoE)
+	register(modeltype.MixtureOfExperts, decodeMoE)
 }
