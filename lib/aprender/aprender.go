@@ -24,7 +24,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 
 	"github.com/apr-go/apr/lib/modeltype"
@@ -174,11 +173,8 @@ func ReadAll(r io.Reader) ([]byte, error) {
 			limit += aprnSigSize
 		}
 	case layout == LayoutAPR0 && n == apr0HeaderSize:
-		hc := crc32.NewIEEE()
-		hc.Write(head[:40])
-		hc.Write(head[44:])
-		if want, got := binary.LittleEndian.Uint32(head[40:]), hc.Sum32(); want != got {
-			return nil, &ChecksumError{Layout: LayoutAPR0, Offset: 40, What: "header CRC32 over bytes 0-39 and 44-63", Expected: want, Actual: got}
+		if err := checkAPR0HeaderCRC(head[:]); err != nil {
+			return nil, err
 		}
 		if count := binary.LittleEndian.Uint32(head[8:]); count > MaxTensors {
 			return nil, apr0Err(8, "header.tensor_count", "%d, more than the cap of %d", count, MaxTensors)
