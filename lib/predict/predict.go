@@ -9,6 +9,7 @@ package predict
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/modeltype"
@@ -20,10 +21,8 @@ var Types = []modeltype.Type{modeltype.LinearRegression, modeltype.LogisticRegre
 // Supported returns nil for a model type with a predict, else an error naming the
 // types that have one.
 func Supported(t modeltype.Type) error {
-	for _, s := range Types {
-		if s == t {
-			return nil
-		}
+	if slices.Contains(Types, t) {
+		return nil
 	}
 	return fmt.Errorf("a %v model has no predict in apr (supported: LinearRegression, LogisticRegression, NeuralSequential, MixtureOfExperts)", t)
 }
@@ -57,20 +56,16 @@ func New(m model.Model) (*Predictor, error) {
 		if err := m.Validate(); err != nil {
 			return nil, err
 		}
-		p.features = m.Inputs()
-		if m.IsClassifier() {
-			p.classes = m.Classes()
-		} else {
+		p.features, p.classes = m.Inputs(), m.Classes() // Classes is 0 for regression
+		if p.classes == 0 {
 			p.outputs = m.Outputs()
 		}
 	case *model.MixtureOfExpertsModel:
 		if err := m.Validate(); err != nil {
 			return nil, err
 		}
-		p.features = m.Features
-		if m.IsClassifier() {
-			p.classes = m.Classes()
-		} else {
+		p.features, p.classes = m.Features, m.Classes()
+		if p.classes == 0 {
 			p.outputs = m.Outputs()
 		}
 	default:

@@ -38,13 +38,10 @@ func (f Format) String() string {
 
 // ParseFormat reads csv, npy or npz.
 func ParseFormat(s string) (Format, error) {
-	switch s {
-	case "csv":
-		return CSV, nil
-	case "npy":
-		return NPY, nil
-	case "npz":
-		return NPZ, nil
+	for f := CSV; f <= NPZ; f++ {
+		if s == f.String() {
+			return f, nil
+		}
 	}
 	return 0, fmt.Errorf("format %q: expected csv, npy or npz", s)
 }
