@@ -65,7 +65,9 @@ type Optimizer struct {
 	WeightDecay float64
 }
 
-func (o Optimizer) withDefaults() (Optimizer, error) {
+// WithDefaults returns o with its zero fields set to their defaults, as a Trainer
+// uses it, or an error for settings out of range.
+func (o Optimizer) WithDefaults() (Optimizer, error) {
 	switch o.Name {
 	case "", "adam":
 		o.Name = "adam"
@@ -140,7 +142,7 @@ func (m *NeuralSequentialModel) NewTrainer(opt Optimizer) (*Trainer, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	o, err := opt.withDefaults()
+	o, err := opt.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
