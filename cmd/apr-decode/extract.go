@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/apr-go/apr/lib/printable"
@@ -81,13 +82,12 @@ func (c *extractCmd) Run(env *cli.Env) error {
 		}
 	}
 	var missing []string
-	for t := range want {
-		if !contains(names, t) {
+	for _, t := range slices.Sorted(maps.Keys(want)) {
+		if !slices.Contains(names, t) {
 			missing = append(missing, t)
 		}
 	}
 	if len(missing) > 0 {
-		sort.Strings(missing)
 		return fmt.Errorf("no tensor named %s (the model has: %s)", strings.Join(quoted(missing), ", "), strings.Join(quoted(names), ", "))
 	}
 	if zw != nil {
@@ -96,15 +96,6 @@ func (c *extractCmd) Run(env *cli.Env) error {
 		}
 	}
 	return out.Commit()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // writeTensor streams one tensor into .npy (or an .npz entry), converting to F32 first
