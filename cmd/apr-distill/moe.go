@@ -63,7 +63,7 @@ func (c *moeCmd) Run(env *cli.Env) error {
 		}
 	}
 	classifier := mix != nil && mix.IsClassifier()
-	in, err := loadInputWith(f, !classifier)
+	in, err := loadInput(f, !classifier)
 	if err != nil {
 		return err
 	}
@@ -140,9 +140,9 @@ func (c *moeCmd) Run(env *cli.Env) error {
 			metrics[prefix[s.name]+"_accuracy"] = e["accuracy"]
 			continue
 		}
-		line := fmt.Sprintf("  %-10s %5d rows: mse %.6g, r2 %s", s.name, s.d.X.Rows, e["mse"], r2s(e["r2"].(float64)))
+		line := fmt.Sprintf("  %-10s %5d rows: mse %.6g, r2 %s", s.name, s.d.X.Rows, e["mse"], pct(e["r2"].(float64)))
 		if baseline != nil {
-			line += fmt.Sprintf(" (one linear model: mse %.6g, r2 %s)", e["linear_mse"], r2s(e["linear_r2"].(float64)))
+			line += fmt.Sprintf(" (one linear model: mse %.6g, r2 %s)", e["linear_mse"], pct(e["linear_r2"].(float64)))
 		}
 		env.Infof("%s", line)
 		metrics[prefix[s.name]+"_mse"] = e["mse"]
@@ -263,13 +263,6 @@ func mseR2(p, y []float64) (float64, float64) {
 		r2 = 1 - ss/tot
 	}
 	return ss / float64(len(y)), r2
-}
-
-func r2s(v float64) string {
-	if math.IsNaN(v) {
-		return "-"
-	}
-	return fmt.Sprintf("%.4f", v)
 }
 
 // jsonSafe replaces NaN figures by null.
