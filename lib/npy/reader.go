@@ -225,21 +225,11 @@ func ReadAll(r io.Reader, name string, maxData int64) (Header, []byte, error) {
 		return h, nil, newErr(name, h.HeaderLen, ErrUnsupported,
 			"%s %v holds %d data bytes, more than the limit of %d", h.DType, h.Shape, h.DataSize, maxData)
 	}
-	const chunk = 1 << 20
-	buf := make([]byte, 0, min(h.DataSize, chunk))
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := nr.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return h, buf, nil
-		}
-		if err != nil {
-			return h, nil, err
-		}
+	b, err := io.ReadAll(nr)
+	if err != nil {
+		return h, nil, err
 	}
+	return h, b, nil
 }
 
 // ReadFile reads a whole .npy file into memory, data little-endian. The array
