@@ -239,6 +239,19 @@ func LoadCSV(path string, opt CSVOptions) (Matrix, error) {
 	return m, nil
 }
 
+// score measures the predictions of predict for x against y; mismatch is the error
+// for a y that is not one value per row (its arguments: rows, then values).
+func score[P any](predict func(Matrix) ([]P, error), x Matrix, y []float64, measure func([]float64, []P) float64, mismatch string) (float64, error) {
+	p, err := predict(x)
+	if err != nil {
+		return 0, err
+	}
+	if len(y) != len(p) {
+		return 0, fmt.Errorf(mismatch, len(p), len(y))
+	}
+	return measure(y, p), nil
+}
+
 // R2 is the coefficient of determination 1 - SS_res/SS_tot of predictions against
 // the truth (NaN when the lengths differ or the truth is empty; 0 when the truth is
 // constant and the prediction not exact, 1 when exact).

@@ -203,14 +203,7 @@ func (m *LinearRegressionModel) Predict(x Matrix) ([]float64, error) {
 
 // Score is the R² of the predictions for x against y.
 func (m *LinearRegressionModel) Score(x Matrix, y []float64) (float64, error) {
-	p, err := m.Predict(x)
-	if err != nil {
-		return 0, err
-	}
-	if len(y) != len(p) {
-		return 0, fmt.Errorf("linear regression: %d rows but %d targets", len(p), len(y))
-	}
-	return R2(y, p), nil
+	return score(m.Predict, x, y, R2, "linear regression: %d rows but %d targets")
 }
 
 // Type implements Model.

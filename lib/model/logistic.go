@@ -194,14 +194,7 @@ func (m *LogisticRegressionModel) Predict(x Matrix) ([]int, error) {
 
 // Score is the accuracy of the predictions for x against labels y.
 func (m *LogisticRegressionModel) Score(x Matrix, y []float64) (float64, error) {
-	p, err := m.Predict(x)
-	if err != nil {
-		return 0, err
-	}
-	if len(y) != len(p) {
-		return 0, fmt.Errorf("logistic regression: %d rows but %d labels", len(p), len(y))
-	}
-	return Accuracy(y, p), nil
+	return score(m.Predict, x, y, Accuracy, "logistic regression: %d rows but %d labels")
 }
 
 // Type implements Model.

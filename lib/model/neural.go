@@ -438,14 +438,7 @@ func (m *NeuralSequentialModel) Output(x Matrix) (Matrix, error) {
 
 // Score is the accuracy of the predictions for x against labels y.
 func (m *NeuralSequentialModel) Score(x Matrix, y []float64) (float64, error) {
-	p, err := m.Predict(x)
-	if err != nil {
-		return 0, err
-	}
-	if len(y) != len(p) {
-		return 0, fmt.Errorf("neural sequential: %d rows but %d labels", len(p), len(y))
-	}
-	return Accuracy(y, p), nil
+	return score(m.Predict, x, y, Accuracy, "neural sequential: %d rows but %d labels")
 }
 
 // ArgmaxRows returns the index of the largest value of every row of width cols
