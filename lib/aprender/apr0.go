@@ -175,7 +175,7 @@ func readAPR0(data []byte) (*File, error) {
 	}
 
 	// Index.
-	ix := &indexReader{b: data[:dataOff], pos: int(indexOff)}
+	ix := &fields{b: data[:dataOff], pos: int(indexOff), layout: LayoutAPR0, left: "before the data offset"}
 	type span struct {
 		off, end uint64
 		i        int
@@ -311,45 +311,6 @@ func readAPR0(data []byte) (*File, error) {
 			size, dataOff, total, dataOff+total+4)
 	}
 	return f, nil
-}
-
-type indexReader struct {
-	b   []byte
-	pos int
-}
-
-func (r *indexReader) take(field string, n uint64) ([]byte, error) {
-	if n > uint64(len(r.b)-r.pos) {
-		return nil, &FormatError{Layout: LayoutAPR0, Offset: int64(r.pos), Field: field,
-			Msg: fmt.Sprintf("needs %d bytes, %d left before the data offset", n, len(r.b)-r.pos), Err: ErrTruncated}
-	}
-	s := r.b[r.pos : r.pos+int(n)]
-	r.pos += int(n)
-	return s, nil
-}
-
-func (r *indexReader) u8(field string) (byte, error) {
-	s, err := r.take(field, 1)
-	if err != nil {
-		return 0, err
-	}
-	return s[0], nil
-}
-
-func (r *indexReader) u16(field string) (uint16, error) {
-	s, err := r.take(field, 2)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint16(s), nil
-}
-
-func (r *indexReader) u64(field string) (uint64, error) {
-	s, err := r.take(field, 8)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(s), nil
 }
 
 // decodeJSONObject parses b as exactly one JSON object. Integral numbers become
