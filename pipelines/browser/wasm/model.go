@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/apr-go/apr/lib/apr"
@@ -175,7 +174,3 @@ func (l *Loaded) Predict(text string) ([]Prediction, error) {
 }
 
 var errNoRows = errors.New("no rows: type or paste one row of numbers per line")
-
-// FormatFloat prints v as apr-predict's CSV does: the shortest form that reads
-// back to the same float64.
-func FormatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
