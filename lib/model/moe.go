@@ -36,9 +36,10 @@ type MixtureOfExpertsModel struct {
 // MaxExperts caps the experts of a mixture read from a file.
 const MaxExperts = 1024
 
-// expertKind describes what an expert predicts: classes > 0 for a classifier,
-// else outputs values per row.
-func expertKind(m Model) (features, classes, outputs int, err error) {
+// Kind says what m predicts: the features of a row, and the classes of a
+// classifier (0 for regression) or the values per row of a regression (0 for a
+// classifier). It fails for a model that is not fitted or has no predict here.
+func Kind(m Model) (features, classes, outputs int, err error) {
 	switch e := m.(type) {
 	case *LinearRegressionModel:
 		if e.Coefficients == nil {
@@ -58,6 +59,20 @@ func expertKind(m Model) (features, classes, outputs int, err error) {
 			return e.Inputs(), e.Classes(), 0, nil
 		}
 		return e.Inputs(), 0, e.Outputs(), nil
+	case *MixtureOfExpertsModel:
+		if err := e.Validate(); err != nil {
+			return 0, 0, 0, err
+		}
+		return e.Features, e.Classes(), e.Outputs(), nil
+	}
+	return 0, 0, 0, fmt.Errorf("a %v model has no predict (LinearRegression, LogisticRegression, NeuralSequential or MixtureOfExperts)", m.Type())
+}
+
+// expertKind is Kind for an expert of a mixture, which may not be a mixture itself.
+func expertKind(m Model) (features, classes, outputs int, err error) {
+	switch m.(type) {
+	case *LinearRegressionModel, *LogisticRegressionModel, *NeuralSequentialModel:
+		return Kind(m)
 	}
 	return 0, 0, 0, fmt.Errorf("a %v model cannot be an expert (LinearRegression, LogisticRegression or NeuralSequential)", m.Type())
 }

@@ -40,38 +40,11 @@ func New(m model.Model) (*Predictor, error) {
 	if err := Supported(m.Type()); err != nil {
 		return nil, err
 	}
-	p := &Predictor{m: m}
-	switch m := m.(type) {
-	case *model.LinearRegressionModel:
-		if m.Coefficients == nil {
-			return nil, model.ErrNotFitted
-		}
-		p.features, p.outputs = len(m.Coefficients), 1
-	case *model.LogisticRegressionModel:
-		if m.Coefficients == nil {
-			return nil, model.ErrNotFitted
-		}
-		p.features, p.classes = m.NumFeatures(), m.NumClasses()
-	case *model.NeuralSequentialModel:
-		if err := m.Validate(); err != nil {
-			return nil, err
-		}
-		p.features, p.classes = m.Inputs(), m.Classes() // Classes is 0 for regression
-		if p.classes == 0 {
-			p.outputs = m.Outputs()
-		}
-	case *model.MixtureOfExpertsModel:
-		if err := m.Validate(); err != nil {
-			return nil, err
-		}
-		p.features, p.classes = m.Features, m.Classes()
-		if p.classes == 0 {
-			p.outputs = m.Outputs()
-		}
-	default:
-		return nil, fmt.Errorf("%v model decodes to %T, which apr-predict does not know", m.Type(), m)
+	features, classes, outputs, err := model.Kind(m)
+	if err != nil {
+		return nil, err
 	}
-	return p, nil
+	return &Predictor{m: m, features: features, classes: classes, outputs: outputs}, nil
 }
 
 // Features is the number of features a row must have.
