@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 
@@ -46,10 +45,6 @@ func (c *extractCmd) Run(env *cli.Env) error {
 	if format == "npy" && len(c.Tensor) != 1 {
 		return cli.Usagef("--format npy writes exactly one tensor: name it with --tensor")
 	}
-	want := map[string]bool{}
-	for _, t := range c.Tensor {
-		want[t] = true
-	}
 	s, closeIn, err := openStream(env, c.Input)
 	if err != nil {
 		return err
@@ -65,24 +60,18 @@ func (c *extractCmd) Run(env *cli.Env) error {
 		zw = npy.NewNPZWriter(out, npy.Store)
 	}
 	var names []string
-	for {
-		info, r, err := s.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err = stream.Each(s, func(info container.TensorInfo, r io.Reader) error {
 		names = append(names, info.Name)
-		if len(want) > 0 && !want[info.Name] {
-			continue
+		if len(c.Tensor) > 0 && !slices.Contains(c.Tensor, info.Name) {
+			return nil
 		}
-		if err := c.writeTensor(out, zw, info, r); err != nil {
-			return tensor.Wrap(info.Name, err)
-		}
+		return tensor.Wrap(info.Name, c.writeTensor(out, zw, info, r))
+	})
+	if err != nil {
+		return err
 	}
 	var missing []string
-	for _, t := range slices.Sorted(maps.Keys(want)) {
+	for _, t := range slices.Compact(slices.Sorted(slices.Values(c.Tensor))) {
 		if !slices.Contains(names, t) {
 			missing = append(missing, t)
 		}
