@@ -45,8 +45,9 @@ func (c *moeCmd) Run(env *cli.Env) error {
 	}
 	// Experts first: their kind says whether the data holds classes or targets.
 	var experts []model.Model
+	given := []any{} // the files' provenance
 	for i, p := range c.Expert {
-		m, _, err := distill.LoadModel(p)
+		m, sum, err := distill.LoadModel(p)
 		if err != nil {
 			return fmt.Errorf("--expert %s: %w", p, err)
 		}
@@ -54,6 +55,7 @@ func (c *moeCmd) Run(env *cli.Env) error {
 		if _, err := model.NewMixtureOfExperts(experts, 1); err != nil {
 			return fmt.Errorf("--expert %s (expert %d): %w", p, i, err)
 		}
+		given = append(given, map[string]any{"file": p, "sha256": sum, "model_type": m.Type().String()})
 	}
 	var mix *model.MixtureOfExpertsModel
 	if len(experts) > 0 {
@@ -157,14 +159,6 @@ func (c *moeCmd) Run(env *cli.Env) error {
 		"lr": c.LR, "seed": c.Seed, "val_split": f.ValSplit, "split_seed": f.SplitSeed}
 	if len(c.Expert) == 0 {
 		hyper["rounds"] = int64(c.Rounds)
-	}
-	given := []any{}
-	for i, p := range c.Expert {
-		sum, err := fileSHA256(p)
-		if err != nil {
-			return err
-		}
-		given = append(given, map[string]any{"file": p, "sha256": sum, "model_type": experts[i].Type().String()})
 	}
 	training := map[string]any{"method": "mixture_of_experts", "experts_given": given,
 		"data": map[string]any{"file": in.data.Name, "sha256": in.digest, "rows": int64(in.data.X.Rows), "features": int64(in.data.X.Cols),
