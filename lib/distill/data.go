@@ -269,7 +269,7 @@ func loadCSV(path, labelColumn string, targets bool) (Data, error) {
 		head.WriteString(line)
 		skip++
 		if t := strings.TrimSpace(line); t != "" {
-			fields := splitFields(t)
+			fields := model.CSVFields(t)
 			for _, fld := range fields {
 				if _, perr := strconv.ParseFloat(strings.TrimSpace(fld), 64); perr != nil {
 					names = fields
@@ -317,13 +317,6 @@ func loadCSV(path, labelColumn string, targets bool) (Data, error) {
 		return Data{}, err
 	}
 	return d, nil
-}
-
-func splitFields(t string) []string {
-	if strings.Contains(t, ",") {
-		return strings.Split(t, ",")
-	}
-	return strings.Fields(t)
 }
 
 // labelIndex resolves a label column option to an index from 0, or -1 for none.

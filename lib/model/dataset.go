@@ -194,12 +194,7 @@ func ReadCSV(r io.Reader, opt CSVOptions) (Matrix, error) {
 		if text == "" {
 			continue
 		}
-		var fields []string
-		if strings.Contains(text, ",") {
-			fields = strings.Split(text, ",")
-		} else {
-			fields = strings.Fields(text)
-		}
+		fields := CSVFields(text)
 		if m.Rows == 0 {
 			if len(fields) > opt.MaxCols {
 				return Matrix{}, fmt.Errorf("%w: line %d: %d fields, more than the cap %d", ErrCSV, line, len(fields), opt.MaxCols)
@@ -224,6 +219,15 @@ func ReadCSV(r io.Reader, opt CSVOptions) (Matrix, error) {
 		return Matrix{}, fmt.Errorf("%w: after line %d: %v", ErrCSV, line, err)
 	}
 	return m, nil
+}
+
+// CSVFields splits a line as ReadCSV does: at every comma when it has one, else at
+// runs of white space.
+func CSVFields(line string) []string {
+	if strings.Contains(line, ",") {
+		return strings.Split(line, ",")
+	}
+	return strings.Fields(line)
 }
 
 // LoadCSV reads the file at path with ReadCSV.
