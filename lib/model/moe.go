@@ -187,8 +187,9 @@ func byLogit(idx []int, z []float64) {
 	sort.SliceStable(idx, func(a, b int) bool { return z[idx[a]] > z[idx[b]] })
 }
 
-// expertOutput is expert e's output for x: class probabilities or values.
-func expertOutput(e Model, x Matrix) (Matrix, error) {
+// Output is m's output for x: the class probabilities of a classifier, the values of
+// a regression (x.Rows × the classes or outputs of Kind).
+func Output(e Model, x Matrix) (Matrix, error) {
 	switch e := e.(type) {
 	case *LinearRegressionModel:
 		v, err := e.Predict(x)
@@ -200,8 +201,10 @@ func expertOutput(e Model, x Matrix) (Matrix, error) {
 			return e.PredictProba(x)
 		}
 		return e.Output(x)
+	case *MixtureOfExpertsModel:
+		return e.Output(x)
 	}
-	return Matrix{}, fmt.Errorf("a %v model cannot be an expert", e.Type())
+	return Matrix{}, fmt.Errorf("a %v model has no predict", e.Type())
 }
 
 // Output returns the mixture: class probabilities (x.Rows × Classes()) of classifier
@@ -225,7 +228,7 @@ func (m *MixtureOfExpertsModel) Output(x Matrix) (Matrix, error) {
 		if !used {
 			continue
 		}
-		y, err := expertOutput(ex, x)
+		y, err := Output(ex, x)
 		if err != nil {
 			return Matrix{}, fmt.Errorf("mixture of experts: expert %d: %w", e, err)
 		}

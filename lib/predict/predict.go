@@ -84,51 +84,24 @@ func (p *Predictor) Predict(x model.Matrix, proba bool) (Result, error) {
 	if x.Cols != p.features {
 		return Result{}, fmt.Errorf("rows of %d features; the %v model takes %d", x.Cols, p.m.Type(), p.features)
 	}
-	cols, _, _, err := p.Shape(proba)
+	cols, classLabels, _, err := p.Shape(proba)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Rows: x.Rows, Cols: cols}
-	switch m := p.m.(type) {
-	case *model.LinearRegressionModel:
-		res.Values, err = m.Predict(x)
-	case *model.LogisticRegressionModel:
-		if proba {
-			var pm model.Matrix
-			pm, err = m.Probabilities(x)
-			res.Values = pm.Data
-		} else {
-			var l []int
-			l, err = m.Predict(x)
-			res.Labels = labels(l)
-		}
-	case *model.NeuralSequentialModel:
-		var pm model.Matrix
-		switch {
-		case proba:
-			pm, err = m.PredictProba(x)
-			res.Values = pm.Data
-		case p.classes > 0:
-			var l []int
-			l, err = m.Predict(x)
-			res.Labels = labels(l)
-		default:
-			pm, err = m.Output(x)
-			res.Values = pm.Data
-		}
-	case *model.MixtureOfExpertsModel:
-		var pm model.Matrix
-		switch {
-		case p.classes > 0 && !proba:
-			var l []int
-			l, err = m.Predict(x)
-			res.Labels = labels(l)
-		default:
-			pm, err = m.Output(x)
-			res.Values = pm.Data
-		}
+	if classLabels {
+		l, err := p.m.(classifier).Predict(x)
+		res.Labels = labels(l)
+		return res, err
 	}
+	out, err := model.Output(p.m, x)
+	res.Values = out.Data
 	return res, err
+}
+
+// classifier is the label prediction of every classifier of lib/model.
+type classifier interface {
+	Predict(model.Matrix) ([]int, error)
 }
 
 func labels(l []int) []int64 {
