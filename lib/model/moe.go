@@ -189,8 +189,8 @@ func byLogit(idx []int, z []float64) {
 
 // Output is m's output for x: the class probabilities of a classifier, the values of
 // a regression (x.Rows × the classes or outputs of Kind).
-func Output(e Model, x Matrix) (Matrix, error) {
-	switch e := e.(type) {
+func Output(m Model, x Matrix) (Matrix, error) {
+	switch e := m.(type) {
 	case *LinearRegressionModel:
 		v, err := e.Predict(x)
 		return Matrix{Rows: x.Rows, Cols: 1, Data: v}, err
@@ -204,7 +204,7 @@ func Output(e Model, x Matrix) (Matrix, error) {
 	case *MixtureOfExpertsModel:
 		return e.Output(x)
 	}
-	return Matrix{}, fmt.Errorf("a %v model has no predict", e.Type())
+	return Matrix{}, fmt.Errorf("a %v model has no predict", m.Type())
 }
 
 // Output returns the mixture: class probabilities (x.Rows × Classes()) of classifier
