@@ -42,6 +42,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/model"
 )
 
@@ -112,10 +113,7 @@ func (t *Teacher) Classes() int { return t.classes }
 func (t *Teacher) Params() int {
 	n := 0
 	for _, tt := range t.Model.Tensors() {
-		e := int64(1)
-		for _, d := range tt.Shape {
-			e *= d
-		}
+		e, _ := dtype.Elems(tt.Shape) // a model's shapes are valid
 		n += int(e)
 	}
 	return n
