@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/apr-go/apr/lib/printable"
@@ -45,10 +45,6 @@ func (c *extractCmd) Run(env *cli.Env) error {
 	if format == "npy" && len(c.Tensor) != 1 {
 		return cli.Usagef("--format npy writes exactly one tensor: name it with --tensor")
 	}
-	want := map[string]bool{}
-	for _, t := range c.Tensor {
-		want[t] = true
-	}
 	s, closeIn, err := openStream(env, c.Input)
 	if err != nil {
 		return err
@@ -64,30 +60,23 @@ func (c *extractCmd) Run(env *cli.Env) error {
 		zw = npy.NewNPZWriter(out, npy.Store)
 	}
 	var names []string
-	for {
-		info, r, err := s.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err = stream.Each(s, func(info container.TensorInfo, r io.Reader) error {
 		names = append(names, info.Name)
-		if len(want) > 0 && !want[info.Name] {
-			continue
+		if len(c.Tensor) > 0 && !slices.Contains(c.Tensor, info.Name) {
+			return nil
 		}
-		if err := c.writeTensor(out, zw, info, r); err != nil {
-			return tensor.Wrap(info.Name, err)
-		}
+		return tensor.Wrap(info.Name, c.writeTensor(out, zw, info, r))
+	})
+	if err != nil {
+		return err
 	}
 	var missing []string
-	for t := range want {
-		if !contains(names, t) {
+	for _, t := range slices.Compact(slices.Sorted(slices.Values(c.Tensor))) {
+		if !slices.Contains(names, t) {
 			missing = append(missing, t)
 		}
 	}
 	if len(missing) > 0 {
-		sort.Strings(missing)
 		return fmt.Errorf("no tensor named %s (the model has: %s)", strings.Join(quoted(missing), ", "), strings.Join(quoted(names), ", "))
 	}
 	if zw != nil {
@@ -96,15 +85,6 @@ func (c *extractCmd) Run(env *cli.Env) error {
 		}
 	}
 	return out.Commit()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // writeTensor streams one tensor into .npy (or an .npz entry), converting to F32 first

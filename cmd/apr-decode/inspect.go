@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -194,12 +195,7 @@ func printInfo(w io.Writer, name string, info *apr.Info) {
 		fmt.Fprintf(tw, "  sealed for\t%s\n", sealText(info.Seal))
 	}
 	md := info.Metadata.Map()
-	keys := make([]string, 0, len(md))
-	for k := range md {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(md)) {
 		printValue(tw, "  ", k, md[k])
 	}
 	for _, b := range info.Blocks {
@@ -240,12 +236,7 @@ func printValue(tw io.Writer, indent, key string, v any) {
 		return
 	}
 	fmt.Fprintf(tw, "%s%s\t(%d entries)\n", indent, printable.String(key), len(m))
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		printValue(tw, indent+"  ", k, m[k])
 	}
 }
@@ -255,11 +246,7 @@ func printValue(tw io.Writer, indent, key string, v any) {
 func summary(v any, depth int) string {
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		parts := make([]string, len(keys))
 		for i, k := range keys {
 			parts[i] = printable.String(k) + "=" + summary(x[k], depth+1)

@@ -9,7 +9,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
@@ -34,19 +33,15 @@ type verifyCmd struct {
 	cli.InputFlag
 }
 
+// Run streams the input through the verifying reader: reading (rather than
+// memory-mapping) keeps memory bounded whatever the file size.
 func (c *verifyCmd) Run(env *cli.Env) error {
-	var n int
-	var size int64
-	var err error
-	if c.Input != "-" {
-		n, size, err = verifyFile(c.Input)
-	} else {
-		n, size, err = apr.Check(env.Stdin)
+	r, name, err := env.Input(c.Input)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	name := c.Input
-	if name == "-" {
-		name = "stdin"
-	}
+	defer r.Close()
+	n, size, err := apr.Check(r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -54,17 +49,6 @@ func (c *verifyCmd) Run(env *cli.Env) error {
 		fmt.Fprintf(env.Stdout, "%s: OK, %d tensors, %d bytes verified\n", name, n, size)
 	}
 	return nil
-}
-
-// verifyFile streams the file through the verifying reader: reading (rather than
-// memory-mapping) keeps memory bounded whatever the file size.
-func verifyFile(path string) (int, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	return apr.Check(f)
 }
 
 type plainCmd struct {

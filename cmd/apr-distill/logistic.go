@@ -31,7 +31,7 @@ func (c *logitCmd) Run(env *cli.Env) error {
 	if !(c.LR > 0) || math.IsInf(c.LR, 0) || c.MaxIter < 1 || !(c.Tol >= 0) || !(c.L2 >= 0) || math.IsInf(c.L2, 0) {
 		return cli.Usagef("--lr %v, --max-iter %d, --tol %v, --l2 %v: expected lr > 0, max-iter >= 1, tol and l2 >= 0", c.LR, c.MaxIter, c.Tol, c.L2)
 	}
-	in, err := loadInput(f)
+	in, err := loadInput(f, false)
 	if err != nil {
 		return err
 	}

@@ -45,8 +45,9 @@ func (c *moeCmd) Run(env *cli.Env) error {
 	}
 	// Experts first: their kind says whether the data holds classes or targets.
 	var experts []model.Model
+	given := []any{} // the files' provenance
 	for i, p := range c.Expert {
-		m, _, err := distill.LoadModel(p)
+		m, sum, err := distill.LoadModel(p)
 		if err != nil {
 			return fmt.Errorf("--expert %s: %w", p, err)
 		}
@@ -54,6 +55,7 @@ func (c *moeCmd) Run(env *cli.Env) error {
 		if _, err := model.NewMixtureOfExperts(experts, 1); err != nil {
 			return fmt.Errorf("--expert %s (expert %d): %w", p, i, err)
 		}
+		given = append(given, map[string]any{"file": p, "sha256": sum, "model_type": m.Type().String()})
 	}
 	var mix *model.MixtureOfExpertsModel
 	if len(experts) > 0 {
@@ -63,7 +65,7 @@ func (c *moeCmd) Run(env *cli.Env) error {
 		}
 	}
 	classifier := mix != nil && mix.IsClassifier()
-	in, err := loadInputWith(f, !classifier)
+	in, err := loadInput(f, !classifier)
 	if err != nil {
 		return err
 	}
@@ -140,9 +142,9 @@ func (c *moeCmd) Run(env *cli.Env) error {
 			metrics[prefix[s.name]+"_accuracy"] = e["accuracy"]
 			continue
 		}
-		line := fmt.Sprintf("  %-10s %5d rows: mse %.6g, r2 %s", s.name, s.d.X.Rows, e["mse"], r2s(e["r2"].(float64)))
+		line := fmt.Sprintf("  %-10s %5d rows: mse %.6g, r2 %s", s.name, s.d.X.Rows, e["mse"], pct(e["r2"].(float64)))
 		if baseline != nil {
-			line += fmt.Sprintf(" (one linear model: mse %.6g, r2 %s)", e["linear_mse"], r2s(e["linear_r2"].(float64)))
+			line += fmt.Sprintf(" (one linear model: mse %.6g, r2 %s)", e["linear_mse"], pct(e["linear_r2"].(float64)))
 		}
 		env.Infof("%s", line)
 		metrics[prefix[s.name]+"_mse"] = e["mse"]
@@ -157,14 +159,6 @@ func (c *moeCmd) Run(env *cli.Env) error {
 		"lr": c.LR, "seed": c.Seed, "val_split": f.ValSplit, "split_seed": f.SplitSeed}
 	if len(c.Expert) == 0 {
 		hyper["rounds"] = int64(c.Rounds)
-	}
-	given := []any{}
-	for i, p := range c.Expert {
-		sum, err := fileSHA256(p)
-		if err != nil {
-			return err
-		}
-		given = append(given, map[string]any{"file": p, "sha256": sum, "model_type": experts[i].Type().String()})
 	}
 	training := map[string]any{"method": "mixture_of_experts", "experts_given": given,
 		"data": map[string]any{"file": in.data.Name, "sha256": in.digest, "rows": int64(in.data.X.Rows), "features": int64(in.data.X.Cols),
@@ -263,13 +257,6 @@ func mseR2(p, y []float64) (float64, float64) {
 		r2 = 1 - ss/tot
 	}
 	return ss / float64(len(y)), r2
-}
-
-func r2s(v float64) string {
-	if math.IsNaN(v) {
-		return "-"
-	}
-	return fmt.Sprintf("%.4f", v)
 }
 
 // jsonSafe replaces NaN figures by null.

@@ -40,7 +40,7 @@ func train(env *cli.Env, teacherPaths []string, f *trainFlags, method distill.Me
 		}
 		teachers = append(teachers, t)
 	}
-	in, err := loadInput(&f.dataFlags)
+	in, err := loadInput(&f.dataFlags, false)
 	if err != nil {
 		return err
 	}
@@ -124,12 +124,9 @@ type input struct {
 	custom     map[string]any
 }
 
-// loadInput reads and splits the data of f (after f.check).
-func loadInput(f *dataFlags) (*input, error) { return loadInputWith(f, false) }
-
-// loadInputWith is loadInput, reading regression targets (Data.T) instead of
-// class labels if targets.
-func loadInputWith(f *dataFlags, targets bool) (*input, error) {
+// loadInput reads and splits the data of f (after f.check), with regression
+// targets (Data.T) instead of class labels if targets.
+func loadInput(f *dataFlags, targets bool) (*input, error) {
 	comp, err := container.ParseCompression(f.Compress)
 	if err != nil {
 		return nil, cli.Usagef("%v", err)
@@ -243,9 +240,7 @@ func newStudent(f *trainFlags, data distill.Data, teachers []*distill.Teacher) (
 	}
 	if student.Inputs() != data.X.Cols {
 		hint := ""
-		if data.Y == nil && f.LabelColumn == "none" {
-			hint = ""
-		} else if data.X.Cols+1 == student.Inputs() {
+		if data.X.Cols+1 == student.Inputs() && !(data.Y == nil && f.LabelColumn == "none") {
 			hint = " (is the last column features, not labels? use --label-column none)"
 		}
 		return nil, fmt.Errorf("%s: %d features per row, the student takes %d%s", data.Name, data.X.Cols, student.Inputs(), hint)

@@ -18,7 +18,11 @@ import (
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
+	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/model"
+	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/predict"
+	"github.com/apr-go/apr/lib/sign"
 )
 
 func main() { cli.Main(run) }
@@ -99,18 +103,9 @@ func (c *predictCmd) Run(env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	u, err := cli.Unsealer(&c.IdentityFlag, &c.PassphraseFlags)
+	m, mname, err := c.readModel(env, keys, nil)
 	if err != nil {
 		return err
-	}
-	mf, mname, err := env.Input(c.Model)
-	if err != nil {
-		return err
-	}
-	m, _, err := apr.ReadModel(mf, apr.ReadOptions{Accept: predict.Supported, Policy: apr.Policy{Signers: keys, Unsealer: u}})
-	mf.Close()
-	if err != nil {
-		return fmt.Errorf("%s: %w", mname, err)
 	}
 	p, err := predict.New(m)
 	if err != nil {
@@ -142,6 +137,26 @@ func (c *predictCmd) Run(env *cli.Env) error {
 		return fmt.Errorf("%s: %w", fname, err)
 	}
 	return out.Commit()
+}
+
+// readModel reads the model and verifies it: every checksum, a signature by one of
+// keys when there are any, and a seal opened by -i or the passphrase. describe, when
+// not nil, sees its header before the tensors are read.
+func (c *predictCmd) readModel(env *cli.Env, keys []*sign.PublicKey, describe func(modeltype.Type, *container.Metadata, []container.TensorInfo) error) (model.Model, string, error) {
+	u, err := cli.Unsealer(&c.IdentityFlag, &c.PassphraseFlags)
+	if err != nil {
+		return nil, "", err
+	}
+	mf, mname, err := env.Input(c.Model)
+	if err != nil {
+		return nil, "", err
+	}
+	defer mf.Close()
+	m, _, err := apr.ReadModel(mf, apr.ReadOptions{Accept: predict.Supported, Policy: apr.Policy{Signers: keys, Unsealer: u}, Describe: describe})
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", mname, err)
+	}
+	return m, mname, nil
 }
 
 // outFormat is --format, or -o FILE's extension, or the features' format.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
-	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/cleanup"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/modeltype"
@@ -102,25 +101,19 @@ func (c *predictCmd) request(env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	mf, mname, err := env.Input(c.Model)
-	if err != nil {
-		return err
-	}
 	var id [32]byte
 	var md *container.Metadata
+	var mname string
 	if len(keys) > 0 {
 		// The recipient must be the one the signature covers: read and verify it all.
-		u, err := cli.Unsealer(&c.IdentityFlag, &c.PassphraseFlags)
-		if err != nil {
-			mf.Close()
+		if _, mname, err = c.readModel(env, keys, describe(&id, &md)); err != nil {
 			return err
 		}
-		_, _, err = apr.ReadModel(mf, apr.ReadOptions{Accept: predict.Supported, Policy: apr.Policy{Signers: keys, Unsealer: u}, Describe: describe(&id, &md)})
-		mf.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", mname, err)
-		}
 	} else {
+		var mf io.ReadCloser
+		if mf, mname, err = env.Input(c.Model); err != nil {
+			return err
+		}
 		var info *stream.Info
 		if f, ok := mf.(*os.File); ok && c.Model != "-" {
 			f.Close()
@@ -190,20 +183,11 @@ func (c *predictCmd) serve(env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	u, err := cli.Unsealer(&c.IdentityFlag, &c.PassphraseFlags)
-	if err != nil {
-		return err
-	}
-	mf, mname, err := env.Input(c.Model)
-	if err != nil {
-		return err
-	}
 	var id [32]byte
 	var md *container.Metadata
-	m, _, err := apr.ReadModel(mf, apr.ReadOptions{Accept: predict.Supported, Policy: apr.Policy{Signers: keys, Unsealer: u}, Describe: describe(&id, &md)})
-	mf.Close()
+	m, mname, err := c.readModel(env, keys, describe(&id, &md))
 	if err != nil {
-		return fmt.Errorf("%s: %w", mname, err)
+		return err
 	}
 	p, err := predict.New(m)
 	if err != nil {

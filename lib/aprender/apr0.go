@@ -10,6 +10,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/tensor"
@@ -69,6 +70,18 @@ func apr0Err(off int64, field, format string, args ...any) error {
 
 func align64(n uint64) uint64 { return (n + apr0Align - 1) &^ (apr0Align - 1) }
 
+// checkAPR0HeaderCRC checks the CRC32 at offset 40 of a 64-byte APR\0 header, which
+// covers the bytes before and after it.
+func checkAPR0HeaderCRC(h []byte) error {
+	hc := crc32.NewIEEE()
+	hc.Write(h[:40])
+	hc.Write(h[44:apr0HeaderSize])
+	if want, got := binary.LittleEndian.Uint32(h[40:]), hc.Sum32(); want != got {
+		return &ChecksumError{Layout: LayoutAPR0, Offset: 40, What: "header CRC32 over bytes 0-39 and 44-63", Expected: want, Actual: got}
+	}
+	return nil
+}
+
 func readAPR0(data []byte) (*File, error) {
 	if len(data) < apr0HeaderSize+4 {
 		return nil, &FormatError{Layout: LayoutAPR0, Offset: 0, Field: "header",
@@ -78,12 +91,8 @@ func readAPR0(data []byte) (*File, error) {
 	if h[4] != 2 {
 		return nil, &UnsupportedError{Layout: LayoutAPR0, Feature: fmt.Sprintf("major version %d at offset 4, expected 2", h[4])}
 	}
-	// Header CRC: bytes 0..40 then 44..64.
-	hc := crc32.NewIEEE()
-	hc.Write(h[:40])
-	hc.Write(h[44:])
-	if want, got := binary.LittleEndian.Uint32(h[40:]), hc.Sum32(); want != got {
-		return nil, &ChecksumError{Layout: LayoutAPR0, Offset: 40, What: "header CRC32 over bytes 0-39 and 44-63", Expected: want, Actual: got}
+	if err := checkAPR0HeaderCRC(h); err != nil {
+		return nil, err
 	}
 	flags := binary.LittleEndian.Uint16(h[6:])
 	count := uint64(binary.LittleEndian.Uint32(h[8:]))
@@ -166,7 +175,7 @@ func readAPR0(data []byte) (*File, error) {
 	}
 
 	// Index.
-	ix := &indexReader{b: data[:dataOff], pos: int(indexOff)}
+	ix := &fields{b: data[:dataOff], pos: int(indexOff), layout: LayoutAPR0, left: "before the data offset"}
 	type span struct {
 		off, end uint64
 		i        int
@@ -304,45 +313,6 @@ func readAPR0(data []byte) (*File, error) {
 	return f, nil
 }
 
-type indexReader struct {
-	b   []byte
-	pos int
-}
-
-func (r *indexReader) take(field string, n uint64) ([]byte, error) {
-	if n > uint64(len(r.b)-r.pos) {
-		return nil, &FormatError{Layout: LayoutAPR0, Offset: int64(r.pos), Field: field,
-			Msg: fmt.Sprintf("needs %d bytes, %d left before the data offset", n, len(r.b)-r.pos), Err: ErrTruncated}
-	}
-	s := r.b[r.pos : r.pos+int(n)]
-	r.pos += int(n)
-	return s, nil
-}
-
-func (r *indexReader) u8(field string) (byte, error) {
-	s, err := r.take(field, 1)
-	if err != nil {
-		return 0, err
-	}
-	return s[0], nil
-}
-
-func (r *indexReader) u16(field string) (uint16, error) {
-	s, err := r.take(field, 2)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint16(s), nil
-}
-
-func (r *indexReader) u64(field string) (uint64, error) {
-	s, err := r.take(field, 8)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(s), nil
-}
-
 // decodeJSONObject parses b as exactly one JSON object. Integral numbers become
 // int64 (or uint64 above MaxInt64), others float64.
 func decodeJSONObject(b []byte, off int64) (map[string]any, error) {
@@ -401,7 +371,7 @@ func dequantQ4(raw []byte, n int64) []byte {
 	out := make([]byte, 4*n)
 	for i := int64(0); i < n; i++ {
 		blk := raw[(i/apr0Q4Block)*apr0Q4BBytes:]
-		scale := halfToFloat(binary.LittleEndian.Uint16(blk))
+		scale := kernels.F16BitsToF32(binary.LittleEndian.Uint16(blk))
 		j := i % apr0Q4Block
 		nib := blk[2+j/2]
 		if j%2 == 0 {
@@ -425,25 +395,4 @@ func dequantQ8(raw []byte, n int64) []byte {
 		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
 	}
 	return out
-}
-
-// halfToFloat converts IEEE 754 binary16 bits to float32 (exact).
-func halfToFloat(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f: // Inf, NaN
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp != 0: // normal
-		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
-	case mant == 0:
-		return math.Float32frombits(sign)
-	}
-	// Subnormal: mant · 2^-24.
-	v := float32(mant) * (1.0 / (1 << 24))
-	if sign != 0 {
-		v = -v
-	}
-	return v
 }

@@ -24,7 +24,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 
 	"github.com/apr-go/apr/lib/modeltype"
@@ -121,6 +120,64 @@ func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("%s: unsupported: %s", e.Layout, e.Feature)
 }
 
+// fields reads the little-endian fields of b from position pos; its errors name the
+// layout, the field (between prefix and suffix) and its offset, base + position.
+type fields struct {
+	b              []byte
+	pos            int
+	base           int64
+	layout         string
+	prefix, suffix string
+	left           string // where the bytes run out, for errors
+}
+
+func (r *fields) err(field, format string, args ...any) error {
+	return &FormatError{Layout: r.layout, Offset: r.base + int64(r.pos), Field: r.prefix + field + r.suffix, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (r *fields) take(field string, n uint64) ([]byte, error) {
+	if n > uint64(len(r.b)-r.pos) {
+		e := r.err(field, "needs %d bytes, %d left %s", n, len(r.b)-r.pos, r.left).(*FormatError)
+		e.Err = ErrTruncated
+		return nil, e
+	}
+	s := r.b[r.pos : r.pos+int(n)]
+	r.pos += int(n)
+	return s, nil
+}
+
+func (r *fields) u8(field string) (byte, error) {
+	s, err := r.take(field, 1)
+	if err != nil {
+		return 0, err
+	}
+	return s[0], nil
+}
+
+func (r *fields) u16(field string) (uint16, error) {
+	s, err := r.take(field, 2)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint16(s), nil
+}
+
+func (r *fields) u32(field string) (uint32, error) {
+	s, err := r.take(field, 4)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint32(s), nil
+}
+
+func (r *fields) u64(field string) (uint64, error) {
+	s, err := r.take(field, 8)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(s), nil
+}
+
 // Detect names the aprender layout that prefix starts with. It needs 5 bytes for
 // APRN (magic and major version 1; major 2 is apr's own format, not aprender's) and
 // 5 bytes for APR\0 (magic and major version 2).
@@ -174,11 +231,8 @@ func ReadAll(r io.Reader) ([]byte, error) {
 			limit += aprnSigSize
 		}
 	case layout == LayoutAPR0 && n == apr0HeaderSize:
-		hc := crc32.NewIEEE()
-		hc.Write(head[:40])
-		hc.Write(head[44:])
-		if want, got := binary.LittleEndian.Uint32(head[40:]), hc.Sum32(); want != got {
-			return nil, &ChecksumError{Layout: LayoutAPR0, Offset: 40, What: "header CRC32 over bytes 0-39 and 44-63", Expected: want, Actual: got}
+		if err := checkAPR0HeaderCRC(head[:]); err != nil {
+			return nil, err
 		}
 		if count := binary.LittleEndian.Uint32(head[8:]); count > MaxTensors {
 			return nil, apr0Err(8, "header.tensor_count", "%d, more than the cap of %d", count, MaxTensors)

@@ -124,7 +124,10 @@ func readAPRN(data []byte) (*File, error) {
 	if compression != 0 {
 		base = 0
 	}
-	b := &bincode{b: raw, base: base, compressed: compression != 0}
+	b := &fields{b: raw, base: base, layout: LayoutAPRN, prefix: "payload.", left: "in the payload"}
+	if compression != 0 {
+		b.suffix = " (offset within the decompressed payload)"
+	}
 	switch typ {
 	case modeltype.LogisticRegression:
 		err = decodeLogisticPayload(b, f)
@@ -203,70 +206,21 @@ func decompressAPRN(payload []byte, off int64, compression byte, rawSize uint64)
 	return buf.Bytes(), nil
 }
 
-// bincode reads bincode 1.x's default encoding: little-endian fixed-width integers,
+// The payload is bincode 1.x's default encoding: little-endian fixed-width integers,
 // u64 lengths, Option as a 0/1 tag byte, bool as one 0/1 byte, enum variants as u32.
-type bincode struct {
-	b          []byte
-	pos        int
-	base       int64
-	compressed bool
-}
 
-func (r *bincode) err(field, format string, args ...any) error {
-	f := "payload." + field
-	if r.compressed {
-		f += " (offset within the decompressed payload)"
-	}
-	return &FormatError{Layout: LayoutAPRN, Offset: r.base + int64(r.pos), Field: f, Msg: fmt.Sprintf(format, args...)}
-}
-
-func (r *bincode) take(field string, n uint64) ([]byte, error) {
-	if n > uint64(len(r.b)-r.pos) {
-		e := r.err(field, "needs %d bytes, %d left in the payload", n, len(r.b)-r.pos).(*FormatError)
-		e.Err = ErrTruncated
-		return nil, e
-	}
-	s := r.b[r.pos : r.pos+int(n)]
-	r.pos += int(n)
-	return s, nil
-}
-
-func (r *bincode) u8(field string) (byte, error) {
-	s, err := r.take(field, 1)
-	if err != nil {
-		return 0, err
-	}
-	return s[0], nil
-}
-
-func (r *bincode) u32(field string) (uint32, error) {
-	s, err := r.take(field, 4)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint32(s), nil
-}
-
-func (r *bincode) u64(field string) (uint64, error) {
-	s, err := r.take(field, 8)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(s), nil
-}
-
-func (r *bincode) f32(field string) (float32, error) {
+func (r *fields) f32(field string) (float32, error) {
 	u, err := r.u32(field)
 	return math.Float32frombits(u), err
 }
 
-func (r *bincode) boolean(field string) (bool, error) {
+func (r *fields) boolean(field string) (bool, error) {
 	return r.zeroOne(field, "bool byte %d, expected 0 or 1")
 }
 
 // zeroOne reads a byte that must be 0 or 1 (a bool, an Option's tag); bad names the
 // byte in an error.
-func (r *bincode) zeroOne(field, bad string) (bool, error) {
+func (r *fields) zeroOne(field, bad string) (bool, error) {
 	at := r.pos
 	v, err := r.u8(field)
 	if err != nil {
@@ -280,7 +234,7 @@ func (r *bincode) zeroOne(field, bad string) (bool, error) {
 }
 
 // f32Vec reads a Vec<f32> (u64 length then the values), returning the raw bytes.
-func (r *bincode) f32Vec(field string) ([]byte, int64, error) {
+func (r *fields) f32Vec(field string) ([]byte, int64, error) {
 	at := r.pos
 	n, err := r.u64(field + ".len")
 	if err != nil {
@@ -305,11 +259,11 @@ func (r *bincode) f32Vec(field string) ([]byte, int64, error) {
 }
 
 // optionTag reads an Option's tag byte.
-func (r *bincode) optionTag(field string) (bool, error) {
+func (r *fields) optionTag(field string) (bool, error) {
 	return r.zeroOne(field, "Option tag %d, expected 0 (None) or 1 (Some)")
 }
 
-func (r *bincode) end() error {
+func (r *fields) end() error {
 	if r.pos != len(r.b) {
 		return r.err("end", "%d bytes after the last field, expected none", len(r.b)-r.pos)
 	}
@@ -326,7 +280,7 @@ func shortFloat(f float32) float64 {
 	return v
 }
 
-func (r *bincode) coefficients() ([]byte, int64, error) {
+func (r *fields) coefficients() ([]byte, int64, error) {
 	some, err := r.optionTag("coefficients")
 	if err != nil {
 		return nil, 0, err
@@ -339,7 +293,7 @@ func (r *bincode) coefficients() ([]byte, int64, error) {
 
 // coefficientsIntercept reads the two fields every linear model of aprender starts
 // with: coefficients Option<Vector<f32>> and intercept f32.
-func (r *bincode) coefficientsIntercept() (coef []byte, n int64, icpt float32, err error) {
+func (r *fields) coefficientsIntercept() (coef []byte, n int64, icpt float32, err error) {
 	if coef, n, err = r.coefficients(); err != nil {
 		return nil, 0, 0, err
 	}
@@ -362,7 +316,7 @@ func coefTensors(coef []byte, n int64, intercept float32) []tensor.Tensor {
 // Option<Vector<f32>>, intercept f32, learning_rate f32, max_iter usize (u64), tol
 // f32; newer aprender versions append class_weight (enum ClassWeight { Uniform,
 // Balanced, Manual(Vec<f32>) }) and l2_penalty f32.
-func decodeLogisticPayload(r *bincode, f *File) error {
+func decodeLogisticPayload(r *fields, f *File) error {
 	coef, n, icpt, err := r.coefficientsIntercept()
 	if err != nil {
 		return err
@@ -436,7 +390,7 @@ func decodeLogisticPayload(r *bincode, f *File) error {
 
 // decodeLinearPayload reads aprender's LinearRegression: coefficients
 // Option<Vector<f32>>, intercept f32, fit_intercept bool.
-func decodeLinearPayload(r *bincode, f *File) error {
+func decodeLinearPayload(r *fields, f *File) error {
 	coef, n, icpt, err := r.coefficientsIntercept()
 	if err != nil {
 		return err

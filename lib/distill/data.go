@@ -3,7 +3,6 @@ package distill
 import (
 	"bufio"
 	"compress/gzip"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -195,7 +194,7 @@ func loadNPZ(path string, targets bool) (Data, error) {
 	return d, nil
 }
 
-// npyValues converts little-endian numeric data to float64.
+// npyValues converts little-endian numeric data to float64; float16 data is refused.
 func npyValues(h npy.Header, b []byte) ([]float64, error) {
 	info, ok := dtype.Lookup(h.DType)
 	if !ok || info.BlockElems != 1 {
@@ -206,32 +205,8 @@ func npyValues(h npy.Header, b []byte) ([]float64, error) {
 		return nil, fmt.Errorf("%d data bytes for %d %v values", len(b), n, h.DType)
 	}
 	out := make([]float64, n)
-	le := binary.LittleEndian
-	for i := range out {
-		switch h.DType {
-		case dtype.F64:
-			out[i] = math.Float64frombits(le.Uint64(b[8*i:]))
-		case dtype.F32:
-			out[i] = float64(math.Float32frombits(le.Uint32(b[4*i:])))
-		case dtype.I8:
-			out[i] = float64(int8(b[i]))
-		case dtype.U8, dtype.Bool:
-			out[i] = float64(b[i])
-		case dtype.I16:
-			out[i] = float64(int16(le.Uint16(b[2*i:])))
-		case dtype.U16:
-			out[i] = float64(le.Uint16(b[2*i:]))
-		case dtype.I32:
-			out[i] = float64(int32(le.Uint32(b[4*i:])))
-		case dtype.U32:
-			out[i] = float64(le.Uint32(b[4*i:]))
-		case dtype.I64:
-			out[i] = float64(int64(le.Uint64(b[8*i:])))
-		case dtype.U64:
-			out[i] = float64(le.Uint64(b[8*i:]))
-		default:
-			return nil, fmt.Errorf("dtype %v is not supported for data (expected float or integer)", h.DType)
-		}
+	if n > 0 && (h.DType == dtype.F16 || npy.Float64s(out, b, h.DType) != nil) {
+		return nil, fmt.Errorf("dtype %v is not supported for data (expected float or integer)", h.DType)
 	}
 	return out, nil
 }
@@ -294,7 +269,7 @@ func loadCSV(path, labelColumn string, targets bool) (Data, error) {
 		head.WriteString(line)
 		skip++
 		if t := strings.TrimSpace(line); t != "" {
-			fields := splitFields(t)
+			fields := model.CSVFields(t)
 			for _, fld := range fields {
 				if _, perr := strconv.ParseFloat(strings.TrimSpace(fld), 64); perr != nil {
 					names = fields
@@ -342,13 +317,6 @@ func loadCSV(path, labelColumn string, targets bool) (Data, error) {
 		return Data{}, err
 	}
 	return d, nil
-}
-
-func splitFields(t string) []string {
-	if strings.Contains(t, ",") {
-		return strings.Split(t, ",")
-	}
-	return strings.Fields(t)
 }
 
 // labelIndex resolves a label column option to an index from 0, or -1 for none.

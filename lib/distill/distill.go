@@ -42,6 +42,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/model"
 )
 
@@ -112,10 +113,7 @@ func (t *Teacher) Classes() int { return t.classes }
 func (t *Teacher) Params() int {
 	n := 0
 	for _, tt := range t.Model.Tensors() {
-		e := int64(1)
-		for _, d := range tt.Shape {
-			e *= d
-		}
+		e, _ := dtype.Elems(tt.Shape) // a model's shapes are valid
 		n += int(e)
 	}
 	return n
@@ -335,14 +333,8 @@ func prepare(student *model.NeuralSequentialModel, teachers []*Teacher, train, v
 		if !(sum > 0) {
 			return nil, errors.New("teacher weights sum to 0")
 		}
-		for _, w := range opt.Weights {
-			j.weights = append(j.weights, w/sum)
-		}
-	} else {
-		for range teachers {
-			j.weights = append(j.weights, 1/float64(len(teachers)))
-		}
 	}
+	j.weights = teacherWeights(opt.Weights, len(teachers))
 	if len(opt.LayerMap) > 0 && opt.Method != Progressive {
 		return nil, fmt.Errorf("a layer map is for method progressive, not %s", opt.Method)
 	}
@@ -384,6 +376,23 @@ func prepare(student *model.NeuralSequentialModel, teachers []*Teacher, train, v
 		}
 	}
 	return j, nil
+}
+
+// teacherWeights returns the weights of n teachers: w normalised to sum 1 when it
+// has one per teacher, else equal ones.
+func teacherWeights(w []float64, n int) []float64 {
+	var sum float64
+	for _, v := range w {
+		sum += v
+	}
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = 1 / float64(n)
+		if len(w) == n {
+			out[i] = w[i] / sum
+		}
+	}
+	return out
 }
 
 func dataName(d Data) string {
@@ -464,11 +473,7 @@ func (j *job) run() (*Result, error) {
 	res := &Result{TrainRows: j.train.rows, ValRows: j.val.rows, HintLoss: math.NaN()}
 	r := model.NewRand(j.opt.Seed, streamBatchOrder)
 	if j.opt.Method == Progressive {
-		hint := j.opt.HintEpochs
-		if hint == 0 {
-			hint = max(1, j.opt.Epochs/2)
-		}
-		loss, err := j.hintStage(r, hint)
+		loss, err := j.hintStage(r, hintEpochs(j.opt))
 		if err != nil {
 			return nil, err
 		}

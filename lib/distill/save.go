@@ -91,28 +91,22 @@ func LoadTeacher(path string) (*Teacher, error) {
 // for method fit, "training") entry.
 func Provenance(teachers []*Teacher, opt Options, data Data, dataSHA256 string, valSplit float64, res *Result) map[string]any {
 	ts := []any{}
+	weights := teacherWeights(opt.Weights, len(teachers))
 	for i, t := range teachers {
 		e := map[string]any{"file": t.Name, "sha256": t.SHA256, "model_type": t.Model.Type().String(),
 			"parameters": int64(t.Params()), "classes": int64(t.Classes())}
 		if opt.Method == Ensemble {
-			w := 1 / float64(len(teachers))
-			if len(opt.Weights) == len(teachers) {
-				var s float64
-				for _, v := range opt.Weights {
-					s += v
-				}
-				w = opt.Weights[i] / s
-			}
-			e["weight"] = w
+			e["weight"] = weights[i]
 		}
 		ts = append(ts, e)
 	}
+	o, _ := opt.Optimizer.WithDefaults() // the settings Run used (it refuses bad ones)
 	p := map[string]any{
 		"method":     string(opt.Method),
 		"epochs":     int64(opt.Epochs),
 		"batch_size": int64(opt.BatchSize),
-		"optimizer":  optName(opt.Optimizer),
-		"lr":         lr(opt.Optimizer),
+		"optimizer":  o.Name,
+		"lr":         o.LR,
 		"seed":       opt.Seed,
 		"data": map[string]any{"file": data.Name, "sha256": dataSHA256, "rows": int64(data.X.Rows),
 			"features": int64(data.X.Cols), "labelled": data.Y != nil, "validation_split": valSplit},
@@ -147,23 +141,6 @@ func hintEpochs(opt Options) int {
 		return opt.HintEpochs
 	}
 	return max(1, opt.Epochs/2)
-}
-
-func optName(o model.Optimizer) string {
-	if o.Name == "" {
-		return "adam"
-	}
-	return o.Name
-}
-
-func lr(o model.Optimizer) float64 {
-	if o.LR != 0 {
-		return o.LR
-	}
-	if optName(o) == "sgd" {
-		return 1e-2
-	}
-	return 1e-3
 }
 
 // finite maps NaN (a figure that does not apply) to nil, so metadata holds no NaN.

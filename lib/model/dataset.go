@@ -194,12 +194,7 @@ func ReadCSV(r io.Reader, opt CSVOptions) (Matrix, error) {
 		if text == "" {
 			continue
 		}
-		var fields []string
-		if strings.Contains(text, ",") {
-			fields = strings.Split(text, ",")
-		} else {
-			fields = strings.Fields(text)
-		}
+		fields := CSVFields(text)
 		if m.Rows == 0 {
 			if len(fields) > opt.MaxCols {
 				return Matrix{}, fmt.Errorf("%w: line %d: %d fields, more than the cap %d", ErrCSV, line, len(fields), opt.MaxCols)
@@ -226,6 +221,15 @@ func ReadCSV(r io.Reader, opt CSVOptions) (Matrix, error) {
 	return m, nil
 }
 
+// CSVFields splits a line as ReadCSV does: at every comma when it has one, else at
+// runs of white space.
+func CSVFields(line string) []string {
+	if strings.Contains(line, ",") {
+		return strings.Split(line, ",")
+	}
+	return strings.Fields(line)
+}
+
 // LoadCSV reads the file at path with ReadCSV.
 func LoadCSV(path string, opt CSVOptions) (Matrix, error) {
 	b, err := os.ReadFile(path)
@@ -237,6 +241,19 @@ func LoadCSV(path string, opt CSVOptions) (Matrix, error) {
 		return Matrix{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
+}
+
+// score measures the predictions of predict for x against y; mismatch is the error
+// for a y that is not one value per row (its arguments: rows, then values).
+func score[P any](predict func(Matrix) ([]P, error), x Matrix, y []float64, measure func([]float64, []P) float64, mismatch string) (float64, error) {
+	p, err := predict(x)
+	if err != nil {
+		return 0, err
+	}
+	if len(y) != len(p) {
+		return 0, fmt.Errorf(mismatch, len(p), len(y))
+	}
+	return measure(y, p), nil
 }
 
 // R2 is the coefficient of determination 1 - SS_res/SS_tot of predictions against

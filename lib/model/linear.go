@@ -203,14 +203,7 @@ func (m *LinearRegressionModel) Predict(x Matrix) ([]float64, error) {
 
 // Score is the R² of the predictions for x against y.
 func (m *LinearRegressionModel) Score(x Matrix, y []float64) (float64, error) {
-	p, err := m.Predict(x)
-	if err != nil {
-		return 0, err
-	}
-	if len(y) != len(p) {
-		return 0, fmt.Errorf("linear regression: %d rows but %d targets", len(p), len(y))
-	}
-	return R2(y, p), nil
+	return score(m.Predict, x, y, R2, "linear regression: %d rows but %d targets")
 }
 
 // Type implements Model.
@@ -226,15 +219,7 @@ func (m *LinearRegressionModel) Tensors() []tensor.Tensor {
 	return []tensor.Tensor{tensor.F32("coefficients", m.Coefficients), tensor.F32("intercept", []float32{m.Intercept})}
 }
 
-func decodeLinear(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
-	m, err := decodeLinearParams(cfg, tensors)
-	if err != nil {
-		return nil, fmt.Errorf("LinearRegression: %w", err)
-	}
-	return m, nil
-}
-
-func decodeLinearParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*LinearRegressionModel, error) {
+func decodeLinear(cfg map[string]any, tensors map[string]tensor.Tensor) (*LinearRegressionModel, error) {
 	fi, err := configBool(cfg, "fit_intercept", true)
 	if err != nil {
 		return nil, err
@@ -258,5 +243,5 @@ func decodeLinearParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*
 }
 
 func init() {
-	Register(modeltype.LinearRegression, decodeLinear)
+	register(modeltype.LinearRegression, decodeLinear)
 }

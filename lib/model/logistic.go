@@ -194,14 +194,7 @@ func (m *LogisticRegressionModel) Predict(x Matrix) ([]int, error) {
 
 // Score is the accuracy of the predictions for x against labels y.
 func (m *LogisticRegressionModel) Score(x Matrix, y []float64) (float64, error) {
-	p, err := m.Predict(x)
-	if err != nil {
-		return 0, err
-	}
-	if len(y) != len(p) {
-		return 0, fmt.Errorf("logistic regression: %d rows but %d labels", len(p), len(y))
-	}
-	return Accuracy(y, p), nil
+	return score(m.Predict, x, y, Accuracy, "logistic regression: %d rows but %d labels")
 }
 
 // Type implements Model.
@@ -235,15 +228,7 @@ func (m *LogisticRegressionModel) Tensors() []tensor.Tensor {
 	return []tensor.Tensor{tensor.F32("coefficients", m.Coefficients), tensor.F32("intercept", []float32{m.Intercept})}
 }
 
-func decodeLogistic(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
-	m, err := decodeLogisticParams(cfg, tensors)
-	if err != nil {
-		return nil, fmt.Errorf("LogisticRegression: %w", err)
-	}
-	return m, nil
-}
-
-func decodeLogisticParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*LogisticRegressionModel, error) {
+func decodeLogistic(cfg map[string]any, tensors map[string]tensor.Tensor) (*LogisticRegressionModel, error) {
 	d := NewLogisticRegression()
 	var err error
 	if d.LearningRate, err = configFloat(cfg, "learning_rate", d.LearningRate); err != nil {
@@ -300,5 +285,5 @@ func decodeLogisticParams(cfg map[string]any, tensors map[string]tensor.Tensor) 
 }
 
 func init() {
-	Register(modeltype.LogisticRegression, decodeLogistic)
+	register(modeltype.LogisticRegression, decodeLogistic)
 }

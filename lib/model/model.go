@@ -37,6 +37,17 @@ var decoders = map[modeltype.Type]Decoder{}
 // Register installs the decoder for t. Implementations call it from init.
 func Register(t modeltype.Type, d Decoder) { decoders[t] = d }
 
+// register installs decode for t, naming the type in its errors.
+func register[M Model](t modeltype.Type, decode func(map[string]any, map[string]tensor.Tensor) (M, error)) {
+	Register(t, func(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
+		m, err := decode(cfg, tensors)
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", t, err)
+		}
+		return m, nil
+	})
+}
+
 // Decode rebuilds a model of type t; it fails for a type with no implementation.
 func Decode(t modeltype.Type, config map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
 	d, ok := decoders[t]

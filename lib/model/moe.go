@@ -36,9 +36,10 @@ type MixtureOfExpertsModel struct {
 // MaxExperts caps the experts of a mixture read from a file.
 const MaxExperts = 1024
 
-// expertKind describes what an expert predicts: classes > 0 for a classifier,
-// else outputs values per row.
-func expertKind(m Model) (features, classes, outputs int, err error) {
+// Kind says what m predicts: the features of a row, and the classes of a
+// classifier (0 for regression) or the values per row of a regression (0 for a
+// classifier). It fails for a model that is not fitted or has no predict here.
+func Kind(m Model) (features, classes, outputs int, err error) {
 	switch e := m.(type) {
 	case *LinearRegressionModel:
 		if e.Coefficients == nil {
@@ -58,6 +59,20 @@ func expertKind(m Model) (features, classes, outputs int, err error) {
 			return e.Inputs(), e.Classes(), 0, nil
 		}
 		return e.Inputs(), 0, e.Outputs(), nil
+	case *MixtureOfExpertsModel:
+		if err := e.Validate(); err != nil {
+			return 0, 0, 0, err
+		}
+		return e.Features, e.Classes(), e.Outputs(), nil
+	}
+	return 0, 0, 0, fmt.Errorf("a %v model has no predict (LinearRegression, LogisticRegression, NeuralSequential or MixtureOfExperts)", m.Type())
+}
+
+// expertKind is Kind for an expert of a mixture, which may not be a mixture itself.
+func expertKind(m Model) (features, classes, outputs int, err error) {
+	switch m.(type) {
+	case *LinearRegressionModel, *LogisticRegressionModel, *NeuralSequentialModel:
+		return Kind(m)
 	}
 	return 0, 0, 0, fmt.Errorf("a %v model cannot be an expert (LinearRegression, LogisticRegression or NeuralSequential)", m.Type())
 }
@@ -172,9 +187,10 @@ func byLogit(idx []int, z []float64) {
 	sort.SliceStable(idx, func(a, b int) bool { return z[idx[a]] > z[idx[b]] })
 }
 
-// expertOutput is expert e's output for x: class probabilities or values.
-func expertOutput(e Model, x Matrix) (Matrix, error) {
-	switch e := e.(type) {
+// Output is m's output for x: the class probabilities of a classifier, the values of
+// a regression (x.Rows × the classes or outputs of Kind).
+func Output(m Model, x Matrix) (Matrix, error) {
+	switch e := m.(type) {
 	case *LinearRegressionModel:
 		v, err := e.Predict(x)
 		return Matrix{Rows: x.Rows, Cols: 1, Data: v}, err
@@ -185,8 +201,10 @@ func expertOutput(e Model, x Matrix) (Matrix, error) {
 			return e.PredictProba(x)
 		}
 		return e.Output(x)
+	case *MixtureOfExpertsModel:
+		return e.Output(x)
 	}
-	return Matrix{}, fmt.Errorf("a %v model cannot be an expert", e.Type())
+	return Matrix{}, fmt.Errorf("a %v model has no predict", m.Type())
 }
 
 // Output returns the mixture: class probabilities (x.Rows × Classes()) of classifier
@@ -210,7 +228,7 @@ func (m *MixtureOfExpertsModel) Output(x Matrix) (Matrix, error) {
 		if !used {
 			continue
 		}
-		y, err := expertOutput(ex, x)
+		y, err := Output(ex, x)
 		if err != nil {
 			return Matrix{}, fmt.Errorf("mixture of experts: expert %d: %w", e, err)
 		}
@@ -282,15 +300,7 @@ func (m *MixtureOfExpertsModel) Tensors() []tensor.Tensor {
 	return out
 }
 
-func decodeMoE(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
-	m, err := decodeMoEParams(cfg, tensors)
-	if err != nil {
-		return nil, fmt.Errorf("MixtureOfExperts: %w", err)
-	}
-	return m, nil
-}
-
-func decodeMoEParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*MixtureOfExpertsModel, error) {
+func decodeMoE(cfg map[string]any, tensors map[string]tensor.Tensor) (*MixtureOfExpertsModel, error) {
 	nf, err := configInt(cfg, "n_features", -1, math.MaxInt32)
 	if err != nil {
 		return nil, err
@@ -367,5 +377,5 @@ func decodeMoEParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*Mix
 }
 
 func init() {
-	Register(modeltype.MixtureOfExperts, decodeMoE)
+	register(modeltype.MixtureOfExperts, decodeMoE)
 }

@@ -74,7 +74,7 @@ func (m *MixtureOfExpertsModel) FitGate(x Matrix, y []float64, o MoEFitOptions) 
 	outs := make([]Matrix, n)
 	for e, ex := range m.Experts {
 		var err error
-		if outs[e], err = expertOutput(ex, x); err != nil {
+		if outs[e], err = Output(ex, x); err != nil {
 			return fmt.Errorf("mixture of experts: expert %d: %w", e, err)
 		}
 	}

@@ -116,17 +116,17 @@ func NewNeuralSequential(widths []int, hidden, output Activation, seed uint64) (
 	if err := checkArch(widths, acts); err != nil {
 		return nil, err
 	}
-	r := newRNG(seed, streamInit)
+	r := NewRand(seed, streamInit)
 	m := &NeuralSequentialModel{Layers: make([]DenseLayer, len(acts))}
 	for i := range m.Layers {
 		in, out := widths[i], widths[i+1]
 		l := DenseLayer{In: in, Out: out, Activation: acts[i], Weight: make([]float32, in*out), Bias: make([]float32, out)}
 		bound := 1 / math.Sqrt(float64(in))
 		for j := range l.Weight {
-			l.Weight[j] = float32((2*r.float64() - 1) * bound)
+			l.Weight[j] = float32((2*r.Float64() - 1) * bound)
 		}
 		for j := range l.Bias {
-			l.Bias[j] = float32((2*r.float64() - 1) * bound)
+			l.Bias[j] = float32((2*r.Float64() - 1) * bound)
 		}
 		m.Layers[i] = l
 	}
@@ -375,34 +375,8 @@ func (m *NeuralSequentialModel) notClassifier() error {
 		last.Out, last.Activation)
 }
 
-// PredictProba returns the class probabilities of every row of x (rows×Classes()).
-func (m *NeuralSequentialModel) PredictProba(x Matrix) (Matrix, error) {
-	if err := m.Validate(); err != nil {
-		return Matrix{}, err
-	}
-	if !m.IsClassifier() {
-		return Matrix{}, m.notClassifier()
-	}
-	xs, err := Float32Rows(x, m.Inputs())
-	if err != nil {
-		return Matrix{}, fmt.Errorf("neural sequential: %w", err)
-	}
-	z, err := m.Logits(xs, x.Rows)
-	if err != nil {
-		return Matrix{}, err
-	}
-	k := m.Classes()
-	SoftmaxRows(z, z, k, 1)
-	out := make([]float64, len(z))
-	for i, v := range z {
-		out[i] = float64(v)
-	}
-	return Matrix{Rows: x.Rows, Cols: k, Data: out}, nil
-}
-
-// Predict returns the most probable class of every row of x (the first one on
-// ties).
-func (m *NeuralSequentialModel) Predict(x Matrix) ([]int, error) {
+// classifierLogits returns the class logits of every row of x, for a classifier.
+func (m *NeuralSequentialModel) classifierLogits(x Matrix) ([]float32, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -413,11 +387,36 @@ func (m *NeuralSequentialModel) Predict(x Matrix) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("neural sequential: %w", err)
 	}
-	z, err := m.Logits(xs, x.Rows)
+	return m.Logits(xs, x.Rows)
+}
+
+// PredictProba returns the class probabilities of every row of x (rows×Classes()).
+func (m *NeuralSequentialModel) PredictProba(x Matrix) (Matrix, error) {
+	z, err := m.classifierLogits(x)
+	if err != nil {
+		return Matrix{}, err
+	}
+	SoftmaxRows(z, z, m.Classes(), 1)
+	return float64Matrix(x.Rows, m.Classes(), z), nil
+}
+
+// Predict returns the most probable class of every row of x (the first one on
+// ties).
+func (m *NeuralSequentialModel) Predict(x Matrix) ([]int, error) {
+	z, err := m.classifierLogits(x)
 	if err != nil {
 		return nil, err
 	}
 	return ArgmaxRows(z, m.Classes()), nil
+}
+
+// float64Matrix widens rows×cols float32 values into a Matrix.
+func float64Matrix(rows, cols int, v []float32) Matrix {
+	out := make([]float64, len(v))
+	for i, f := range v {
+		out[i] = float64(f)
+	}
+	return Matrix{Rows: rows, Cols: cols, Data: out}
 }
 
 // Output returns the raw output of the network (after the last activation) for
@@ -434,24 +433,12 @@ func (m *NeuralSequentialModel) Output(x Matrix) (Matrix, error) {
 	if err != nil {
 		return Matrix{}, err
 	}
-	last := outs[len(outs)-1]
-	out := make([]float64, len(last))
-	for i, v := range last {
-		out[i] = float64(v)
-	}
-	return Matrix{Rows: x.Rows, Cols: m.Outputs(), Data: out}, nil
+	return float64Matrix(x.Rows, m.Outputs(), outs[len(outs)-1]), nil
 }
 
 // Score is the accuracy of the predictions for x against labels y.
 func (m *NeuralSequentialModel) Score(x Matrix, y []float64) (float64, error) {
-	p, err := m.Predict(x)
-	if err != nil {
-		return 0, err
-	}
-	if len(y) != len(p) {
-		return 0, fmt.Errorf("neural sequential: %d rows but %d labels", len(p), len(y))
-	}
-	return Accuracy(y, p), nil
+	return score(m.Predict, x, y, Accuracy, "neural sequential: %d rows but %d labels")
 }
 
 // ArgmaxRows returns the index of the largest value of every row of width cols
@@ -513,15 +500,7 @@ func (m *NeuralSequentialModel) Tensors() []tensor.Tensor {
 	return out
 }
 
-func decodeNeural(cfg map[string]any, tensors map[string]tensor.Tensor) (Model, error) {
-	m, err := decodeNeuralParams(cfg, tensors)
-	if err != nil {
-		return nil, fmt.Errorf("NeuralSequential: %w", err)
-	}
-	return m, nil
-}
-
-func decodeNeuralParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*NeuralSequentialModel, error) {
+func decodeNeural(cfg map[string]any, tensors map[string]tensor.Tensor) (*NeuralSequentialModel, error) {
 	rawW, ok := cfg["widths"].([]any)
 	if !ok {
 		return nil, fmt.Errorf("config \"widths\": %T, expected a list of layer widths", cfg["widths"])
@@ -593,5 +572,5 @@ func decodeNeuralParams(cfg map[string]any, tensors map[string]tensor.Tensor) (*
 var errNoRows = errors.New("no samples")
 
 func init() {
-	Register(modeltype.NeuralSequential, decodeNeural)
+	register(modeltype.NeuralSequential, decodeNeural)
 }

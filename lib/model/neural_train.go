@@ -25,10 +25,6 @@ const (
 // NewRand returns the source for seed and stream.
 func NewRand(seed, stream uint64) *Rand { return &Rand{rand.NewPCG(seed, stream)} }
 
-func newRNG(seed, stream uint64) *Rand { return NewRand(seed, stream) }
-
-func (r *Rand) float64() float64 { return r.Float64() }
-
 // Float64 returns a uniform value in [0, 1) with 53 random bits.
 func (r *Rand) Float64() float64 { return float64(r.p.Uint64()>>11) * 0x1p-53 }
 
@@ -69,7 +65,9 @@ type Optimizer struct {
 	WeightDecay float64
 }
 
-func (o Optimizer) withDefaults() (Optimizer, error) {
+// WithDefaults returns o with its zero fields set to their defaults, as a Trainer
+// uses it, or an error for settings out of range.
+func (o Optimizer) WithDefaults() (Optimizer, error) {
 	switch o.Name {
 	case "", "adam":
 		o.Name = "adam"
@@ -144,7 +142,7 @@ func (m *NeuralSequentialModel) NewTrainer(opt Optimizer) (*Trainer, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	o, err := opt.withDefaults()
+	o, err := opt.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -524,7 +522,7 @@ func (m *NeuralSequentialModel) Fit(x Matrix, y []float64, opt TrainOptions) (fl
 	for i := range perm {
 		perm[i] = i
 	}
-	r := newRNG(opt.Seed, streamShuffle)
+	r := NewRand(opt.Seed, streamShuffle)
 	xb := make([]float32, bs*in)
 	dz := make([]float32, bs*out)
 	p := make([]float32, bs*out)

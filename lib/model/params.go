@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 
 	"github.com/apr-go/apr/lib/tensor"
 )
@@ -23,15 +25,10 @@ func vectorTensor(tensors map[string]tensor.Tensor, name string, want int64) ([]
 	return t.Float32s()
 }
 
+// checkOnlyTensors refuses a tensor not named in names.
 func checkOnlyTensors(tensors map[string]tensor.Tensor, names ...string) error {
 	for k := range tensors {
-		found := false
-		for _, n := range names {
-			if k == n {
-				found = true
-			}
-		}
-		if !found {
+		if !slices.Contains(names, k) {
 			return fmt.Errorf("unexpected tensor %q (expected only %v)", k, names)
 		}
 	}
@@ -45,31 +42,13 @@ func configFloat(cfg map[string]any, key string, def float64) (float64, error) {
 		return def, nil
 	}
 	var f float64
-	switch x := v.(type) {
-	case float64:
-		f = x
-	case float32:
-		f = float64(x)
-	case int:
-		f = float64(x)
-	case int8:
-		f = float64(x)
-	case int16:
-		f = float64(x)
-	case int32:
-		f = float64(x)
-	case int64:
-		f = float64(x)
-	case uint:
-		f = float64(x)
-	case uint8:
-		f = float64(x)
-	case uint16:
-		f = float64(x)
-	case uint32:
-		f = float64(x)
-	case uint64:
-		f = float64(x)
+	switch rv := reflect.ValueOf(v); {
+	case rv.CanInt():
+		f = float64(rv.Int())
+	case rv.CanUint() && rv.Kind() != reflect.Uintptr:
+		f = float64(rv.Uint())
+	case rv.CanFloat():
+		f = rv.Float()
 	default:
 		return 0, fmt.Errorf("config %q: %T, expected a number", key, v)
 	}
@@ -79,41 +58,24 @@ func configFloat(cfg map[string]any, key string, def float64) (float64, error) {
 	return f, nil
 }
 
-// configInt reads a whole number in [0, max] from cfg[key]; def when absent.
+// configInt reads a whole number in [0, max] from cfg[key]; def when absent. An
+// integer of any width is taken, and a float64 without a fraction (not a float32).
 func configInt(cfg map[string]any, key string, def, max int64) (int64, error) {
 	v, ok := cfg[key]
 	if !ok || v == nil {
 		return def, nil
 	}
 	var n int64
-	switch x := v.(type) {
-	case int:
-		n = int64(x)
-	case int8:
-		n = int64(x)
-	case int16:
-		n = int64(x)
-	case int32:
-		n = int64(x)
-	case int64:
-		n = x
-	case uint8:
-		n = int64(x)
-	case uint16:
-		n = int64(x)
-	case uint32:
-		n = int64(x)
-	case uint:
-		if uint64(x) > math.MaxInt64 {
-			return 0, fmt.Errorf("config %q: %d exceeds %d", key, x, max)
+	switch rv := reflect.ValueOf(v); {
+	case rv.CanInt():
+		n = rv.Int()
+	case rv.CanUint() && rv.Kind() != reflect.Uintptr:
+		if rv.Uint() > math.MaxInt64 {
+			return 0, fmt.Errorf("config %q: %d exceeds %d", key, rv.Uint(), max)
 		}
-		n = int64(x)
-	case uint64:
-		if x > math.MaxInt64 {
-			return 0, fmt.Errorf("config %q: %d exceeds %d", key, x, max)
-		}
-		n = int64(x)
-	case float64:
+		n = int64(rv.Uint())
+	case rv.Kind() == reflect.Float64:
+		x := rv.Float()
 		if x != math.Trunc(x) || x < 0 || x > float64(max) {
 			return 0, fmt.Errorf("config %q: %v, expected a whole number in [0,%d]", key, x, max)
 		}

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/apr-go/apr/lib/dtype"
@@ -349,17 +350,7 @@ func (p *parser) tuple() ([]int64, *Error) {
 // trailingComma reports whether the tuple text ends, before its closing
 // parenthesis and whitespace, with a comma.
 func trailingComma(s []byte) bool {
-	for i := len(s) - 1; i >= 0; i-- {
-		switch s[i] {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case ',':
-			return true
-		default:
-			return false
-		}
-	}
-	return false
+	return bytes.HasSuffix(bytes.TrimRight(s, " \t\n\r"), []byte{','})
 }
 
 var keyNames = [3]string{"descr", "fortran_order", "shape"}
@@ -381,12 +372,7 @@ func parseDict(s []byte, base int64, major int) (*dict, *Error) {
 		if err != nil {
 			return nil, err
 		}
-		k := -1
-		for i, n := range keyNames {
-			if key == n {
-				k = i
-			}
-		}
+		k := slices.Index(keyNames[:], key)
 		if k < 0 {
 			p.i = int(keyOff - base)
 			return nil, p.errf("unexpected key %q; a .npy header has exactly the keys 'descr', 'fortran_order' and 'shape'", key)

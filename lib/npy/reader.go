@@ -1,10 +1,15 @@
 package npy
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+
+	"github.com/apr-go/apr/kernels"
+	"github.com/apr-go/apr/lib/dtype"
 )
 
 // DataReader returns a reader of the h.DataSize data bytes that follow a header
@@ -220,21 +225,11 @@ func ReadAll(r io.Reader, name string, maxData int64) (Header, []byte, error) {
 		return h, nil, newErr(name, h.HeaderLen, ErrUnsupported,
 			"%s %v holds %d data bytes, more than the limit of %d", h.DType, h.Shape, h.DataSize, maxData)
 	}
-	const chunk = 1 << 20
-	buf := make([]byte, 0, min(h.DataSize, chunk))
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := nr.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return h, buf, nil
-		}
-		if err != nil {
-			return h, nil, err
-		}
+	b, err := io.ReadAll(nr)
+	if err != nil {
+		return h, nil, err
 	}
+	return h, b, nil
 }
 
 // ReadFile reads a whole .npy file into memory, data little-endian. The array
@@ -250,4 +245,60 @@ func ReadFile(path string) (Header, []byte, error) {
 		return Header{}, nil, err
 	}
 	return ReadAll(f, path, fi.Size())
+}
+
+// Float64s converts len(dst) little-endian values of dtype d from b (data as Reader
+// and ReadAll yield it) to float64, exactly. It fails for a dtype that is not one
+// of .npy's numeric types.
+func Float64s(dst []float64, b []byte, d dtype.DType) error {
+	le := binary.LittleEndian
+	switch d {
+	case dtype.F64:
+		for i := range dst {
+			dst[i] = math.Float64frombits(le.Uint64(b[8*i:]))
+		}
+	case dtype.F32:
+		for i := range dst {
+			dst[i] = float64(math.Float32frombits(le.Uint32(b[4*i:])))
+		}
+	case dtype.F16:
+		for i := range dst {
+			dst[i] = float64(kernels.F16BitsToF32(le.Uint16(b[2*i:])))
+		}
+	case dtype.I8:
+		for i := range dst {
+			dst[i] = float64(int8(b[i]))
+		}
+	case dtype.U8, dtype.Bool:
+		for i := range dst {
+			dst[i] = float64(b[i])
+		}
+	case dtype.I16:
+		for i := range dst {
+			dst[i] = float64(int16(le.Uint16(b[2*i:])))
+		}
+	case dtype.U16:
+		for i := range dst {
+			dst[i] = float64(le.Uint16(b[2*i:]))
+		}
+	case dtype.I32:
+		for i := range dst {
+			dst[i] = float64(int32(le.Uint32(b[4*i:])))
+		}
+	case dtype.U32:
+		for i := range dst {
+			dst[i] = float64(le.Uint32(b[4*i:]))
+		}
+	case dtype.I64:
+		for i := range dst {
+			dst[i] = float64(int64(le.Uint64(b[8*i:])))
+		}
+	case dtype.U64:
+		for i := range dst {
+			dst[i] = float64(le.Uint64(b[8*i:]))
+		}
+	default:
+		return fmt.Errorf("npy: dtype %v is not a numeric .npy type", d)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package npy
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -56,9 +57,7 @@ func encodeHeader(d dtype.DType, shape []int64, major int) ([]byte, error) {
 	}
 	b = append(b, "), }"...)
 	if len(shape) > 0 {
-		for n := growthDigits - len(strconv.FormatInt(shape[0], 10)); n > 0; n-- {
-			b = append(b, ' ')
-		}
+		b = append(b, bytes.Repeat([]byte{' '}, max(0, growthDigits-len(strconv.FormatInt(shape[0], 10))))...)
 	}
 	for ; major <= 3; major++ {
 		prefix := 10
@@ -82,9 +81,7 @@ func encodeHeader(d dtype.DType, shape []int64, major int) ([]byte, error) {
 			out = binary.LittleEndian.AppendUint32(out, uint32(total))
 		}
 		out = append(out, b...)
-		for ; pad > 0; pad-- {
-			out = append(out, ' ')
-		}
+		out = append(out, bytes.Repeat([]byte{' '}, pad)...)
 		return append(out, '\n'), nil
 	}
 	return nil, fmt.Errorf("npy: header of %d bytes is too long", len(b))

@@ -24,8 +24,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -68,10 +69,8 @@ var Types = []modeltype.Type{modeltype.LinearRegression, modeltype.LogisticRegre
 // Supported returns nil for a model type Export writes, else an error naming the
 // ones it does.
 func Supported(t modeltype.Type) error {
-	for _, s := range Types {
-		if s == t {
-			return nil
-		}
+	if slices.Contains(Types, t) {
+		return nil
 	}
 	return fmt.Errorf("a %v model has no ONNX export in apr (supported: LinearRegression, LogisticRegression, NeuralSequential)", t)
 }
@@ -361,14 +360,9 @@ func metadataProps(t modeltype.Type, md container.Metadata) []*pb.StringStringEn
 		}
 	}
 	props[PropModelType] = t.String()
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]*pb.StringStringEntryProto, len(keys))
-	for i, k := range keys {
-		out[i] = &pb.StringStringEntryProto{Key: proto.String(k), Value: proto.String(props[k])}
+	var out []*pb.StringStringEntryProto
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		out = append(out, &pb.StringStringEntryProto{Key: proto.String(k), Value: proto.String(props[k])})
 	}
 	return out
 }

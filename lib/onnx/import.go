@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -236,10 +237,8 @@ func (r *reader) output() (string, error) {
 		return "", errors.New("the graph has no output (a truncated file?)")
 	}
 	for _, want := range []string{OutputProbabilities, OutputVariable} {
-		for _, n := range names {
-			if n == want {
-				return n, nil
-			}
+		if slices.Contains(names, want) {
+			return want, nil
 		}
 	}
 	return "", fmt.Errorf("the graph has %d outputs %q, expected one (or %q among them)", len(names), names, OutputProbabilities)
@@ -315,11 +314,7 @@ func attrF(n *pb.NodeProto, name string, def float32) float32 {
 // onlyAttrs refuses an attribute the importer does not know the meaning of.
 func (r *reader) onlyAttrs(n *pb.NodeProto, known ...string) error {
 	for _, a := range n.Attribute {
-		ok := false
-		for _, k := range known {
-			ok = ok || a.GetName() == k
-		}
-		if !ok {
+		if !slices.Contains(known, a.GetName()) {
 			return fmt.Errorf("%s: attribute %q is not supported", nodeName(n), a.GetName())
 		}
 	}
@@ -454,11 +449,7 @@ func (r *reader) bias(n *pb.NodeProto, name string, out int) ([]float32, error) 
 	case len(t.v) == out && (len(t.dims) == 1 || len(t.dims) == 2 && t.dims[0] == 1):
 		return t.v, nil
 	case len(t.v) == 1 && len(t.dims) <= 2:
-		b := make([]float32, out)
-		for i := range b {
-			b[i] = t.v[0]
-		}
-		return b, nil
+		return slices.Repeat(t.v, out), nil
 	}
 	return nil, fmt.Errorf("%s: bias initializer %q has shape %v, expected [%d]", nodeName(n), name, t.dims, out)
 }

@@ -61,7 +61,9 @@ func loadF64(t *testing.T, path string) []float64 {
 		t.Fatal(err)
 	}
 	out := make([]float64, h.Elems())
-	convert(out, b, h.DType)
+	if err := npy.Float64s(out, b, h.DType); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 

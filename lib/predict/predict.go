@@ -9,6 +9,7 @@ package predict
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/modeltype"
@@ -20,10 +21,8 @@ var Types = []modeltype.Type{modeltype.LinearRegression, modeltype.LogisticRegre
 // Supported returns nil for a model type with a predict, else an error naming the
 // types that have one.
 func Supported(t modeltype.Type) error {
-	for _, s := range Types {
-		if s == t {
-			return nil
-		}
+	if slices.Contains(Types, t) {
+		return nil
 	}
 	return fmt.Errorf("a %v model has no predict in apr (supported: LinearRegression, LogisticRegression, NeuralSequential, MixtureOfExperts)", t)
 }
@@ -41,42 +40,11 @@ func New(m model.Model) (*Predictor, error) {
 	if err := Supported(m.Type()); err != nil {
 		return nil, err
 	}
-	p := &Predictor{m: m}
-	switch m := m.(type) {
-	case *model.LinearRegressionModel:
-		if m.Coefficients == nil {
-			return nil, model.ErrNotFitted
-		}
-		p.features, p.outputs = len(m.Coefficients), 1
-	case *model.LogisticRegressionModel:
-		if m.Coefficients == nil {
-			return nil, model.ErrNotFitted
-		}
-		p.features, p.classes = m.NumFeatures(), m.NumClasses()
-	case *model.NeuralSequentialModel:
-		if err := m.Validate(); err != nil {
-			return nil, err
-		}
-		p.features = m.Inputs()
-		if m.IsClassifier() {
-			p.classes = m.Classes()
-		} else {
-			p.outputs = m.Outputs()
-		}
-	case *model.MixtureOfExpertsModel:
-		if err := m.Validate(); err != nil {
-			return nil, err
-		}
-		p.features = m.Features
-		if m.IsClassifier() {
-			p.classes = m.Classes()
-		} else {
-			p.outputs = m.Outputs()
-		}
-	default:
-		return nil, fmt.Errorf("%v model decodes to %T, which apr-predict does not know", m.Type(), m)
+	features, classes, outputs, err := model.Kind(m)
+	if err != nil {
+		return nil, err
 	}
-	return p, nil
+	return &Predictor{m: m, features: features, classes: classes, outputs: outputs}, nil
 }
 
 // Features is the number of features a row must have.
@@ -116,51 +84,24 @@ func (p *Predictor) Predict(x model.Matrix, proba bool) (Result, error) {
 	if x.Cols != p.features {
 		return Result{}, fmt.Errorf("rows of %d features; the %v model takes %d", x.Cols, p.m.Type(), p.features)
 	}
-	cols, _, _, err := p.Shape(proba)
+	cols, classLabels, _, err := p.Shape(proba)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Rows: x.Rows, Cols: cols}
-	switch m := p.m.(type) {
-	case *model.LinearRegressionModel:
-		res.Values, err = m.Predict(x)
-	case *model.LogisticRegressionModel:
-		if proba {
-			var pm model.Matrix
-			pm, err = m.Probabilities(x)
-			res.Values = pm.Data
-		} else {
-			var l []int
-			l, err = m.Predict(x)
-			res.Labels = labels(l)
-		}
-	case *model.NeuralSequentialModel:
-		var pm model.Matrix
-		switch {
-		case proba:
-			pm, err = m.PredictProba(x)
-			res.Values = pm.Data
-		case p.classes > 0:
-			var l []int
-			l, err = m.Predict(x)
-			res.Labels = labels(l)
-		default:
-			pm, err = m.Output(x)
-			res.Values = pm.Data
-		}
-	case *model.MixtureOfExpertsModel:
-		var pm model.Matrix
-		switch {
-		case p.classes > 0 && !proba:
-			var l []int
-			l, err = m.Predict(x)
-			res.Labels = labels(l)
-		default:
-			pm, err = m.Output(x)
-			res.Values = pm.Data
-		}
+	if classLabels {
+		l, err := p.m.(classifier).Predict(x)
+		res.Labels = labels(l)
+		return res, err
 	}
+	out, err := model.Output(p.m, x)
+	res.Values = out.Data
 	return res, err
+}
+
+// classifier is the label prediction of every classifier of lib/model.
+type classifier interface {
+	Predict(model.Matrix) ([]int, error)
 }
 
 func labels(l []int) []int64 {

@@ -235,22 +235,15 @@ func parseRequestHeader(br *bufio.Reader) (*Request, error) {
 		v[k] = val
 	}
 	r := &Request{Format: v["format"]}
-	hexField := func(k string, dst []byte) error {
-		b, err := hex.DecodeString(v[k])
-		if err != nil || len(b) != len(dst) || hex.EncodeToString(b) != v[k] {
-			return fmt.Errorf("%w: %s is not %d hex bytes", ErrRequest, k, len(dst))
+	for _, f := range []struct {
+		key string
+		dst []byte
+	}{{"model", r.Model[:]}, {"id", r.ID[:]}, {"secret", r.Secret[:]}} {
+		b, err := hex.DecodeString(v[f.key])
+		if err != nil || len(b) != len(f.dst) || hex.EncodeToString(b) != v[f.key] {
+			return nil, fmt.Errorf("%w: %s is not %d hex bytes", ErrRequest, f.key, len(f.dst))
 		}
-		copy(dst, b)
-		return nil
-	}
-	if err := hexField("model", r.Model[:]); err != nil {
-		return nil, err
-	}
-	if err := hexField("id", r.ID[:]); err != nil {
-		return nil, err
-	}
-	if err := hexField("secret", r.Secret[:]); err != nil {
-		return nil, err
+		copy(f.dst, b)
 	}
 	var err error
 	if r.ReplyTo, err = seal.ParseX25519Recipient(v["reply-to"]); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -39,13 +38,10 @@ func (f Format) String() string {
 
 // ParseFormat reads csv, npy or npz.
 func ParseFormat(s string) (Format, error) {
-	switch s {
-	case "csv":
-		return CSV, nil
-	case "npy":
-		return NPY, nil
-	case "npz":
-		return NPZ, nil
+	for f := CSV; f <= NPZ; f++ {
+		if s == f.String() {
+			return f, nil
+		}
 	}
 	return 0, fmt.Errorf("format %q: expected csv, npy or npz", s)
 }
@@ -247,21 +243,13 @@ func npyRows(nr *npy.Reader, name string) (*NPYRows, error) {
 		return nil, fmt.Errorf("%s: shape %v, expected two dimensions (rows, features)", name, h.Shape)
 	}
 	info, ok := dtype.Lookup(h.DType)
-	if !ok || info.BlockElems != 1 || !numeric(h.DType) {
+	if !ok || info.BlockElems != 1 || npy.Float64s(nil, nil, h.DType) != nil {
 		return nil, fmt.Errorf("%s: dtype %v, expected a float or integer type", name, h.DType)
 	}
 	if h.Shape[1] > math.MaxInt32 {
 		return nil, fmt.Errorf("%s: %d features is too many", name, h.Shape[1])
 	}
 	return &NPYRows{r: nr, h: h, size: info.BlockBytes, left: h.Shape[0], cols: int(h.Shape[1]), total: h.Shape[0]}, nil
-}
-
-func numeric(d dtype.DType) bool {
-	switch d {
-	case dtype.F64, dtype.F32, dtype.F16, dtype.BF16, dtype.I8, dtype.U8, dtype.Bool, dtype.I16, dtype.U16, dtype.I32, dtype.U32, dtype.I64, dtype.U64:
-		return true
-	}
-	return false
 }
 
 // Cols implements Rows.
@@ -297,80 +285,11 @@ func (n *NPYRows) Next(dst model.Matrix, max int) (model.Matrix, error) {
 		dst.Data = make([]float64, cnt)
 	}
 	dst.Rows, dst.Cols, dst.Data = rows, n.cols, dst.Data[:cnt]
-	convert(dst.Data, b, n.h.DType)
+	if err := npy.Float64s(dst.Data, b, n.h.DType); err != nil {
+		return dst, err
+	}
 	n.left -= int64(rows)
 	return dst, nil
-}
-
-// convert decodes little-endian values of d into float64.
-func convert(out []float64, b []byte, d dtype.DType) {
-	le := binary.LittleEndian
-	switch d {
-	case dtype.F64:
-		for i := range out {
-			out[i] = math.Float64frombits(le.Uint64(b[8*i:]))
-		}
-	case dtype.F32:
-		for i := range out {
-			out[i] = float64(math.Float32frombits(le.Uint32(b[4*i:])))
-		}
-	case dtype.F16:
-		for i := range out {
-			out[i] = float64(f16(le.Uint16(b[2*i:])))
-		}
-	case dtype.BF16:
-		for i := range out {
-			out[i] = float64(math.Float32frombits(uint32(le.Uint16(b[2*i:])) << 16))
-		}
-	case dtype.I8:
-		for i := range out {
-			out[i] = float64(int8(b[i]))
-		}
-	case dtype.U8, dtype.Bool:
-		for i := range out {
-			out[i] = float64(b[i])
-		}
-	case dtype.I16:
-		for i := range out {
-			out[i] = float64(int16(le.Uint16(b[2*i:])))
-		}
-	case dtype.U16:
-		for i := range out {
-			out[i] = float64(le.Uint16(b[2*i:]))
-		}
-	case dtype.I32:
-		for i := range out {
-			out[i] = float64(int32(le.Uint32(b[4*i:])))
-		}
-	case dtype.U32:
-		for i := range out {
-			out[i] = float64(le.Uint32(b[4*i:]))
-		}
-	case dtype.I64:
-		for i := range out {
-			out[i] = float64(int64(le.Uint64(b[8*i:])))
-		}
-	case dtype.U64:
-		for i := range out {
-			out[i] = float64(le.Uint64(b[8*i:]))
-		}
-	}
-}
-
-// f16 decodes an IEEE half.
-func f16(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
-	case exp == 0 && frac == 0:
-		return math.Float32frombits(sign)
-	case exp == 0:
-		return float32(math.Ldexp(float64(frac), -24)) * (1 - 2*float32(sign>>31))
-	}
-	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
 }
 
 // NPZRows opens the features of an .npz archive: the member named member, or with

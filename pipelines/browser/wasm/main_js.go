@@ -88,6 +88,15 @@ func loadFunc(_ js.Value, args []js.Value) any {
 	})
 }
 
+// anys converts v for js.ValueOf, which takes []any and not []float64.
+func anys(v []float64) []any {
+	out := make([]any, len(v))
+	for i, f := range v {
+		out[i] = f
+	}
+	return out
+}
+
 // predict(text) -> Promise of [{label, proba}] (classifier) or [{value}]
 // (regression), one per row of text.
 func predictFunc(_ js.Value, args []js.Value) any {
@@ -104,19 +113,11 @@ func predictFunc(_ js.Value, args []js.Value) any {
 		for i, p := range ps {
 			r := map[string]any{}
 			if loaded.Classes > 0 {
-				proba := make([]any, len(p.Proba))
-				for k, v := range p.Proba {
-					proba[k] = v
-				}
-				r["label"], r["proba"] = p.Label, proba
+				r["label"], r["proba"] = p.Label, anys(p.Proba)
 			} else {
 				r["value"] = p.Value
 				if p.Values != nil {
-					vs := make([]any, len(p.Values))
-					for k, v := range p.Values {
-						vs[k] = v
-					}
-					r["values"] = vs
+					r["values"] = anys(p.Values)
 				}
 			}
 			out[i] = r

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/apr-go/apr/lib/apr"
@@ -144,26 +143,19 @@ func (l *Loaded) Predict(text string) ([]Prediction, error) {
 		if err != nil {
 			break
 		}
-		first := len(out)
-		if l.Classes > 0 {
-			lab, err := l.Predictor.Predict(x, false)
-			if err != nil {
-				return nil, &Error{KindInput, rowsErr(first, x.Rows, err)}
-			}
-			pr, err := l.Predictor.Predict(x, true)
-			if err != nil {
-				return nil, &Error{KindInput, rowsErr(first, x.Rows, err)}
-			}
-			for i := range x.Rows {
-				out = append(out, Prediction{Label: lab.Labels[i], Proba: pr.Values[i*pr.Cols : (i+1)*pr.Cols]})
-			}
-			continue
-		}
 		res, err := l.Predictor.Predict(x, false)
+		var pr predict.Result
+		if err == nil && l.Classes > 0 {
+			pr, err = l.Predictor.Predict(x, true)
+		}
 		if err != nil {
-			return nil, &Error{KindInput, rowsErr(first, x.Rows, err)}
+			return nil, &Error{KindInput, fmt.Errorf("rows %d-%d: %w", len(out)+1, len(out)+x.Rows, err)}
 		}
 		for i := range x.Rows {
+			if l.Classes > 0 {
+				out = append(out, Prediction{Label: res.Labels[i], Proba: pr.Values[i*pr.Cols : (i+1)*pr.Cols]})
+				continue
+			}
 			v := res.Values[i*res.Cols : (i+1)*res.Cols]
 			p := Prediction{Value: v[0]}
 			if res.Cols > 1 {
@@ -182,11 +174,3 @@ func (l *Loaded) Predict(text string) ([]Prediction, error) {
 }
 
 var errNoRows = errors.New("no rows: type or paste one row of numbers per line")
-
-func rowsErr(first, n int, err error) error {
-	return fmt.Errorf("rows %d-%d: %w", first+1, first+n, err)
-}
-
-// FormatFloat prints v as apr-predict's CSV does: the shortest form that reads
-// back to the same float64.
-func FormatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

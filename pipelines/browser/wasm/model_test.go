@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,6 +14,10 @@ import (
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
 )
+
+// formatFloat prints v as apr-predict's CSV does: the shortest form that reads
+// back to the same float64.
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 func readFile(t *testing.T, path string) []byte {
 	t.Helper()
@@ -61,7 +66,7 @@ func TestLoadPredict(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("p0,p1\n")
 	for _, p := range got {
-		b.WriteString(FormatFloat(p.Proba[0]) + "," + FormatFloat(p.Proba[1]) + "\n")
+		b.WriteString(formatFloat(p.Proba[0]) + "," + formatFloat(p.Proba[1]) + "\n")
 	}
 	if b.String() != want.String() {
 		t.Errorf("probabilities\n%s want\n%s", b.String(), want.String())
