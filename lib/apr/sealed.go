@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
@@ -129,17 +128,7 @@ func LoadAsRecipient[M model.Model](path string, want modeltype.Type, identities
 }
 
 func loadSealed[M model.Model](path string, want modeltype.Type, ids ...seal.Identity) (M, error) {
-	var zero M
-	f, err := os.Open(path)
-	if err != nil {
-		return zero, err
-	}
-	defer f.Close()
-	m, err := DecodeSealed(f, want, ids...)
-	if err != nil {
-		return zero, fmt.Errorf("%s: %w", path, err)
-	}
-	return as[M](m, want)
+	return loadFile[M](path, want, func(r io.Reader) (model.Model, error) { return DecodeSealed(r, want, ids...) })
 }
 
 // DecodeSealed reads a sealed model from r with the identities and checks its type.
@@ -150,8 +139,8 @@ func DecodeSealed(r io.Reader, want modeltype.Type, identities ...seal.Identity)
 	}
 	defer s.Close()
 	h := s.Header()
-	if h.Type != want {
-		return nil, &ModelTypeMismatch{Expected: want, Found: h.Type}
+	if err := accepting(want)(h.Type); err != nil {
+		return nil, err
 	}
 	tensors, err := stream.ReadAll(s)
 	if err != nil {
