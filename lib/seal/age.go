@@ -179,7 +179,14 @@ func CreateAge(dst io.Writer, recipients []*X25519Recipient, extra func(fileKey 
 	if _, err := dst.Write(h.Bytes()); err != nil {
 		return nil, err
 	}
-	return &ageWriter{dst: dst, aead: a, buf: make([]byte, 0, ageChunkSize)}, nil
+	sealChunk := func(ct []byte, index uint64, chunk []byte, last bool) ([]byte, error) {
+		if index >= 1<<64-1 {
+			return nil, outOfRange("age payload: too many chunks")
+		}
+		return a.Seal(ct, ageChunkNonce(index, last), chunk, nil), nil
+	}
+	w := newChunkWriter(dst, ageChunkSize, sealChunk, errors.New("seal: write to a closed age file"))
+	return &w, nil
 }
 
 func agePayloadAEAD(fileKey, nonce []byte) (aead interface {
@@ -202,66 +209,6 @@ func ageChunkNonce(index uint64, last bool) []byte {
 		n[11] = 1
 	}
 	return n[:]
-}
-
-type ageWriter struct {
-	dst  interface{ Write([]byte) (int, error) }
-	aead interface {
-		Seal(dst, nonce, plaintext, ad []byte) []byte
-	}
-	buf    []byte
-	ct     []byte
-	index  uint64
-	err    error
-	closed bool
-}
-
-func (w *ageWriter) Write(p []byte) (int, error) {
-	if w.err != nil {
-		return 0, w.err
-	}
-	if w.closed {
-		return 0, errors.New("seal: write to a closed age file")
-	}
-	n := 0
-	for len(p) > 0 {
-		if len(w.buf) == ageChunkSize {
-			if err := w.flush(false); err != nil {
-				return n, err
-			}
-		}
-		k := min(len(p), ageChunkSize-len(w.buf))
-		w.buf = append(w.buf, p[:k]...)
-		p, n = p[k:], n+k
-	}
-	return n, nil
-}
-
-func (w *ageWriter) flush(last bool) error {
-	if w.index >= 1<<64-1 {
-		w.err = outOfRange("age payload: too many chunks")
-		return w.err
-	}
-	w.ct = w.aead.Seal(w.ct[:0], ageChunkNonce(w.index, last), w.buf, nil)
-	if _, err := w.dst.Write(w.ct); err != nil {
-		w.err = err
-		return err
-	}
-	w.index++
-	w.buf = w.buf[:0]
-	return nil
-}
-
-// Close writes the last chunk; it does not close the destination.
-func (w *ageWriter) Close() error {
-	if w.err != nil {
-		return w.err
-	}
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	return w.flush(true)
 }
 
 // AgeFile is an age file being read: its header has authenticated (the MAC under the

@@ -9,21 +9,11 @@ import (
 // Writer encrypts a byte stream with fixed-size chunks: it writes the stream
 // header, then chunks of exactly chunkSize plaintext bytes, and on Close the
 // final chunk of 0..chunkSize bytes (empty only when the whole stream is
-// empty). A full chunk is held back until more data arrives or Close is
-// called, because only then is it known whether it is the final one.
+// empty).
 //
 // The byte layout is header(56) || chunk_0 || ... || chunk_n-1, each chunk
 // being len(plaintext)+16 bytes.
-type Writer struct {
-	dst       io.Writer
-	enc       *Encryptor
-	chunkSize int
-	buf       []byte
-	ct        []byte
-	index     uint64
-	err       error
-	closed    bool
-}
+type Writer struct{ chunkWriter }
 
 // NewWriter writes the stream header to dst and returns a Writer. The
 // caller must call Close to write the final chunk.
@@ -38,26 +28,44 @@ func NewWriter(dst io.Writer, fileKey, context []byte, chunkSize int) (*Writer, 
 	if _, err := dst.Write(enc.header[:]); err != nil {
 		return nil, fmt.Errorf("seal: writing stream header: %w", err)
 	}
-	return &Writer{dst: dst, enc: enc, chunkSize: chunkSize, buf: make([]byte, 0, chunkSize)}, nil
+	return &Writer{newChunkWriter(dst, chunkSize, enc.SealChunk, errors.New("seal: write to closed Writer"))}, nil
+}
+
+// chunkWriter cuts a byte stream into chunks of size bytes, seals each and writes
+// it to dst. A full chunk is held back until more data arrives or Close is called,
+// because only then is it known whether it is the last one. Errors are sticky.
+type chunkWriter struct {
+	dst       io.Writer
+	size      int
+	seal      func(dst []byte, index uint64, chunk []byte, last bool) ([]byte, error)
+	closedErr error // what Write returns after Close
+	buf, ct   []byte
+	index     uint64
+	err       error
+	closed    bool
+}
+
+func newChunkWriter(dst io.Writer, size int, seal func([]byte, uint64, []byte, bool) ([]byte, error), closedErr error) chunkWriter {
+	return chunkWriter{dst: dst, size: size, seal: seal, closedErr: closedErr, buf: make([]byte, 0, size)}
 }
 
 // Write encrypts p; it returns len(p) unless an error occurred.
-func (w *Writer) Write(p []byte) (int, error) {
+func (w *chunkWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
 	if w.closed {
-		return 0, errors.New("seal: write to closed Writer")
+		return 0, w.closedErr
 	}
 	written := 0
 	for len(p) > 0 {
-		if len(w.buf) == w.chunkSize {
-			// More data follows the buffered full chunk: it is not final.
+		if len(w.buf) == w.size {
+			// More data follows the buffered full chunk: it is not the last.
 			if err := w.flush(false); err != nil {
 				return written, err
 			}
 		}
-		n := min(len(p), w.chunkSize-len(w.buf))
+		n := min(len(p), w.size-len(w.buf))
 		w.buf = append(w.buf, p[:n]...)
 		p = p[n:]
 		written += n
@@ -65,8 +73,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-func (w *Writer) flush(final bool) error {
-	ct, err := w.enc.SealChunk(w.ct[:0], w.index, w.buf, final)
+func (w *chunkWriter) flush(last bool) error {
+	ct, err := w.seal(w.ct[:0], w.index, w.buf, last)
 	if err != nil {
 		w.err = err
 		return err
@@ -81,8 +89,8 @@ func (w *Writer) flush(final bool) error {
 	return nil
 }
 
-// Close writes the final chunk. It does not close the underlying writer.
-func (w *Writer) Close() error {
+// Close writes the last chunk. It does not close the underlying writer.
+func (w *chunkWriter) Close() error {
 	if w.err != nil {
 		return w.err
 	}
