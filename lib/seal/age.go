@@ -106,18 +106,9 @@ func ageHeaderMAC(fileKey, header []byte) ([]byte, error) {
 }
 
 func ageX25519Wrap(r *X25519Recipient, fileKey []byte) (AgeStanza, error) {
-	eph, err := ecdh.X25519().GenerateKey(rand.Reader)
+	share, wk, err := x25519Share(r.pub, ageX25519Info)
 	if err != nil {
-		return AgeStanza{}, fmt.Errorf("seal: ephemeral X25519 key: %w", err)
-	}
-	shared, err := eph.ECDH(r.pub)
-	if err != nil {
-		return AgeStanza{}, fmt.Errorf("seal: X25519: %w", err)
-	}
-	share := eph.PublicKey().Bytes()
-	wk, err := hkdf.Key(sha256.New, shared, append(append([]byte{}, share...), r.pub.Bytes()...), ageX25519Info, chacha20poly1305.KeySize)
-	if err != nil {
-		return AgeStanza{}, fmt.Errorf("seal: hkdf: %w", err)
+		return AgeStanza{}, err
 	}
 	body, err := aeadWrap(wk, fileKey)
 	if err != nil {
@@ -377,10 +368,9 @@ func ageUnwrap(stanzas []AgeStanza, ids []*X25519Identity) ([]byte, error) {
 			if err != nil {
 				return nil, malformed("age X25519 stanza %d: invalid share: %v", n, err)
 			}
-			salt := append(append([]byte{}, share...), id.priv.PublicKey().Bytes()...)
-			wk, err := hkdf.Key(sha256.New, shared, salt, ageX25519Info, chacha20poly1305.KeySize)
+			wk, err := x25519WrapKey(shared, share, id.priv.PublicKey().Bytes(), ageX25519Info)
 			if err != nil {
-				return nil, fmt.Errorf("seal: hkdf: %w", err)
+				return nil, err
 			}
 			a, err := chacha20poly1305.New(wk)
 			if err != nil {
