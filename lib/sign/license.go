@@ -158,17 +158,7 @@ func VerifyLicense(l *License, trusted []*PublicKey, now time.Time) (*PublicKey,
 		return nil, fmt.Errorf("%w: %w", ErrSignatureInvalid, err)
 	}
 	msg := append([]byte(LicenseDomain), b...)
-	var issuer *PublicKey
-	idMatched := false
-	for _, k := range orderByID(trusted, l.IssuerKeyID) {
-		if k.ID == l.IssuerKeyID {
-			idMatched = true
-		}
-		if ed25519.Verify(k.Key, msg, l.Signature[:]) {
-			issuer = k
-			break
-		}
-	}
+	issuer, idMatched := findSigner(trusted, l.IssuerKeyID, msg, l.Signature[:])
 	if issuer == nil {
 		if !idMatched {
 			return nil, fmt.Errorf("%w: issuer key id %s", ErrLicenseUnknownIssuer, l.IssuerKeyID)
