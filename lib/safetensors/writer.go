@@ -77,14 +77,11 @@ func Layout(meta Metadata, specs []TensorSpec) (*Header, error) {
 			return nil, tensorErr(InvalidTensor, s.Name, -1, "duplicate tensor name")
 		}
 		seen[s.Name] = true
-		name, st, ok := lookupDType(s.DType)
-		if !ok {
-			return nil, tensorErr(InvalidTensor, s.Name, -1, "dtype %v has no SafeTensors name", s.DType)
-		}
-		size, err := SpecSize(s)
+		size, err := SpecSize(s) // fails for a dtype without a SafeTensors name
 		if err != nil {
 			return nil, err
 		}
+		name, st, _ := lookupDType(s.DType)
 		items[i] = item{s, name, st.rank, size}
 	}
 	keys := make(map[string]bool, len(meta))
