@@ -210,15 +210,7 @@ type AgeFile struct {
 	// Stanzas are the header's stanzas, in order, those of identities included.
 	Stanzas []AgeStanza
 	fileKey []byte
-	src     *bufio.Reader
-	aead    interface {
-		Open(dst, nonce, ciphertext, ad []byte) ([]byte, error)
-	}
-	ct, pt []byte
-	off    int
-	index  uint64
-	done   bool
-	err    error
+	chunkReader
 }
 
 // FileKey returns the file key the identity unwrapped (for bindings such as a
@@ -341,7 +333,31 @@ func OpenAge(src io.Reader, ids []*X25519Identity) (*AgeFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &AgeFile{Stanzas: stanzas, fileKey: fileKey, src: br, aead: a, ct: make([]byte, ageChunkSize+chacha20poly1305.Overhead)}, nil
+	// A chunk opens with the flag of the last chunk or without; the other flag
+	// says what went wrong.
+	open := func(dst []byte, index uint64, ct []byte, last bool) ([]byte, error) {
+		if len(ct) < chacha20poly1305.Overhead {
+			return nil, decryptErr(ErrTruncatedChunk, "age payload chunk %d", index)
+		}
+		pt, err := a.Open(dst, ageChunkNonce(index, last), ct, nil)
+		if err != nil {
+			if last {
+				if _, err2 := a.Open(nil, ageChunkNonce(index, false), ct, nil); err2 == nil {
+					return nil, decryptErr(ErrMissingFinal, "age payload truncated after chunk %d", index)
+				}
+			}
+			return nil, decryptErr(ErrAuthentication, "age payload chunk %d", index)
+		}
+		if last && len(pt) == 0 && index > 0 {
+			return nil, decryptErr(ErrAuthentication, "age payload: an empty last chunk after chunk %d", index-1)
+		}
+		return pt, nil
+	}
+	missingFinal := func(index uint64) error {
+		return decryptErr(ErrMissingFinal, "age payload ends after %d chunks without its last chunk", index)
+	}
+	return &AgeFile{Stanzas: stanzas, fileKey: fileKey, chunkReader: chunkReader{
+		src: br, ct: make([]byte, ageChunkSize+chacha20poly1305.Overhead), open: open, missingFinal: missingFinal}}, nil
 }
 
 func ageUnwrap(stanzas []AgeStanza, ids []*X25519Identity) ([]byte, error) {
@@ -382,63 +398,4 @@ func ageUnwrap(stanzas []AgeStanza, ids []*X25519Identity) ([]byte, error) {
 		}
 	}
 	return nil, decryptErr(ErrNoIdentityMatched, "no identity opens this age file")
-}
-
-// Read implements io.Reader over the decrypted payload.
-func (f *AgeFile) Read(p []byte) (int, error) {
-	for f.off == len(f.pt) {
-		if f.err != nil {
-			return 0, f.err
-		}
-		if f.done {
-			return 0, io.EOF
-		}
-		if err := f.next(); err != nil {
-			f.err, f.pt, f.off = err, nil, 0
-			return 0, err
-		}
-	}
-	n := copy(p, f.pt[f.off:])
-	f.off += n
-	return n, nil
-}
-
-// next reads and opens one chunk: a chunk is the last when it is short or followed
-// by the end of the input.
-func (f *AgeFile) next() error {
-	n, err := io.ReadFull(f.src, f.ct)
-	last := false
-	switch {
-	case err == nil:
-		if _, err := f.src.Peek(1); errors.Is(err, io.EOF) {
-			last = true
-		} else if err != nil {
-			return err
-		}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		last = true
-	case errors.Is(err, io.EOF):
-		return decryptErr(ErrMissingFinal, "age payload ends after %d chunks without its last chunk", f.index)
-	default:
-		return err
-	}
-	if n < chacha20poly1305.Overhead {
-		return decryptErr(ErrTruncatedChunk, "age payload chunk %d", f.index)
-	}
-	pt, err := f.aead.Open(f.pt[:0], ageChunkNonce(f.index, last), f.ct[:n], nil)
-	if err != nil {
-		if last {
-			if _, err2 := f.aead.Open(nil, ageChunkNonce(f.index, false), f.ct[:n], nil); err2 == nil {
-				return decryptErr(ErrMissingFinal, "age payload truncated after chunk %d", f.index)
-			}
-		}
-		return decryptErr(ErrAuthentication, "age payload chunk %d", f.index)
-	}
-	if last && len(pt) == 0 && f.index > 0 {
-		return decryptErr(ErrAuthentication, "age payload: an empty last chunk after chunk %d", f.index-1)
-	}
-	f.pt, f.off = pt, 0
-	f.index++
-	f.done = last
-	return nil
 }

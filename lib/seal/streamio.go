@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -107,18 +108,7 @@ func (w *chunkWriter) Close() error {
 // of input; so truncation at a chunk boundary gives ErrMissingFinal, bytes
 // after the final chunk give ErrDataAfterFinal or ErrAuthentication, and
 // every such error wraps ErrDecryptionFailed. Errors are sticky.
-type Reader struct {
-	src       io.Reader
-	dec       *Decryptor
-	chunkSize int
-	ct        []byte
-	pt        []byte
-	ptOff     int
-	peek      byte
-	havePeek  bool
-	index     uint64
-	err       error
-}
+type Reader struct{ chunkReader }
 
 // NewReader reads and checks the stream header (key commitment) from src.
 func NewReader(src io.Reader, fileKey, context []byte, chunkSize int) (*Reader, error) {
@@ -136,67 +126,71 @@ func NewReader(src io.Reader, fileKey, context []byte, chunkSize int) (*Reader, 
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{src: src, dec: dec, chunkSize: chunkSize, ct: make([]byte, chunkSize+TagSize)}, nil
+	missingFinal := func(index uint64) error {
+		return decryptErr(ErrMissingFinal, "stream ended after %d chunks without a final chunk", index)
+	}
+	return &Reader{chunkReader{src: bufio.NewReader(src), ct: make([]byte, chunkSize+TagSize), open: dec.Next, missingFinal: missingFinal}}, nil
 }
 
-// Read implements io.Reader.
-func (r *Reader) Read(p []byte) (int, error) {
-	for r.ptOff == len(r.pt) {
+// chunkReader reads a payload of sealed chunks of len(ct) bytes each, tags
+// included: a chunk is the last when it is short or followed by the end of the
+// input. Read returns the plaintext of a chunk only once open has authenticated
+// it. Errors are sticky.
+type chunkReader struct {
+	src          *bufio.Reader
+	ct           []byte
+	open         func(dst []byte, index uint64, ct []byte, last bool) ([]byte, error)
+	missingFinal func(index uint64) error // the input ended after index chunks, none of them the last
+	pt           []byte
+	off          int
+	index        uint64
+	done         bool
+	err          error
+}
+
+// Read implements io.Reader over the decrypted payload.
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for r.off == len(r.pt) {
 		if r.err != nil {
 			return 0, r.err
 		}
-		if err := r.readChunk(); err != nil {
-			r.err = err
-			if err != io.EOF {
-				r.pt, r.ptOff = nil, 0
-			}
+		if r.done {
+			return 0, io.EOF
+		}
+		if err := r.next(); err != nil {
+			r.err, r.pt, r.off = err, nil, 0
 			return 0, err
 		}
 	}
-	n := copy(p, r.pt[r.ptOff:])
-	r.ptOff += n
+	n := copy(p, r.pt[r.off:])
+	r.off += n
 	return n, nil
 }
 
-func (r *Reader) readChunk() error {
-	if r.dec.done {
-		return io.EOF
-	}
-	buf := r.ct[:r.chunkSize+TagSize]
-	start := 0
-	if r.havePeek {
-		buf[0] = r.peek
-		start = 1
-		r.havePeek = false
-	}
-	n, err := io.ReadFull(r.src, buf[start:])
-	n += start
-	var final bool
+// next reads and opens one chunk.
+func (r *chunkReader) next() error {
+	n, err := io.ReadFull(r.src, r.ct)
+	last := false
 	switch {
 	case err == nil:
-		var one [1]byte
-		m, err2 := io.ReadFull(r.src, one[:])
-		switch {
-		case m == 1:
-			r.peek, r.havePeek = one[0], true
-		case err2 == io.EOF:
-			final = true
-		default:
-			return fmt.Errorf("seal: reading after chunk %d: %w", r.index, err2)
+		if _, err := r.src.Peek(1); errors.Is(err, io.EOF) {
+			last = true
+		} else if err != nil {
+			return fmt.Errorf("seal: reading after chunk %d: %w", r.index, err)
 		}
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		if n == 0 {
-			return decryptErr(ErrMissingFinal, "stream ended after %d chunks without a final chunk", r.index)
-		}
-		final = true
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		last = true
+	case errors.Is(err, io.EOF):
+		return r.missingFinal(r.index)
 	default:
 		return fmt.Errorf("seal: reading chunk %d: %w", r.index, err)
 	}
-	pt, err := r.dec.Next(r.pt[:0], r.index, buf[:n], final)
+	pt, err := r.open(r.pt[:0], r.index, r.ct[:n], last)
 	if err != nil {
 		return err
 	}
-	r.pt, r.ptOff = pt, 0
+	r.pt, r.off = pt, 0
 	r.index++
+	r.done = last
 	return nil
 }
