@@ -45,12 +45,17 @@ type Info = stream.Info
 
 // Save writes m to path as an APR v2 file, atomically.
 func Save(path string, m model.Model, opts SaveOptions) error {
+	return saveFile(path, func(w io.Writer) error { return Encode(w, m, opts) })
+}
+
+// saveFile writes path atomically with encode, naming the path in its errors.
+func saveFile(path string, encode func(io.Writer) error) error {
 	f, err := atomicfile.Create(path, 0o666)
 	if err != nil {
 		return err
 	}
 	defer f.Abort()
-	if err := Encode(f, m, opts); err != nil {
+	if err := encode(f); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Commit()

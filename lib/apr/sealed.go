@@ -2,10 +2,8 @@ package apr
 
 import (
 	"errors"
-	"fmt"
 	"io"
 
-	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/modelfile"
@@ -95,15 +93,7 @@ func SaveForRecipient(path string, m model.Model, opts SaveOptions, recipients .
 }
 
 func saveSealed(path string, m model.Model, opts SaveOptions, rs ...seal.Recipient) error {
-	f, err := atomicfile.Create(path, 0o666)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if err := EncodeSealed(f, m, opts, rs...); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Commit()
+	return saveFile(path, func(w io.Writer) error { return EncodeSealed(w, m, opts, rs...) })
 }
 
 // LoadEncrypted reads a model sealed for a password and checks its type, as Load.

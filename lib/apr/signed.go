@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/modeltype"
@@ -105,15 +104,7 @@ func EncodeSigned(w io.Writer, m model.Model, opts SaveOptions, key *sign.Privat
 
 // SaveSigned writes m to path, signed by key, atomically.
 func SaveSigned(path string, m model.Model, opts SaveOptions, key *sign.PrivateKey, sopts ...SignOption) error {
-	f, err := atomicfile.Create(path, 0o666)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if err := EncodeSigned(f, m, opts, key, sopts...); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Commit()
+	return saveFile(path, func(w io.Writer) error { return EncodeSigned(w, m, opts, key, sopts...) })
 }
 
 // LoadVerified is Load for a signed file: it returns the model only if the file
