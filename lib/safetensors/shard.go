@@ -212,21 +212,9 @@ func appendPyString(b []byte, s string) []byte {
 	}
 	b = append(b, '"')
 	for _, r := range s {
-		switch {
-		case r == '"':
-			b = append(b, '\\', '"')
-		case r == '\\':
-			b = append(b, '\\', '\\')
-		case r == '\n':
-			b = append(b, '\\', 'n')
-		case r == '\r':
-			b = append(b, '\\', 'r')
-		case r == '\t':
-			b = append(b, '\\', 't')
-		case r == '\b':
-			b = append(b, '\\', 'b')
-		case r == '\f':
-			b = append(b, '\\', 'f')
+		switch k := strings.IndexRune(namedEscapes, r); {
+		case k >= 0:
+			b = append(b, '\\', escapedAs[k])
 		case r >= 0x20 && r <= 0x7e:
 			b = append(b, byte(r))
 		case r >= 0x10000:
