@@ -45,12 +45,17 @@ type Info = stream.Info
 
 // Save writes m to path as an APR v2 file, atomically.
 func Save(path string, m model.Model, opts SaveOptions) error {
+	return saveFile(path, func(w io.Writer) error { return Encode(w, m, opts) })
+}
+
+// saveFile writes path atomically with encode, naming the path in its errors.
+func saveFile(path string, encode func(io.Writer) error) error {
 	f, err := atomicfile.Create(path, 0o666)
 	if err != nil {
 		return err
 	}
 	defer f.Abort()
-	if err := Encode(f, m, opts); err != nil {
+	if err := encode(f); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Commit()
@@ -62,13 +67,19 @@ func Encode(w io.Writer, m model.Model, opts SaveOptions) error { return modelfi
 // Load reads the model at path and checks that it is of type want; M is the concrete
 // model type, e.g. Load[*model.LinearRegressionModel](path, modeltype.LinearRegression).
 func Load[M model.Model](path string, want modeltype.Type) (M, error) {
+	return loadFile[M](path, want, func(r io.Reader) (model.Model, error) { return modelfile.Read(r, want) })
+}
+
+// loadFile decodes the file at path with decode, naming the path in its errors, and
+// checks that the model is an M.
+func loadFile[M model.Model](path string, want modeltype.Type, decode func(io.Reader) (model.Model, error)) (M, error) {
 	var zero M
 	f, err := os.Open(path)
 	if err != nil {
 		return zero, err
 	}
 	defer f.Close()
-	m, err := modelfile.Read(f, want)
+	m, err := decode(f)
 	if err != nil {
 		return zero, fmt.Errorf("%s: %w", path, err)
 	}

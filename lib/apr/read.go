@@ -61,11 +61,7 @@ func ReadModel(r io.Reader, o ReadOptions) (model.Model, *Verification, error) {
 			return nil, nil, err
 		}
 		if o.Describe != nil {
-			infos := make([]container.TensorInfo, len(af.Tensors))
-			for i, t := range af.Tensors {
-				infos[i] = container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}
-			}
-			if err := o.Describe(af.ModelType, nil, infos); err != nil {
+			if err := o.Describe(af.ModelType, nil, infosOf(af.Tensors)); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -126,14 +122,29 @@ func ReadModel(r io.Reader, o ReadOptions) (model.Model, *Verification, error) {
 		}
 	}
 	if o.Describe != nil {
-		infos := make([]container.TensorInfo, len(tensors))
-		for i, t := range tensors {
-			infos[i] = container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}
-		}
-		if err := o.Describe(h.Type, h.Metadata, infos); err != nil {
+		if err := o.Describe(h.Type, h.Metadata, infosOf(tensors)); err != nil {
 			return nil, v, err
 		}
 	}
 	m, err := modelfile.FromTensors(h.Type, h.Metadata.ModelConfig, tensors)
 	return m, v, err
+}
+
+// accepting is a ReadOptions.Accept that takes only model type want.
+func accepting(want modeltype.Type) func(modeltype.Type) error {
+	return func(found modeltype.Type) error {
+		if found != want {
+			return &ModelTypeMismatch{Expected: want, Found: found}
+		}
+		return nil
+	}
+}
+
+// infosOf lists the tensors' names, dtypes and shapes for ReadOptions.Describe.
+func infosOf(tensors []tensor.Tensor) []container.TensorInfo {
+	infos := make([]container.TensorInfo, len(tensors))
+	for i, t := range tensors {
+		infos[i] = container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}
+	}
+	return infos
 }

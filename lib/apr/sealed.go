@@ -2,11 +2,8 @@ package apr
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"os"
 
-	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/modelfile"
@@ -96,15 +93,7 @@ func SaveForRecipient(path string, m model.Model, opts SaveOptions, recipients .
 }
 
 func saveSealed(path string, m model.Model, opts SaveOptions, rs ...seal.Recipient) error {
-	f, err := atomicfile.Create(path, 0o666)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if err := EncodeSealed(f, m, opts, rs...); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Commit()
+	return saveFile(path, func(w io.Writer) error { return EncodeSealed(w, m, opts, rs...) })
 }
 
 // LoadEncrypted reads a model sealed for a password and checks its type, as Load.
@@ -129,17 +118,7 @@ func LoadAsRecipient[M model.Model](path string, want modeltype.Type, identities
 }
 
 func loadSealed[M model.Model](path string, want modeltype.Type, ids ...seal.Identity) (M, error) {
-	var zero M
-	f, err := os.Open(path)
-	if err != nil {
-		return zero, err
-	}
-	defer f.Close()
-	m, err := DecodeSealed(f, want, ids...)
-	if err != nil {
-		return zero, fmt.Errorf("%s: %w", path, err)
-	}
-	return as[M](m, want)
+	return loadFile[M](path, want, func(r io.Reader) (model.Model, error) { return DecodeSealed(r, want, ids...) })
 }
 
 // DecodeSealed reads a sealed model from r with the identities and checks its type.
@@ -150,8 +129,8 @@ func DecodeSealed(r io.Reader, want modeltype.Type, identities ...seal.Identity)
 	}
 	defer s.Close()
 	h := s.Header()
-	if h.Type != want {
-		return nil, &ModelTypeMismatch{Expected: want, Found: h.Type}
+	if err := accepting(want)(h.Type); err != nil {
+		return nil, err
 	}
 	tensors, err := stream.ReadAll(s)
 	if err != nil {

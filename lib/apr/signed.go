@@ -4,18 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
-	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
-	"github.com/apr-go/apr/lib/manifest"
 	"github.com/apr-go/apr/lib/model"
-	"github.com/apr-go/apr/lib/modelfile"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/sign"
 	"github.com/apr-go/apr/lib/signed"
-	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Signatures and licenses are lib/signed; these are its names in the façade, and
@@ -109,15 +104,7 @@ func EncodeSigned(w io.Writer, m model.Model, opts SaveOptions, key *sign.Privat
 
 // SaveSigned writes m to path, signed by key, atomically.
 func SaveSigned(path string, m model.Model, opts SaveOptions, key *sign.PrivateKey, sopts ...SignOption) error {
-	f, err := atomicfile.Create(path, 0o666)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if err := EncodeSigned(f, m, opts, key, sopts...); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Commit()
+	return saveFile(path, func(w io.Writer) error { return EncodeSigned(w, m, opts, key, sopts...) })
 }
 
 // LoadVerified is Load for a signed file: it returns the model only if the file
@@ -149,68 +136,14 @@ func LoadLicensed[M model.Model](path string, want modeltype.Type, issuers ...*s
 // LoadWithPolicy loads the model at path only if its blocks satisfy p (signers,
 // license issuers, or both), and reports what was verified.
 func LoadWithPolicy[M model.Model](path string, want modeltype.Type, p Policy) (M, *Verification, error) {
-	var zero M
 	if len(p.Signers) == 0 && len(p.LicenseIssuers) == 0 {
+		var zero M
 		return zero, nil, fmt.Errorf("%s: %w: no trusted key given", path, ErrSignatureInvalid)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return zero, nil, err
-	}
-	defer f.Close()
-	m, v, err := decodeVerified(f, want, p)
-	if err != nil {
-		return zero, v, fmt.Errorf("%s: %w", path, err)
-	}
-	typed, err := as[M](m, want)
-	return typed, v, err
-}
-
-// decodeVerified is decodeStream with the content manifest computed on the way and
-// the policy checked before the model is built.
-func decodeVerified(r io.Reader, want modeltype.Type, p Policy) (model.Model, *Verification, error) {
-	var ro []container.ReaderOption
-	if p.Unsealer != nil {
-		ro = append(ro, container.WithUnsealer(p.Unsealer))
-	}
-	cr, err := container.NewReader(r, ro...)
-	if err != nil {
-		if errors.Is(err, ErrUnsupportedVersion) {
-			return nil, nil, fmt.Errorf("%w (only APR v2 files carry signatures; convert with apr-encode and sign): %w", ErrSignatureInvalid, err)
-		}
-		return nil, nil, err
-	}
-	defer cr.Close()
-	h := cr.Header()
-	if h.Type != want {
-		return nil, nil, &ModelTypeMismatch{Expected: want, Found: h.Type}
-	}
-	mb, err := manifest.New(h.Type, h.Metadata)
-	if err != nil {
-		return nil, nil, err
-	}
-	hp := manifest.NewParallel(mb, 0) // hashes each tensor while the next is decoded
-	defer hp.Close()
-	var tensors []tensor.Tensor
-	err = cr.Each(func(t *container.Tensor) error {
-		data, err := io.ReadAll(t)
-		if err != nil {
-			return err
-		}
-		tensors = append(tensors, tensor.Tensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Data: data})
-		return hp.AddTensor(t.TensorInfo, data)
+	var v *Verification
+	m, err := loadFile[M](path, want, func(r io.Reader) (m model.Model, err error) {
+		m, v, err = ReadModel(r, ReadOptions{Accept: accepting(want), Policy: p})
+		return m, err
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	digest, err := hp.Sum()
-	if err != nil {
-		return nil, nil, err
-	}
-	v, err := p.Check(digest, h, len(tensors), cr.Blocks())
-	if err != nil {
-		return nil, v, err
-	}
-	m, err := modelfile.FromTensors(h.Type, h.Metadata.ModelConfig, tensors)
 	return m, v, err
 }

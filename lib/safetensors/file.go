@@ -54,33 +54,11 @@ func newFile(f *os.File, path string) (*File, error) {
 		return nil, fmt.Errorf("%s: safetensors: not a regular file (use NewReader for streams)", path)
 	}
 	size := st.Size()
-	sf := &File{path: path, f: f, size: size}
-	if size < 8 {
-		return nil, errf(HeaderTooSmall, 0, "%d bytes: need at least 8 for the header length", size)
-	}
-	var prefix [8]byte
-	if _, err := f.ReadAt(prefix[:], 0); err != nil {
-		return nil, err
-	}
-	n, err := headerLength(prefix[:])
+	h, err := decodeAt(f, size)
 	if err != nil {
 		return nil, err
 	}
-	if n > size-8 {
-		return nil, errf(InvalidHeaderLength, 8, "header length %d runs past the end of the file (%d bytes)", n, size)
-	}
-	hdr := make([]byte, n)
-	if _, err := f.ReadAt(hdr, 8); err != nil {
-		return nil, err
-	}
-	h, err := parseHeader(hdr)
-	if err != nil {
-		return nil, err
-	}
-	if h.FileSize() != size {
-		return nil, incomplete(h, size)
-	}
-	sf.h = h
+	sf := &File{h: h, path: path, f: f, size: size}
 	sf.idx = make(map[string]int, len(h.Tensors))
 	for i, t := range h.Tensors {
 		sf.idx[t.Name] = i

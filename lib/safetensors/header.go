@@ -1,8 +1,10 @@
 package safetensors
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"math/bits"
 	"sort"
@@ -485,23 +487,34 @@ func parseHeader(hdr []byte) (*Header, error) {
 // Decode parses and checks a whole SafeTensors file held in memory, as the crate's
 // SafeTensors::deserialize does, and returns its header. The tensor data of t is
 // b[h.DataStart()+t.Begin : h.DataStart()+t.End].
-func Decode(b []byte) (*Header, error) {
-	if len(b) < 8 {
-		return nil, errf(HeaderTooSmall, 0, "%d bytes: need at least 8 for the header length", len(b))
+func Decode(b []byte) (*Header, error) { return decodeAt(bytes.NewReader(b), int64(len(b))) }
+
+// decodeAt reads and checks the header of the size-byte file r, as Decode does.
+func decodeAt(r io.ReaderAt, size int64) (*Header, error) {
+	if size < 8 {
+		return nil, errf(HeaderTooSmall, 0, "%d bytes: need at least 8 for the header length", size)
 	}
-	n, err := headerLength(b[:8])
+	var prefix [8]byte
+	if _, err := r.ReadAt(prefix[:], 0); err != nil {
+		return nil, err
+	}
+	n, err := headerLength(prefix[:])
 	if err != nil {
 		return nil, err
 	}
-	if n > int64(len(b))-8 {
-		return nil, errf(InvalidHeaderLength, 8, "header length %d runs past the end of the file (%d bytes)", n, len(b))
+	if n > size-8 {
+		return nil, errf(InvalidHeaderLength, 8, "header length %d runs past the end of the file (%d bytes)", n, size)
 	}
-	h, err := parseHeader(b[8 : 8+n])
+	hdr := make([]byte, n)
+	if _, err := r.ReadAt(hdr, 8); err != nil && n > 0 { // a bytes.Reader says EOF for nothing read at its end
+		return nil, err
+	}
+	h, err := parseHeader(hdr)
 	if err != nil {
 		return nil, err
 	}
-	if h.FileSize() != int64(len(b)) {
-		return nil, incomplete(h, int64(len(b)))
+	if h.FileSize() != size {
+		return nil, incomplete(h, size)
 	}
 	return h, nil
 }

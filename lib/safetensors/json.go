@@ -100,19 +100,7 @@ func (p *jsonParser) end() error {
 // object iterates the members of the object that starts at the next byte, calling
 // member with each decoded key; member must consume the value.
 func (p *jsonParser) object(what string, member func(key string, keyOff int) error) error {
-	if p.peek() != '{' {
-		return p.errAt(p.i, "expected %s (an object), found %s", what, p.describe(p.i))
-	}
-	if err := p.enter(); err != nil {
-		return err
-	}
-	p.i++
-	if p.peek() == '}' {
-		p.i++
-		p.depth--
-		return nil
-	}
-	for {
+	return p.items('{', '}', what, "an object", func(int) error {
 		if p.peek() != '"' {
 			return p.errAt(p.i, "expected a string key in %s, found %s", what, p.describe(p.i))
 		}
@@ -124,50 +112,44 @@ func (p *jsonParser) object(what string, member func(key string, keyOff int) err
 		if err := p.expect(':', "':' after object key"); err != nil {
 			return err
 		}
-		if err := member(key, keyOff); err != nil {
-			return err
-		}
-		switch p.peek() {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			p.depth--
-			return nil
-		default:
-			return p.errAt(p.i, "expected ',' or '}' in %s, found %s", what, p.describe(p.i))
-		}
-	}
+		return member(key, keyOff)
+	})
 }
 
 // array iterates the elements of the array that starts at the next byte, calling elem
 // with each index; elem must consume the value.
 func (p *jsonParser) array(what string, elem func(idx int) error) error {
-	if p.peek() != '[' {
-		return p.errAt(p.i, "expected %s (an array), found %s", what, p.describe(p.i))
+	return p.items('[', ']', what, "an array", elem)
+}
+
+// items iterates the comma-separated items between open and close (kind names the
+// container in messages), calling item with each index; item must consume one.
+func (p *jsonParser) items(open, close byte, what, kind string, item func(idx int) error) error {
+	if p.peek() != open {
+		return p.errAt(p.i, "expected %s (%s), found %s", what, kind, p.describe(p.i))
 	}
 	if err := p.enter(); err != nil {
 		return err
 	}
 	p.i++
-	if p.peek() == ']' {
+	if p.peek() == close {
 		p.i++
 		p.depth--
 		return nil
 	}
 	for n := 0; ; n++ {
-		if err := elem(n); err != nil {
+		if err := item(n); err != nil {
 			return err
 		}
 		switch p.peek() {
 		case ',':
 			p.i++
-		case ']':
+		case close:
 			p.i++
 			p.depth--
 			return nil
 		default:
-			return p.errAt(p.i, "expected ',' or ']' in %s, found %s", what, p.describe(p.i))
+			return p.errAt(p.i, "expected ',' or '%c' in %s, found %s", close, what, p.describe(p.i))
 		}
 	}
 }
@@ -300,41 +282,37 @@ func (p *jsonParser) hex4() (rune, error) {
 func (p *jsonParser) number() (v uint64, ok bool, err error) {
 	p.ws()
 	start := p.i
-	neg := false
-	if p.i < len(p.b) && p.b[p.i] == '-' {
-		neg = true
+	neg := p.i < len(p.b) && p.b[p.i] == '-'
+	if neg {
 		p.i++
 	}
-	if p.i >= len(p.b) || p.b[p.i] < '0' || p.b[p.i] > '9' {
+	if !p.digit() {
 		return 0, false, p.errAt(start, "invalid number")
 	}
 	overflow := false
 	if p.b[p.i] == '0' {
 		p.i++
-		if p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		if p.digit() {
 			return 0, false, p.errAt(start, "invalid number (leading zero)")
 		}
 	} else {
-		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		for ; p.digit(); p.i++ {
 			d := uint64(p.b[p.i] - '0')
 			if v > (math.MaxUint64-d)/10 {
 				overflow = true
 			} else {
 				v = v*10 + d
 			}
-			p.i++
 		}
 	}
 	integer := true
 	if p.i < len(p.b) && p.b[p.i] == '.' {
 		integer = false
 		p.i++
-		if p.i >= len(p.b) || p.b[p.i] < '0' || p.b[p.i] > '9' {
+		if !p.digit() {
 			return 0, false, p.errAt(start, "invalid number (no digit after '.')")
 		}
-		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-			p.i++
-		}
+		p.digits()
 	}
 	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
 		integer = false
@@ -342,14 +320,22 @@ func (p *jsonParser) number() (v uint64, ok bool, err error) {
 		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
 			p.i++
 		}
-		if p.i >= len(p.b) || p.b[p.i] < '0' || p.b[p.i] > '9' {
+		if !p.digit() {
 			return 0, false, p.errAt(start, "invalid number (no digit in exponent)")
 		}
-		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-			p.i++
-		}
+		p.digits()
 	}
 	return v, integer && !neg && !overflow, nil
+}
+
+// digit reports whether a decimal digit comes next.
+func (p *jsonParser) digit() bool { return p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' }
+
+// digits skips a run of decimal digits.
+func (p *jsonParser) digits() {
+	for p.digit() {
+		p.i++
+	}
 }
 
 // uint reads a usize as serde_json does: a JSON integer with no sign, fraction or

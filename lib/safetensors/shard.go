@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -149,12 +151,7 @@ func (ix *Index) Files() []string {
 	for _, w := range ix.WeightMap {
 		set[w.File] = true
 	}
-	out := make([]string, 0, len(set))
-	for f := range set {
-		out = append(out, f)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // FileOf returns the shard file of tensor.
@@ -164,6 +161,28 @@ func (ix *Index) FileOf(tensor string) (string, bool) {
 		return ix.WeightMap[i].File, true
 	}
 	return "", false
+}
+
+// writePyObject writes an object of n entries, entry(i) giving each key and its
+// value's JSON text, as json.dumps(indent=2) does one level down.
+func writePyObject(b *bytes.Buffer, n int, entry func(i int) (key string, value []byte)) {
+	if n == 0 {
+		b.WriteString("{}")
+		return
+	}
+	b.WriteString("{\n")
+	for i := range n {
+		key, value := entry(i)
+		b.WriteString("    ")
+		b.Write(appendPyString(nil, key))
+		b.WriteString(": ")
+		b.Write(value)
+		if i < n-1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("  }")
 }
 
 // Marshal writes the index as transformers' save_pretrained does:
@@ -176,39 +195,9 @@ func (ix *Index) Marshal() []byte {
 	wm := append([]WeightEntry{}, ix.WeightMap...)
 	sort.SliceStable(wm, func(i, j int) bool { return wm[i].Tensor < wm[j].Tensor })
 	b.WriteString("{\n  \"metadata\": ")
-	if len(meta) == 0 {
-		b.WriteString("{}")
-	} else {
-		b.WriteString("{\n")
-		for i, m := range meta {
-			b.WriteString("    ")
-			b.Write(appendPyString(nil, m.Key))
-			b.WriteString(": ")
-			b.WriteString(m.Value)
-			if i < len(meta)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString("  }")
-	}
+	writePyObject(&b, len(meta), func(i int) (string, []byte) { return meta[i].Key, []byte(meta[i].Value) })
 	b.WriteString(",\n  \"weight_map\": ")
-	if len(wm) == 0 {
-		b.WriteString("{}")
-	} else {
-		b.WriteString("{\n")
-		for i, w := range wm {
-			b.WriteString("    ")
-			b.Write(appendPyString(nil, w.Tensor))
-			b.WriteString(": ")
-			b.Write(appendPyString(nil, w.File))
-			if i < len(wm)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString("  }")
-	}
+	writePyObject(&b, len(wm), func(i int) (string, []byte) { return wm[i].Tensor, appendPyString(nil, wm[i].File) })
 	b.WriteString("\n}\n")
 	return b.Bytes()
 }
@@ -223,21 +212,9 @@ func appendPyString(b []byte, s string) []byte {
 	}
 	b = append(b, '"')
 	for _, r := range s {
-		switch {
-		case r == '"':
-			b = append(b, '\\', '"')
-		case r == '\\':
-			b = append(b, '\\', '\\')
-		case r == '\n':
-			b = append(b, '\\', 'n')
-		case r == '\r':
-			b = append(b, '\\', 'r')
-		case r == '\t':
-			b = append(b, '\\', 't')
-		case r == '\b':
-			b = append(b, '\\', 'b')
-		case r == '\f':
-			b = append(b, '\\', 'f')
+		switch k := strings.IndexRune(namedEscapes, r); {
+		case k >= 0:
+			b = append(b, '\\', escapedAs[k])
 		case r >= 0x20 && r <= 0x7e:
 			b = append(b, byte(r))
 		case r >= 0x10000:

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/apr-go/apr/lib/dtype"
@@ -77,14 +78,11 @@ func Layout(meta Metadata, specs []TensorSpec) (*Header, error) {
 			return nil, tensorErr(InvalidTensor, s.Name, -1, "duplicate tensor name")
 		}
 		seen[s.Name] = true
-		name, st, ok := lookupDType(s.DType)
-		if !ok {
-			return nil, tensorErr(InvalidTensor, s.Name, -1, "dtype %v has no SafeTensors name", s.DType)
-		}
-		size, err := SpecSize(s)
+		size, err := SpecSize(s) // fails for a dtype without a SafeTensors name
 		if err != nil {
 			return nil, err
 		}
+		name, st, _ := lookupDType(s.DType)
 		items[i] = item{s, name, st.rank, size}
 	}
 	keys := make(map[string]bool, len(meta))
@@ -164,6 +162,13 @@ func appendHeaderJSON(b []byte, h *Header) []byte {
 	return append(b, '}')
 }
 
+// The characters that serde_json and Python's json both escape as a backslash and
+// a letter (or themselves): namedEscapes[k] is written as '\\', escapedAs[k].
+const (
+	namedEscapes = "\"\\\b\t\n\f\r"
+	escapedAs    = "\"\\btnfr"
+)
+
 // appendJSONString quotes s as serde_json does: only '"', '\\' and C0 controls are
 // escaped (\b \t \n \f \r by name, the rest as lowercase \u00XX); everything else,
 // including DEL, U+2028/9 and non-ASCII, is written as raw UTF-8.
@@ -177,22 +182,9 @@ func appendJSONString(b []byte, s string) []byte {
 			continue
 		}
 		b = append(b, s[start:i]...)
-		switch c {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
+		if k := strings.IndexByte(namedEscapes, c); k >= 0 {
+			b = append(b, '\\', escapedAs[k])
+		} else {
 			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
 		}
 		start = i + 1

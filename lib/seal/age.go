@@ -106,18 +106,9 @@ func ageHeaderMAC(fileKey, header []byte) ([]byte, error) {
 }
 
 func ageX25519Wrap(r *X25519Recipient, fileKey []byte) (AgeStanza, error) {
-	eph, err := ecdh.X25519().GenerateKey(rand.Reader)
+	share, wk, err := x25519Share(r.pub, ageX25519Info)
 	if err != nil {
-		return AgeStanza{}, fmt.Errorf("seal: ephemeral X25519 key: %w", err)
-	}
-	shared, err := eph.ECDH(r.pub)
-	if err != nil {
-		return AgeStanza{}, fmt.Errorf("seal: X25519: %w", err)
-	}
-	share := eph.PublicKey().Bytes()
-	wk, err := hkdf.Key(sha256.New, shared, append(append([]byte{}, share...), r.pub.Bytes()...), ageX25519Info, chacha20poly1305.KeySize)
-	if err != nil {
-		return AgeStanza{}, fmt.Errorf("seal: hkdf: %w", err)
+		return AgeStanza{}, err
 	}
 	body, err := aeadWrap(wk, fileKey)
 	if err != nil {
@@ -179,7 +170,14 @@ func CreateAge(dst io.Writer, recipients []*X25519Recipient, extra func(fileKey 
 	if _, err := dst.Write(h.Bytes()); err != nil {
 		return nil, err
 	}
-	return &ageWriter{dst: dst, aead: a, buf: make([]byte, 0, ageChunkSize)}, nil
+	sealChunk := func(ct []byte, index uint64, chunk []byte, last bool) ([]byte, error) {
+		if index >= 1<<64-1 {
+			return nil, outOfRange("age payload: too many chunks")
+		}
+		return a.Seal(ct, ageChunkNonce(index, last), chunk, nil), nil
+	}
+	w := newChunkWriter(dst, ageChunkSize, sealChunk, errors.New("seal: write to a closed age file"))
+	return &w, nil
 }
 
 func agePayloadAEAD(fileKey, nonce []byte) (aead interface {
@@ -204,66 +202,6 @@ func ageChunkNonce(index uint64, last bool) []byte {
 	return n[:]
 }
 
-type ageWriter struct {
-	dst  interface{ Write([]byte) (int, error) }
-	aead interface {
-		Seal(dst, nonce, plaintext, ad []byte) []byte
-	}
-	buf    []byte
-	ct     []byte
-	index  uint64
-	err    error
-	closed bool
-}
-
-func (w *ageWriter) Write(p []byte) (int, error) {
-	if w.err != nil {
-		return 0, w.err
-	}
-	if w.closed {
-		return 0, errors.New("seal: write to a closed age file")
-	}
-	n := 0
-	for len(p) > 0 {
-		if len(w.buf) == ageChunkSize {
-			if err := w.flush(false); err != nil {
-				return n, err
-			}
-		}
-		k := min(len(p), ageChunkSize-len(w.buf))
-		w.buf = append(w.buf, p[:k]...)
-		p, n = p[k:], n+k
-	}
-	return n, nil
-}
-
-func (w *ageWriter) flush(last bool) error {
-	if w.index >= 1<<64-1 {
-		w.err = outOfRange("age payload: too many chunks")
-		return w.err
-	}
-	w.ct = w.aead.Seal(w.ct[:0], ageChunkNonce(w.index, last), w.buf, nil)
-	if _, err := w.dst.Write(w.ct); err != nil {
-		w.err = err
-		return err
-	}
-	w.index++
-	w.buf = w.buf[:0]
-	return nil
-}
-
-// Close writes the last chunk; it does not close the destination.
-func (w *ageWriter) Close() error {
-	if w.err != nil {
-		return w.err
-	}
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	return w.flush(true)
-}
-
 // AgeFile is an age file being read: its header has authenticated (the MAC under the
 // file key an identity unwrapped); Read returns payload bytes only from chunks whose
 // tag verified, and an error wrapping ErrDecryptionFailed for a truncated, extended
@@ -272,15 +210,7 @@ type AgeFile struct {
 	// Stanzas are the header's stanzas, in order, those of identities included.
 	Stanzas []AgeStanza
 	fileKey []byte
-	src     *bufio.Reader
-	aead    interface {
-		Open(dst, nonce, ciphertext, ad []byte) ([]byte, error)
-	}
-	ct, pt []byte
-	off    int
-	index  uint64
-	done   bool
-	err    error
+	chunkReader
 }
 
 // FileKey returns the file key the identity unwrapped (for bindings such as a
@@ -403,7 +333,31 @@ func OpenAge(src io.Reader, ids []*X25519Identity) (*AgeFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &AgeFile{Stanzas: stanzas, fileKey: fileKey, src: br, aead: a, ct: make([]byte, ageChunkSize+chacha20poly1305.Overhead)}, nil
+	// A chunk opens with the flag of the last chunk or without; the other flag
+	// says what went wrong.
+	open := func(dst []byte, index uint64, ct []byte, last bool) ([]byte, error) {
+		if len(ct) < chacha20poly1305.Overhead {
+			return nil, decryptErr(ErrTruncatedChunk, "age payload chunk %d", index)
+		}
+		pt, err := a.Open(dst, ageChunkNonce(index, last), ct, nil)
+		if err != nil {
+			if last {
+				if _, err2 := a.Open(nil, ageChunkNonce(index, false), ct, nil); err2 == nil {
+					return nil, decryptErr(ErrMissingFinal, "age payload truncated after chunk %d", index)
+				}
+			}
+			return nil, decryptErr(ErrAuthentication, "age payload chunk %d", index)
+		}
+		if last && len(pt) == 0 && index > 0 {
+			return nil, decryptErr(ErrAuthentication, "age payload: an empty last chunk after chunk %d", index-1)
+		}
+		return pt, nil
+	}
+	missingFinal := func(index uint64) error {
+		return decryptErr(ErrMissingFinal, "age payload ends after %d chunks without its last chunk", index)
+	}
+	return &AgeFile{Stanzas: stanzas, fileKey: fileKey, chunkReader: chunkReader{
+		src: br, ct: make([]byte, ageChunkSize+chacha20poly1305.Overhead), open: open, missingFinal: missingFinal}}, nil
 }
 
 func ageUnwrap(stanzas []AgeStanza, ids []*X25519Identity) ([]byte, error) {
@@ -430,10 +384,9 @@ func ageUnwrap(stanzas []AgeStanza, ids []*X25519Identity) ([]byte, error) {
 			if err != nil {
 				return nil, malformed("age X25519 stanza %d: invalid share: %v", n, err)
 			}
-			salt := append(append([]byte{}, share...), id.priv.PublicKey().Bytes()...)
-			wk, err := hkdf.Key(sha256.New, shared, salt, ageX25519Info, chacha20poly1305.KeySize)
+			wk, err := x25519WrapKey(shared, share, id.priv.PublicKey().Bytes(), ageX25519Info)
 			if err != nil {
-				return nil, fmt.Errorf("seal: hkdf: %w", err)
+				return nil, err
 			}
 			a, err := chacha20poly1305.New(wk)
 			if err != nil {
@@ -445,63 +398,4 @@ func ageUnwrap(stanzas []AgeStanza, ids []*X25519Identity) ([]byte, error) {
 		}
 	}
 	return nil, decryptErr(ErrNoIdentityMatched, "no identity opens this age file")
-}
-
-// Read implements io.Reader over the decrypted payload.
-func (f *AgeFile) Read(p []byte) (int, error) {
-	for f.off == len(f.pt) {
-		if f.err != nil {
-			return 0, f.err
-		}
-		if f.done {
-			return 0, io.EOF
-		}
-		if err := f.next(); err != nil {
-			f.err, f.pt, f.off = err, nil, 0
-			return 0, err
-		}
-	}
-	n := copy(p, f.pt[f.off:])
-	f.off += n
-	return n, nil
-}
-
-// next reads and opens one chunk: a chunk is the last when it is short or followed
-// by the end of the input.
-func (f *AgeFile) next() error {
-	n, err := io.ReadFull(f.src, f.ct)
-	last := false
-	switch {
-	case err == nil:
-		if _, err := f.src.Peek(1); errors.Is(err, io.EOF) {
-			last = true
-		} else if err != nil {
-			return err
-		}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		last = true
-	case errors.Is(err, io.EOF):
-		return decryptErr(ErrMissingFinal, "age payload ends after %d chunks without its last chunk", f.index)
-	default:
-		return err
-	}
-	if n < chacha20poly1305.Overhead {
-		return decryptErr(ErrTruncatedChunk, "age payload chunk %d", f.index)
-	}
-	pt, err := f.aead.Open(f.pt[:0], ageChunkNonce(f.index, last), f.ct[:n], nil)
-	if err != nil {
-		if last {
-			if _, err2 := f.aead.Open(nil, ageChunkNonce(f.index, false), f.ct[:n], nil); err2 == nil {
-				return decryptErr(ErrMissingFinal, "age payload truncated after chunk %d", f.index)
-			}
-		}
-		return decryptErr(ErrAuthentication, "age payload chunk %d", f.index)
-	}
-	if last && len(pt) == 0 && f.index > 0 {
-		return decryptErr(ErrAuthentication, "age payload: an empty last chunk after chunk %d", f.index-1)
-	}
-	f.pt, f.off = pt, 0
-	f.index++
-	f.done = last
-	return nil
 }

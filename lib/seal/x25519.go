@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -56,15 +57,9 @@ func GenerateX25519Identity() (*X25519Identity, error) {
 // ParseX25519Identity parses an "AGE-SECRET-KEY-1..." string (as written by
 // age-keygen). Surrounding white space is ignored.
 func ParseX25519Identity(s string) (*X25519Identity, error) {
-	hrp, data, err := bech32Decode(strings.TrimSpace(s))
+	data, err := decodeX25519Key(s, "identity", identityHRP, "AGE-SECRET-KEY-1")
 	if err != nil {
-		return nil, fmt.Errorf("parsing X25519 identity: %w", err)
-	}
-	if hrp != identityHRP {
-		return nil, malformed("X25519 identity must start with AGE-SECRET-KEY-1, got prefix %q", hrp)
-	}
-	if len(data) != 32 {
-		return nil, malformed("X25519 identity has %d bytes, want 32", len(data))
+		return nil, err
 	}
 	k, err := ecdh.X25519().NewPrivateKey(data)
 	if err != nil {
@@ -118,21 +113,31 @@ func (i *X25519Identity) Recipient() *X25519Recipient {
 
 // ParseX25519Recipient parses an "age1..." recipient string.
 func ParseX25519Recipient(s string) (*X25519Recipient, error) {
-	hrp, data, err := bech32Decode(strings.TrimSpace(s))
+	data, err := decodeX25519Key(s, "recipient", recipientHRP, "age1")
 	if err != nil {
-		return nil, fmt.Errorf("parsing X25519 recipient: %w", err)
-	}
-	if hrp != recipientHRP {
-		return nil, malformed("X25519 recipient must start with age1, got prefix %q", hrp)
-	}
-	if len(data) != 32 {
-		return nil, malformed("X25519 recipient has %d bytes, want 32", len(data))
+		return nil, err
 	}
 	k, err := ecdh.X25519().NewPublicKey(data)
 	if err != nil {
 		return nil, malformed("X25519 recipient: %v", err)
 	}
 	return &X25519Recipient{pub: k}, nil
+}
+
+// decodeX25519Key returns the 32 key bytes of an age key string: kind is
+// "identity" or "recipient", hrp its Bech32 prefix, and start how it is written.
+func decodeX25519Key(s, kind, hrp, start string) ([]byte, error) {
+	got, data, err := bech32Decode(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("parsing X25519 %s: %w", kind, err)
+	}
+	if got != hrp {
+		return nil, malformed("X25519 %s must start with %s, got prefix %q", kind, start, got)
+	}
+	if len(data) != 32 {
+		return nil, malformed("X25519 %s has %d bytes, want 32", kind, len(data))
+	}
+	return data, nil
 }
 
 // String returns the recipient in age's format, "age1...".
@@ -143,27 +148,37 @@ func (r *X25519Recipient) String() string {
 // Bytes returns the raw 32-byte public key.
 func (r *X25519Recipient) Bytes() []byte { return r.pub.Bytes() }
 
-func x25519WrapKey(shared, ephemeral, recipient []byte) ([]byte, error) {
-	salt := make([]byte, 0, 64)
-	salt = append(salt, ephemeral...)
-	salt = append(salt, recipient...)
-	return hkdf.Key(sha256.New, shared, salt, x25519Info, chacha20poly1305.KeySize)
+// x25519WrapKey derives the key that wraps a file key for an X25519 stanza:
+// HKDF-SHA-256(shared secret, salt = ephemeral share || recipient, info).
+func x25519WrapKey(shared, ephemeral, recipient []byte, info string) ([]byte, error) {
+	k, err := hkdf.Key(sha256.New, shared, slices.Concat(ephemeral, recipient), info, chacha20poly1305.KeySize)
+	if err != nil {
+		return nil, fmt.Errorf("seal: hkdf: %w", err)
+	}
+	return k, nil
+}
+
+// x25519Share makes a fresh ephemeral key pair for the recipient pub and returns
+// its public share and the wrap key (x25519WrapKey) it agrees on with pub.
+func x25519Share(pub *ecdh.PublicKey, info string) (share, wrapKey []byte, err error) {
+	eph, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("seal: ephemeral X25519 key: %w", err)
+	}
+	shared, err := eph.ECDH(pub)
+	if err != nil {
+		return nil, nil, fmt.Errorf("seal: X25519: %w", err)
+	}
+	share = eph.PublicKey().Bytes()
+	wrapKey, err = x25519WrapKey(shared, share, pub.Bytes(), info)
+	return share, wrapKey, err
 }
 
 // Wrap implements Recipient.
 func (r *X25519Recipient) Wrap(fileKey []byte) ([]Stanza, error) {
-	eph, err := ecdh.X25519().GenerateKey(rand.Reader)
+	ephPub, wk, err := x25519Share(r.pub, x25519Info)
 	if err != nil {
-		return nil, fmt.Errorf("seal: ephemeral X25519 key: %w", err)
-	}
-	shared, err := eph.ECDH(r.pub)
-	if err != nil {
-		return nil, fmt.Errorf("seal: X25519: %w", err)
-	}
-	ephPub := eph.PublicKey().Bytes()
-	wk, err := x25519WrapKey(shared, ephPub, r.pub.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("seal: hkdf: %w", err)
+		return nil, err
 	}
 	body, err := aeadWrap(wk, fileKey)
 	if err != nil {
@@ -194,9 +209,9 @@ func (i *X25519Identity) Unwrap(stanzas []Stanza) ([]byte, error) {
 			// Low-order ephemeral point: nobody honest writes that.
 			return nil, malformed("X25519 stanza %d: invalid ephemeral share: %v", n, err)
 		}
-		wk, err := x25519WrapKey(shared, s.Args[0], own)
+		wk, err := x25519WrapKey(shared, s.Args[0], own, x25519Info)
 		if err != nil {
-			return nil, fmt.Errorf("seal: hkdf: %w", err)
+			return nil, err
 		}
 		if key, ok := aeadUnwrap(wk, s.Body); ok {
 			return key, nil

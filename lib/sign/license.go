@@ -112,30 +112,27 @@ func ParseLicense(b []byte) (*License, error) {
 		return nil, malformed("unsupported license version %d", b[0])
 	}
 	off := 1
-	nl := int(binary.BigEndian.Uint16(b[off:]))
-	off += 2
+	next := func(n int) []byte { // n more bytes; the lengths were checked against len(b)
+		p := b[off : off+n]
+		off += n
+		return p
+	}
+	nl := int(binary.BigEndian.Uint16(next(2)))
 	if nl > MaxLicenseeLen || len(b) < fixed+nl {
 		return nil, malformed("bad licensee length %d", nl)
 	}
-	l := &License{Licensee: string(b[off : off+nl])}
-	off += nl
-	nt := int(b[off])
-	off++
+	l := &License{Licensee: string(next(nl))}
+	nt := int(next(1)[0])
 	if nt > MaxTierLen || len(b) != fixed+nl+nt {
 		return nil, malformed("license block length does not match its fields")
 	}
-	l.Tier = string(b[off : off+nt])
-	off += nt
-	l.Seats = binary.BigEndian.Uint32(b[off:])
-	off += 4
-	l.IssuedAt = time.Unix(int64(binary.BigEndian.Uint64(b[off:])), 0).UTC()
-	off += 8
-	if exp := int64(binary.BigEndian.Uint64(b[off:])); exp != 0 {
+	l.Tier = string(next(nt))
+	l.Seats = binary.BigEndian.Uint32(next(4))
+	l.IssuedAt = time.Unix(int64(binary.BigEndian.Uint64(next(8))), 0).UTC()
+	if exp := int64(binary.BigEndian.Uint64(next(8))); exp != 0 {
 		l.ExpiresAt = time.Unix(exp, 0).UTC()
 	}
-	off += 8
-	copy(l.IssuerKeyID[:], b[off:off+8])
-	off += 8
+	copy(l.IssuerKeyID[:], next(8))
 	copy(l.Signature[:], b[off:])
 	// Re-validate the fields exactly as the signer did.
 	if _, err := l.body(); err != nil {
@@ -158,17 +155,7 @@ func VerifyLicense(l *License, trusted []*PublicKey, now time.Time) (*PublicKey,
 		return nil, fmt.Errorf("%w: %w", ErrSignatureInvalid, err)
 	}
 	msg := append([]byte(LicenseDomain), b...)
-	var issuer *PublicKey
-	idMatched := false
-	for _, k := range orderByID(trusted, l.IssuerKeyID) {
-		if k.ID == l.IssuerKeyID {
-			idMatched = true
-		}
-		if ed25519.Verify(k.Key, msg, l.Signature[:]) {
-			issuer = k
-			break
-		}
-	}
+	issuer, idMatched := findSigner(trusted, l.IssuerKeyID, msg, l.Signature[:])
 	if issuer == nil {
 		if !idMatched {
 			return nil, fmt.Errorf("%w: issuer key id %s", ErrLicenseUnknownIssuer, l.IssuerKeyID)

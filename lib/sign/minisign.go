@@ -131,11 +131,7 @@ func MarshalMinisignPublicKey(p *PublicKey, comment string) ([]byte, error) {
 	if err := checkComment(comment, MaxUntrustedCommentLen); err != nil {
 		return nil, err
 	}
-	raw := make([]byte, 0, minisignPublicKeyLen)
-	raw = append(raw, "Ed"...)
-	raw = append(raw, p.ID[:]...)
-	raw = append(raw, p.Key...)
-	return []byte(minisignUntrustedPrefix + comment + "\n" + base64.StdEncoding.EncodeToString(raw) + "\n"), nil
+	return []byte(minisignUntrustedPrefix + comment + "\n" + MinisignPublicKeyString(p) + "\n"), nil
 }
 
 // MinisignPublicKeyString returns the base64 line alone (`minisign -P`).
@@ -162,22 +158,18 @@ func scryptParams(opslimit, memlimit uint64) (logN uint, r, p uint64) {
 		opslimit = 32768
 	}
 	r = 8
+	// logN is the smallest of 1..63 with 2^logN > maxN/2.
+	log2 := func(maxN uint64) uint {
+		n := uint(1)
+		for n < 63 && uint64(1)<<n <= maxN/2 {
+			n++
+		}
+		return n
+	}
 	if opslimit < memlimit/32 {
-		p = 1
-		maxN := opslimit / (r * 4)
-		for logN = 1; logN < 63; logN++ {
-			if uint64(1)<<logN > maxN/2 {
-				break
-			}
-		}
-		return logN, r, p
+		return log2(opslimit / (r * 4)), r, 1
 	}
-	maxN := memlimit / (r * 128)
-	for logN = 1; logN < 63; logN++ {
-		if uint64(1)<<logN > maxN/2 {
-			break
-		}
-	}
+	logN = log2(memlimit / (r * 128))
 	maxrp := (opslimit / 4) / (uint64(1) << logN)
 	if maxrp > 0x3fffffff {
 		maxrp = 0x3fffffff
@@ -407,26 +399,30 @@ func VerifyMinisign(r io.Reader, sig []byte, trusted []*PublicKey) (*MinisignSig
 		}
 	}
 	global := append(bytes.Clone(s.Signature[:]), s.TrustedComment...)
-	// Keys whose id matches come first; the others are tried too, because
-	// one key can carry different ids (minisign's random key number, or
-	// DefaultKeyID when read from PEM or OpenSSH files).
-	idMatched := false
-	for _, k := range orderByID(trusted, s.KeyID) {
-		if k.ID == s.KeyID {
-			idMatched = true
-		}
-		if !ed25519.Verify(k.Key, msg, s.Signature[:]) {
-			continue
-		}
-		if !ed25519.Verify(k.Key, global, s.GlobalSignature[:]) {
-			return nil, nil, fmt.Errorf("%w: minisign global signature (trusted comment) does not verify", ErrSignatureInvalid)
-		}
-		return s, k, nil
-	}
-	if !idMatched {
+	k, idMatched := findSigner(trusted, s.KeyID, msg, s.Signature[:])
+	switch {
+	case k == nil && !idMatched:
 		return nil, nil, fmt.Errorf("%w: %w: key id %s", ErrSignatureInvalid, ErrUntrustedKey, s.KeyID)
+	case k == nil:
+		return nil, nil, fmt.Errorf("%w: minisign signature does not match the file (key id %s)", ErrSignatureInvalid, s.KeyID)
+	case !ed25519.Verify(k.Key, global, s.GlobalSignature[:]):
+		return nil, nil, fmt.Errorf("%w: minisign global signature (trusted comment) does not verify", ErrSignatureInvalid)
 	}
-	return nil, nil, fmt.Errorf("%w: minisign signature does not match the file (key id %s)", ErrSignatureInvalid, s.KeyID)
+	return s, k, nil
+}
+
+// findSigner returns the first trusted key under which sig verifies msg, trying
+// those with the given id first: the others are tried too, because one key can
+// carry different ids (minisign's random key number, or DefaultKeyID when read
+// from PEM or OpenSSH files). idMatched says whether a trusted key has the id.
+func findSigner(trusted []*PublicKey, id KeyID, msg, sig []byte) (signer *PublicKey, idMatched bool) {
+	for _, k := range orderByID(trusted, id) {
+		idMatched = idMatched || k.ID == id
+		if ed25519.Verify(k.Key, msg, sig) {
+			return k, idMatched
+		}
+	}
+	return nil, idMatched
 }
 
 // orderByID returns the usable trusted keys, those with the given id first.

@@ -88,14 +88,9 @@ func Verify(sig *Signature, digest [32]byte, trusted []*PublicKey) (*PublicKey, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSignatureInvalid, err)
 	}
-	idMatched := false
-	for _, k := range orderByID(trusted, sig.KeyID) {
-		if k.ID == sig.KeyID {
-			idMatched = true
-		}
-		if ed25519.Verify(k.Key, m, sig.Sig[:]) {
-			return k, nil
-		}
+	k, idMatched := findSigner(trusted, sig.KeyID, m, sig.Sig[:])
+	if k != nil {
+		return k, nil
 	}
 	if !idMatched {
 		return nil, fmt.Errorf("%w: %w: key id %s", ErrSignatureInvalid, ErrUntrustedKey, sig.KeyID)

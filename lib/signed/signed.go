@@ -24,12 +24,6 @@ import (
 	"github.com/apr-go/apr/lib/sign"
 )
 
-// A signature block holds a sign.Signature (sign.Signature.MarshalBinary) over the
-// digest of the model's canonical content manifest (package manifest): model type,
-// metadata, and each tensor's name, dtype, shape and SHA-256 of its raw bytes. It
-// therefore survives re-compression and decompression, and breaks on any change to
-// metadata or tensors. A file may hold several (author, CI).
-//
 // A license block binds a sign.License to the content it came with:
 //
 //	payload = 0x01 (version) || license length (u32 BE) || license (sign.License) ||

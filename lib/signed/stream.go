@@ -56,16 +56,14 @@ func LicenseStream(dst io.Writer, src io.Reader, lic sign.License, issuer *sign.
 		return nil, false, errors.New("no issuer key")
 	}
 	// Check the license fields before any byte is written.
-	probe := lic
-	if probe.IssuedAt.IsZero() {
+	if lic.IssuedAt.IsZero() {
 		c, err := newSignConfig(nil)
 		if err != nil {
 			return nil, false, err
 		}
-		probe.IssuedAt = c.time
 		lic.IssuedAt = c.time
 	}
-	if _, err := sign.SignLicense(probe, issuer); err != nil {
+	if _, err := sign.SignLicense(lic, issuer); err != nil {
 		return nil, false, err
 	}
 	c, err := newSignConfig(opts)
