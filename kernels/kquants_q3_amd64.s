@@ -1,0 +1,437 @@
+//go:build amd64 && !purego && !noasm
+
+#include "textflag.h"
+
+// Q3_K in AVX2 (see kquants_q3_amd64.go): make_q3_quants with one sub-block
+// per lane, and the final levels and their packing. Operands as in
+// asm_amd64.s: source first, so "VSUBPS a, b, c" is c = b - a; every
+// operation is the reference's, with its operands in the reference's order
+// (which decides which NaN comes out where two meet).
+//
+// q3Asm's layout: xt at 0 (chain c at 512c, element i of its sub-block j at
+// 32i + 4j), lv at 4096 (as xt), sums at 8192 (chain c: sumlx at 64c,
+// suml2 at 64c + 32), flat at 8704 (32c), changed at 8960 (4c), scale at
+// 8992, lt at 9248.
+#define Q3LV 4096
+#define Q3SUMS 8192
+#define Q3FLAT 8704
+#define Q3CHANGED 8960
+#define Q3SCALE 8992
+#define Q3LT 9248
+
+DATA q3c<>+0x00(SB)/4, $0x4b400000 // 12582912.0 (nearest_int's 1.5·2^23)
+DATA q3c<>+0x04(SB)/4, $0x007fffff // the mantissa
+DATA q3c<>+0x08(SB)/4, $0x00400000 // 2^22
+DATA q3c<>+0x0c(SB)/4, $0xfffffffc // -4: the lowest level
+DATA q3c<>+0x10(SB)/4, $0x00000003 // 3: the highest level
+DATA q3c<>+0x14(SB)/4, $0x7fffffff // |x| mask
+DATA q3c<>+0x18(SB)/4, $0x26901d7d // 1e-15 (groupMaxEps as float32)
+DATA q3c<>+0x1c(SB)/4, $0xc0800000 // -4.0
+DATA q3c<>+0x20(SB)/4, $0x00000004 // 4: the levels' offset
+DATA q3c<>+0x24(SB)/4, $0x00000003 // the low two bits
+GLOBL q3c<>(SB), RODATA|NOPTR, $0x28
+
+// The VPERMD index that puts the dwords of a VPACKUSWB of two VPACKUSDW in
+// order.
+DATA q3perm<>+0x00(SB)/4, $0
+DATA q3perm<>+0x04(SB)/4, $4
+DATA q3perm<>+0x08(SB)/4, $1
+DATA q3perm<>+0x0c(SB)/4, $5
+DATA q3perm<>+0x10(SB)/4, $2
+DATA q3perm<>+0x14(SB)/4, $6
+DATA q3perm<>+0x18(SB)/4, $3
+DATA q3perm<>+0x1c(SB)/4, $7
+GLOBL q3perm<>(SB), RODATA|NOPTR, $32
+
+// TRANSPOSE8 transposes the 8x8 matrix of dwords whose rows are Y0..Y7 into
+// Y8..Y15 (row k of the result is column k); Y0..Y7 are clobbered.
+#define TRANSPOSE8 \
+	VUNPCKLPS  Y1, Y0, Y8         \
+	VUNPCKHPS  Y1, Y0, Y9         \
+	VUNPCKLPS  Y3, Y2, Y10        \
+	VUNPCKHPS  Y3, Y2, Y11        \
+	VUNPCKLPS  Y5, Y4, Y12        \
+	VUNPCKHPS  Y5, Y4, Y13        \
+	VUNPCKLPS  Y7, Y6, Y14        \
+	VUNPCKHPS  Y7, Y6, Y15        \
+	VSHUFPS    $0x44, Y10, Y8, Y0 \
+	VSHUFPS    $0xee, Y10, Y8, Y1 \
+	VSHUFPS    $0x44, Y11, Y9, Y2 \
+	VSHUFPS    $0xee, Y11, Y9, Y3 \
+	VSHUFPS    $0x44, Y14, Y12, Y4 \
+	VSHUFPS    $0xee, Y14, Y12, Y5 \
+	VSHUFPS    $0x44, Y15, Y13, Y6 \
+	VSHUFPS    $0xee, Y15, Y13, Y7 \
+	VPERM2F128 $0x20, Y4, Y0, Y8  \
+	VPERM2F128 $0x20, Y5, Y1, Y9  \
+	VPERM2F128 $0x20, Y6, Y2, Y10 \
+	VPERM2F128 $0x20, Y7, Y3, Y11 \
+	VPERM2F128 $0x31, Y4, Y0, Y12 \
+	VPERM2F128 $0x31, Y5, Y1, Y13 \
+	VPERM2F128 $0x31, Y6, Y2, Y14 \
+	VPERM2F128 $0x31, Y7, Y3, Y15
+
+// NEAREST is nearest_int(r) clamped to -4..3, in place, as the reference's
+// bits: r + 1.5·2^23, its mantissa, minus 2^22. magic, mant and off are the
+// registers that hold those constants.
+#define NEAREST(r, magic, mant, off) \
+	VADDPS  magic, r, r                 \
+	VPAND   mant, r, r                  \
+	VPSUBD  off, r, r                   \
+	VPBROADCASTD q3c<>+0x0c(SB), Y11    \
+	VPMAXSD Y11, r, r                   \
+	VPBROADCASTD q3c<>+0x10(SB), Y11    \
+	VPMINSD Y11, r, r
+
+// func q3InitAVX2(grp *q3Asm, x *float32, nc int)
+// For chains 0..nc-1 of 8 sub-blocks of 16 (128 values of x each): the
+// transposition into g.xt, each sub-block's value of largest |x| (the first,
+// by strict >), whether it is flat, and make_q3_quants' first levels from
+// iscale = -4/max with their sums sumlx and suml2.
+TEXT ·q3InitAVX2(SB), NOSPLIT, $0-24
+	MOVQ grp+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ nc+16(FP), CX
+	TESTQ CX, CX
+	JEQ  q3idone
+	XORQ DX, DX // 512c: chain c's xt and lv
+	XORQ R9, R9 // 64c: its sums
+	XORQ R10, R10 // 32c: its flat mask
+q3ic:
+	// elements 0..7 of the 8 sub-blocks (rows 64 bytes apart), then 8..15
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 64(SI), Y1
+	VMOVUPS 128(SI), Y2
+	VMOVUPS 192(SI), Y3
+	VMOVUPS 256(SI), Y4
+	VMOVUPS 320(SI), Y5
+	VMOVUPS 384(SI), Y6
+	VMOVUPS 448(SI), Y7
+	TRANSPOSE8
+	VMOVUPS Y8, 0(DI)(DX*1)
+	VMOVUPS Y9, 32(DI)(DX*1)
+	VMOVUPS Y10, 64(DI)(DX*1)
+	VMOVUPS Y11, 96(DI)(DX*1)
+	VMOVUPS Y12, 128(DI)(DX*1)
+	VMOVUPS Y13, 160(DI)(DX*1)
+	VMOVUPS Y14, 192(DI)(DX*1)
+	VMOVUPS Y15, 224(DI)(DX*1)
+	VMOVUPS 32(SI), Y0
+	VMOVUPS 96(SI), Y1
+	VMOVUPS 160(SI), Y2
+	VMOVUPS 224(SI), Y3
+	VMOVUPS 288(SI), Y4
+	VMOVUPS 352(SI), Y5
+	VMOVUPS 416(SI), Y6
+	VMOVUPS 480(SI), Y7
+	TRANSPOSE8
+	VMOVUPS Y8, 256(DI)(DX*1)
+	VMOVUPS Y9, 288(DI)(DX*1)
+	VMOVUPS Y10, 320(DI)(DX*1)
+	VMOVUPS Y11, 352(DI)(DX*1)
+	VMOVUPS Y12, 384(DI)(DX*1)
+	VMOVUPS Y13, 416(DI)(DX*1)
+	VMOVUPS Y14, 448(DI)(DX*1)
+	VMOVUPS Y15, 480(DI)(DX*1)
+	VPBROADCASTD q3c<>+0x00(SB), Y15 // magic
+	VPBROADCASTD q3c<>+0x04(SB), Y14 // mant
+	VPBROADCASTD q3c<>+0x08(SB), Y13 // off
+	VPBROADCASTD q3c<>+0x14(SB), Y12 // |x| mask
+	// Y0 amax, Y1 maxv: the first value of largest |x| (strict >, from +0)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	LEAQ   (DI)(DX*1), R8
+	MOVQ   $16, AX
+q3imax:
+	VMOVUPS   (R8), Y2
+	VPAND     Y12, Y2, Y3
+	VCMPPS    $0x1e, Y0, Y3, Y4 // |v| > amax (ordered)
+	VBLENDVPS Y4, Y3, Y0, Y0
+	VBLENDVPS Y4, Y2, Y1, Y1
+	ADDQ      $32, R8
+	DECQ      AX
+	JNZ       q3imax
+	VBROADCASTSS q3c<>+0x18(SB), Y3
+	VCMPPS    $0x11, Y3, Y0, Y3 // amax < eps (ordered): flat
+	VMOVUPS   Y3, Q3FLAT(DI)(R10*1)
+	VBROADCASTSS q3c<>+0x1c(SB), Y2
+	VDIVPS    Y1, Y2, Y2 // iscale = -4 / maxv
+	VXORPS    Y7, Y7, Y7 // sumlx
+	VXORPS    Y8, Y8, Y8 // suml2
+	LEAQ      (DI)(DX*1), R8
+	MOVQ      $16, AX
+q3isum:
+	VMOVUPS   (R8), Y0
+	VMULPS    Y0, Y2, Y3 // iscale·v
+	NEAREST(Y3, Y15, Y14, Y13)
+	VMOVDQU   Y3, Q3LV(R8)
+	VMULPS    Y0, Y0, Y4 // w = v·v
+	VCVTDQ2PS Y3, Y5
+	VMULPS    Y0, Y4, Y6 // (w·v)·l
+	VMULPS    Y5, Y6, Y6
+	VADDPS    Y6, Y7, Y7
+	VMULPS    Y5, Y4, Y6 // (w·l)·l
+	VMULPS    Y5, Y6, Y6
+	VADDPS    Y6, Y8, Y8
+	ADDQ      $32, R8
+	DECQ      AX
+	JNZ       q3isum
+	VMOVUPS   Y7, Q3SUMS(DI)(R9*1)
+	VMOVUPS   Y8, Q3SUMS+32(DI)(R9*1)
+	ADDQ      $512, SI
+	ADDQ      $512, DX
+	ADDQ      $64, R9
+	ADDQ      $32, R10
+	DECQ      CX
+	JNZ       q3ic
+q3idone:
+	VZEROUPPER
+	RET
+
+// func q3PassAVX2(grp *q3Asm, chains *int64, n int)
+// One pass of make_q3_quants' rmse loop over the chains listed: element by
+// element, and for each element chain after chain (their steps are
+// independent, so the core overlaps them). A lane moves element i to the
+// level that fits the sums without it, when that is a change and improves
+// the fit; the lanes that move are ORed into g.changed[c] as bits.
+TEXT ·q3PassAVX2(SB), NOSPLIT, $0-24
+	MOVQ grp+0(FP), DI
+	MOVQ chains+8(FP), SI
+	MOVQ n+16(FP), CX
+	TESTQ CX, CX
+	JEQ  q3pdone
+	VPBROADCASTD q3c<>+0x00(SB), Y15 // magic
+	VXORPS       Y14, Y14, Y14
+	VPBROADCASTD q3c<>+0x04(SB), Y13 // mant
+	VPBROADCASTD q3c<>+0x08(SB), Y12 // off
+	XORQ AX, AX // 32i
+q3pi:
+	XORQ BX, BX
+q3pk:
+	MOVQ (SI)(BX*8), DX // chain c
+	MOVQ DX, R8
+	SHLQ $9, R8
+	ADDQ AX, R8 // 512c + 32i
+	MOVQ DX, R9
+	SHLQ $6, R9 // 64c
+	VMOVUPS   (DI)(R8*1), Y0 // v
+	VMOVUPS   Q3SUMS(DI)(R9*1), Y1 // sumlx
+	VMOVUPS   Q3SUMS+32(DI)(R9*1), Y2 // suml2
+	VMOVDQU   Q3LV(DI)(R8*1), Y3 // L[i]
+	VMULPS    Y0, Y0, Y4 // w
+	VMULPS    Y0, Y4, Y5 // w·v
+	VCVTDQ2PS Y3, Y6 // li
+	VMULPS    Y6, Y5, Y7
+	VSUBPS    Y7, Y1, Y7 // slx = sumlx - (w·v)·li
+	VCMPPS    $0x1e, Y14, Y7, Y8 // slx > 0
+	VMULPS    Y6, Y4, Y9
+	VMULPS    Y6, Y9, Y9
+	VSUBPS    Y9, Y2, Y9 // sl2 = suml2 - (w·li)·li
+	VMULPS    Y9, Y0, Y10
+	VDIVPS    Y7, Y10, Y10 // v·sl2 / slx
+	NEAREST(Y10, Y15, Y13, Y12) // new_l
+	VCVTDQ2PS Y10, Y0 // fn
+	VMULPS    Y0, Y5, Y5
+	VADDPS    Y5, Y7, Y7 // slx += (w·v)·fn
+	VMULPS    Y0, Y4, Y4
+	VMULPS    Y0, Y4, Y4
+	VADDPS    Y4, Y9, Y9 // sl2 += (w·fn)·fn
+	VCMPPS    $0x1e, Y14, Y9, Y4 // sl2 > 0
+	VMULPS    Y7, Y7, Y5
+	VMULPS    Y2, Y5, Y5 // (slx·slx)·suml2
+	VMULPS    Y1, Y1, Y6
+	VMULPS    Y9, Y6, Y6 // (sumlx·sumlx)·sl2
+	VCMPPS    $0x1e, Y6, Y5, Y5
+	VANDPS    Y8, Y4, Y4
+	VANDPS    Y5, Y4, Y4
+	VPCMPEQD  Y3, Y10, Y0 // new_l == L[i]
+	VPANDN    Y4, Y0, Y4 // take
+	VBLENDVPS Y4, Y10, Y3, Y3
+	VMOVDQU   Y3, Q3LV(DI)(R8*1)
+	VBLENDVPS Y4, Y7, Y1, Y1
+	VBLENDVPS Y4, Y9, Y2, Y2
+	VMOVUPS   Y1, Q3SUMS(DI)(R9*1)
+	VMOVUPS   Y2, Q3SUMS+32(DI)(R9*1)
+	VMOVMSKPS Y4, R10
+	ORL       R10, Q3CHANGED(DI)(DX*4)
+	INCQ BX
+	CMPQ BX, CX
+	JNE  q3pk
+	ADDQ $32, AX
+	CMPQ AX, $512
+	JNE  q3pi
+q3pdone:
+	VZEROUPPER
+	RET
+
+// func q3FinishAVX2(grp *q3Asm, nc int)
+// The results of chains 0..nc-1: scale sumlx/suml2 (0 where flat) to
+// g.scale, and the levels plus 4 (0 where flat) back in x's order to g.lt.
+TEXT ·q3FinishAVX2(SB), NOSPLIT, $0-16
+	MOVQ grp+0(FP), DI
+	MOVQ nc+8(FP), CX
+	TESTQ CX, CX
+	JEQ  q3fdone
+	XORQ DX, DX // 512c
+	XORQ R9, R9 // 64c
+	XORQ R10, R10 // 32c
+	LEAQ Q3LT(DI), SI
+q3fc:
+	VMOVUPS   Q3FLAT(DI)(R10*1), Y8
+	VMOVUPS   Q3SUMS(DI)(R9*1), Y0
+	VDIVPS    Q3SUMS+32(DI)(R9*1), Y0, Y0
+	VANDNPS   Y0, Y8, Y0
+	VMOVUPS   Y0, Q3SCALE(DI)(R10*1)
+	MOVQ      $0, BX // half: elements 0..7, then 8..15
+q3fh:
+	LEAQ      Q3LV(DI)(DX*1), R8
+	MOVQ      BX, R11
+	SHLQ      $8, R11
+	ADDQ      R11, R8
+	VPBROADCASTD q3c<>+0x20(SB), Y9
+	VMOVUPS   Q3FLAT(DI)(R10*1), Y10
+	VPADDD    0(R8), Y9, Y0
+	VPANDN    Y0, Y10, Y0
+	VPADDD    32(R8), Y9, Y1
+	VPANDN    Y1, Y10, Y1
+	VPADDD    64(R8), Y9, Y2
+	VPANDN    Y2, Y10, Y2
+	VPADDD    96(R8), Y9, Y3
+	VPANDN    Y3, Y10, Y3
+	VPADDD    128(R8), Y9, Y4
+	VPANDN    Y4, Y10, Y4
+	VPADDD    160(R8), Y9, Y5
+	VPANDN    Y5, Y10, Y5
+	VPADDD    192(R8), Y9, Y6
+	VPANDN    Y6, Y10, Y6
+	VPADDD    224(R8), Y9, Y7
+	VPANDN    Y7, Y10, Y7
+	TRANSPOSE8
+	// row j (sub-block j of the chain) to lt[128c + 16j + 8·half]
+	MOVQ      BX, R11
+	SHLQ      $5, R11
+	ADDQ      SI, R11
+	VMOVDQU   Y8, 0(R11)
+	VMOVDQU   Y9, 64(R11)
+	VMOVDQU   Y10, 128(R11)
+	VMOVDQU   Y11, 192(R11)
+	VMOVDQU   Y12, 256(R11)
+	VMOVDQU   Y13, 320(R11)
+	VMOVDQU   Y14, 384(R11)
+	VMOVDQU   Y15, 448(R11)
+	INCQ      BX
+	CMPQ      BX, $2
+	JNE       q3fh
+	ADDQ      $512, SI
+	ADDQ      $512, DX
+	ADDQ      $64, R9
+	ADDQ      $32, R10
+	DECQ      CX
+	JNZ       q3fc
+q3fdone:
+	VZEROUPPER
+	RET
+
+// HM ORs bit 2 of the levels of row k (lt[32k+l..], at byte offset
+// 128k + o) into acc at bit k.
+#define HM(o, k, acc) \
+	VMOVDQU o(DI), Y9    \
+	VPSRLD  $2, Y9, Y9   \
+	VPSLLD  $k, Y9, Y9   \
+	VPOR    Y9, acc, acc
+
+// CRUMB ORs the low two bits of the levels at byte offset o into acc at
+// bits s, s+1.
+#define CRUMB(o, s, acc) \
+	VPAND   o(DI), Y8, Y9 \
+	VPSLLD  $s, Y9, Y9    \
+	VPOR    Y9, acc, acc
+
+// PACK4 stores the low bytes of the dwords of a, b, c, d (in that order)
+// as 32 bytes at o(SI).
+#define PACK4(a, b, c, d, o) \
+	VPACKUSDW b, a, a   \
+	VPACKUSDW d, c, c   \
+	VPACKUSWB c, a, a   \
+	VPERMD    a, Y10, a \
+	VMOVDQU   a, o(SI)
+
+// HMROW is hmask byte l..l+7 (from the levels at byte offset 4l of each
+// row of 32) into acc.
+#define HMROW(o, acc) \
+	VPXOR acc, acc, acc \
+	HM(o, 0, acc)       \
+	HM(o+128, 1, acc)   \
+	HM(o+256, 2, acc)   \
+	HM(o+384, 3, acc)   \
+	HM(o+512, 4, acc)   \
+	HM(o+640, 5, acc)   \
+	HM(o+768, 6, acc)   \
+	HM(o+896, 7, acc)
+
+// CRUMBROW is a crumb byte l..l+7 from the 4 rows from byte offset o.
+#define CRUMBROW(o, acc) \
+	VPXOR acc, acc, acc \
+	CRUMB(o, 0, acc)     \
+	CRUMB(o+128, 2, acc) \
+	CRUMB(o+256, 4, acc) \
+	CRUMB(o+384, 6, acc)
+
+// func q3LevelsAVX2(y *byte, x *float32, dj *[16]float32, lt *int32)
+// requantize16 and packQ3K for one block: where a sub-block's scale dj is
+// not ±0, its levels nearest_int(x/dj) clamped to -4..3, plus 4, replace
+// the search's in lt (the reference's division and bits); then the levels
+// 0..7 of lt go to y as hmask (byte l, bit k: bit 2 of level 32k+l) and the
+// crumbs (byte 32+l: the low bits of levels l, l+32, l+64, l+96 at bits 0,
+// 2, 4, 6; byte 64+l: those of l+128 .. l+224).
+TEXT ·q3LevelsAVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), SI
+	MOVQ x+8(FP), R8
+	MOVQ dj+16(FP), DX
+	MOVQ lt+24(FP), DI
+	VPBROADCASTD q3c<>+0x00(SB), Y15 // magic
+	VPBROADCASTD q3c<>+0x04(SB), Y14 // mant
+	VPBROADCASTD q3c<>+0x08(SB), Y13 // off
+	VPBROADCASTD q3c<>+0x20(SB), Y12 // 4
+	XORQ AX, AX // 64j
+	MOVQ DI, R9
+q3lj:
+	MOVL  (DX), BX
+	ANDL  $0x7fffffff, BX
+	JEQ   q3lskip
+	VBROADCASTSS (DX), Y1
+	VMOVUPS (R8)(AX*1), Y0
+	VDIVPS  Y1, Y0, Y0
+	NEAREST(Y0, Y15, Y14, Y13)
+	VPADDD  Y12, Y0, Y0
+	VMOVDQU Y0, (R9)
+	VMOVUPS 32(R8)(AX*1), Y0
+	VDIVPS  Y1, Y0, Y0
+	NEAREST(Y0, Y15, Y14, Y13)
+	VPADDD  Y12, Y0, Y0
+	VMOVDQU Y0, 32(R9)
+q3lskip:
+	ADDQ $4, DX
+	ADDQ $64, R9
+	ADDQ $64, AX
+	CMPQ AX, $1024
+	JNE  q3lj
+	VPBROADCASTD q3c<>+0x24(SB), Y8 // 3
+	VMOVDQU q3perm<>(SB), Y10
+	HMROW(0, Y0)
+	HMROW(32, Y1)
+	HMROW(64, Y2)
+	HMROW(96, Y3)
+	PACK4(Y0, Y1, Y2, Y3, 0)
+	CRUMBROW(0, Y0)
+	CRUMBROW(32, Y1)
+	CRUMBROW(64, Y2)
+	CRUMBROW(96, Y3)
+	PACK4(Y0, Y1, Y2, Y3, 32)
+	CRUMBROW(512, Y0)
+	CRUMBROW(544, Y1)
+	CRUMBROW(576, Y2)
+	CRUMBROW(608, Y3)
+	PACK4(Y0, Y1, Y2, Y3, 64)
+	VZEROUPPER
+	RET
