@@ -2,59 +2,108 @@
 
 package kernels
 
+import (
+	"math/bits"
+	"sync"
+)
+
 // Q3_K's quantizer in assembly (kquants_q3_amd64.s, AVX2) for plain builds:
 // make_q3_quants on the 16 sub-blocks of 16 of several blocks at once, one
 // sub-block per lane of 8, then the final levels and their packing. It is
 // quantQ3_KGeneric's arithmetic, lane by lane in the reference's order, as
 // q3LanesN (kquants_lanes_amd64.go) does it in a GOEXPERIMENT=simd build.
 
-// q3AsmBlocks is how many blocks quantQ3_KAsm searches at once: 2 chains of
-// 8 lanes each, whose steps are independent, so the core overlaps them (one
-// chain alone waits on the division and compare that each step depends on).
-const q3AsmBlocks = 4
+// q3AsmBlocks is how many blocks quantQ3_KAsm searches at once: their 16
+// sub-blocks each make 2·q3AsmBlocks chains of 8 lanes, whose steps are
+// independent, so the core overlaps them (one chain alone waits on the
+// division and compare that each of its steps depends on).
+const q3AsmBlocks = 16
+
+// q3Chains is the number of chains in q3Asm: the blocks' own (home) chains,
+// then as many work chains, into which the sub-blocks still changing are
+// gathered after each pass.
+const q3Chains = 4 * q3AsmBlocks
 
 // q3Asm is the state of the assembly search (offsets fixed in
-// kquants_q3_amd64.s, checked by TestAsmLayout).
+// kquants_q3_amd64.s, checked by TestQ3KAsmLayout).
 type q3Asm struct {
-	xt      [2 * q3AsmBlocks][128]uint32 // chain c: element i of sub-block j at 8i+j, as bits
-	lv      [2 * q3AsmBlocks][128]int32  // the current levels (-4..3), transposed as xt
-	sums    [2 * q3AsmBlocks][16]float32 // sumlx in lanes 0-7, suml2 in 8-15
-	flat    [2 * q3AsmBlocks][8]int32    // all ones where a sub-block's max |x| is below groupMaxEps
-	changed [2 * q3AsmBlocks]int32       // the lanes whose levels changed in the last pass, as bits
-	scale   [16 * q3AsmBlocks]float32    // results: the scales, in x's order
-	lt      [qkK * q3AsmBlocks]int32     // results: the levels 0..7, in x's order
+	xt      [q3Chains][128]uint32     // chain c: element i of sub-block j at 8i+j, as bits
+	lv      [q3Chains][128]int32      // the current levels (-4..3), transposed as xt
+	sums    [q3Chains][16]float32     // sumlx in lanes 0-7, suml2 in 8-15
+	flat    [q3Chains][8]int32        // all ones where a sub-block's max |x| is below groupMaxEps
+	changed [q3Chains]int32           // the lanes whose levels changed in the last pass, as bits
+	scale   [16 * q3AsmBlocks]float32 // results: the scales, in x's order
+	lt      [qkK * q3AsmBlocks]int32  // results: the levels 0..7, in x's order
 }
 
+// q3Pool holds q3Asm's (89 KiB each) between calls: every field is
+// written before it is read, so they need no clearing.
+var q3Pool = sync.Pool{New: func() any { return new(q3Asm) }}
+
 // quantQ3_KAsm is quantQ3_KGeneric with the sub-block searches and the final
-// levels in assembly. A pass goes on only with the chains (of 8 sub-blocks)
-// of which a level changed in the previous one: a pass over a chain that
-// changed nothing would change nothing again, which is where the reference
-// stops too.
+// levels in assembly.
+//
+// The reference runs make_q3_quants' passes on a sub-block until one
+// changes nothing (at most 5); 8 sub-blocks in the lanes of a chain would
+// run as many passes as the slowest of them, about twice as many as each
+// needs. So the first pass runs over the blocks' own chains, and after each
+// pass the sub-blocks that changed are gathered into work chains for the
+// next, 8 to a chain; a sub-block that changed nothing in a pass would
+// change nothing in the next (a pass is a function of its state), so its
+// levels and sums go back to its own chain, as final.
 func quantQ3_KAsm(dst []byte, src []float32) {
-	var g q3Asm
+	g := q3Pool.Get().(*q3Asm)
+	defer q3Pool.Put(g)
 	var dj [16]float32
-	var list [2 * q3AsmBlocks]int64
+	var list [q3Chains]int64
+	var origin [8 * q3Chains / 2]int32 // the lanes of the work chains: home chain·8 + lane
 	for len(src) >= qkK {
 		nb := min(len(src)/qkK, q3AsmBlocks)
 		dst = dst[:len(src)/qkK*110]
 		nc := 2 * nb
-		q3InitAVX2(&g, &src[0], nc)
+		q3InitAVX2(g, &src[0], nc)
 		for c := range nc {
 			list[c] = int64(c)
 		}
-		for pass, n := 0, nc; pass < 5 && n > 0; pass++ {
-			clear(g.changed[:])
-			q3PassAVX2(&g, &list[0], n)
-			k := 0
-			for _, c := range list[:n] {
-				if g.changed[c] != 0 {
-					list[k] = c
-					k++
-				}
+		clear(g.changed[:nc])
+		q3PassAVX2(g, &list[0], nc)
+		// gather the lanes that changed into work chains nc, nc+1, ...
+		n := 0
+		for c := range nc {
+			for bits := g.changed[c]; bits != 0; bits &= bits - 1 {
+				j := lowBit(bits)
+				g.moveLane(nc+n/8, n%8, c, j)
+				origin[n] = int32(8*c + j)
+				n++
 			}
-			n = k
 		}
-		q3FinishAVX2(&g, nc)
+		for pass := 1; pass < 5 && n > 0; pass++ {
+			nw := (n + 7) / 8
+			for k := n; k < 8*nw; k++ {
+				g.clearLane(nc+k/8, k%8)
+			}
+			for w := range nw {
+				list[w] = int64(nc + w)
+			}
+			clear(g.changed[nc : nc+nw])
+			q3PassAVX2(g, &list[0], nw)
+			m := 0
+			for k := range n {
+				wc, wl := nc+k/8, k%8
+				o := origin[k]
+				if g.changed[wc]>>wl&1 == 0 || pass == 4 {
+					g.keepLane(int(o/8), int(o%8), wc, wl)
+					continue
+				}
+				if m != k {
+					g.moveLane(nc+m/8, m%8, wc, wl)
+					origin[m] = o
+				}
+				m++
+			}
+			n = m
+		}
+		q3FinishAVX2(g, nc)
 		for b := range nb {
 			y := dst[110*b : 110*b+110]
 			q3Scales(y, (*[16]float32)(g.scale[16*b:]), &dj)
@@ -62,6 +111,45 @@ func quantQ3_KAsm(dst []byte, src []float32) {
 		}
 		src, dst = src[nb*qkK:], dst[nb*110:]
 	}
+}
+
+// lowBit is the index of the lowest set bit of a nonzero b.
+func lowBit(b int32) int { return bits.TrailingZeros32(uint32(b)) }
+
+// moveLane copies lane sl of chain sc (values, levels, sums) to lane dl of
+// chain dc.
+func (g *q3Asm) moveLane(dc, dl, sc, sl int) {
+	dx, sx := &g.xt[dc], &g.xt[sc]
+	dv, sv := &g.lv[dc], &g.lv[sc]
+	for i := 0; i < 128; i += 8 {
+		dx[(i+dl)&127] = sx[(i+sl)&127]
+		dv[(i+dl)&127] = sv[(i+sl)&127]
+	}
+	g.sums[dc][dl&15] = g.sums[sc][sl&15]
+	g.sums[dc][(8+dl)&15] = g.sums[sc][(8+sl)&15]
+}
+
+// keepLane copies the levels and sums of lane sl of work chain sc back to
+// lane dl of home chain dc.
+func (g *q3Asm) keepLane(dc, dl, sc, sl int) {
+	dv, sv := &g.lv[dc], &g.lv[sc]
+	for i := 0; i < 128; i += 8 {
+		dv[(i+dl)&127] = sv[(i+sl)&127]
+	}
+	g.sums[dc][dl&15] = g.sums[sc][sl&15]
+	g.sums[dc][(8+dl)&15] = g.sums[sc][(8+sl)&15]
+}
+
+// clearLane zeroes lane l of chain c: a lane of zeros changes nothing in a
+// pass (its sums stay 0, never above), so it fills a work chain's rest.
+func (g *q3Asm) clearLane(c, l int) {
+	x, v := &g.xt[c], &g.lv[c]
+	for i := 0; i < 128; i += 8 {
+		x[(i+l)&127] = 0
+		v[(i+l)&127] = 0
+	}
+	g.sums[c][l&15] = 0
+	g.sums[c][(8+l)&15] = 0
 }
 
 //go:noescape

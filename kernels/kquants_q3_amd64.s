@@ -8,16 +8,16 @@
 // operation is the reference's, with its operands in the reference's order
 // (which decides which NaN comes out where two meet).
 //
-// q3Asm's layout: xt at 0 (chain c at 512c, element i of its sub-block j at
-// 32i + 4j), lv at 4096 (as xt), sums at 8192 (chain c: sumlx at 64c,
-// suml2 at 64c + 32), flat at 8704 (32c), changed at 8960 (4c), scale at
-// 8992, lt at 9248.
-#define Q3LV 4096
-#define Q3SUMS 8192
-#define Q3FLAT 8704
-#define Q3CHANGED 8960
-#define Q3SCALE 8992
-#define Q3LT 9248
+// q3Asm's layout for Q3NC chains: xt at 0 (chain c at 512c, element i of
+// its sub-block j at 32i + 4j), lv after it (as xt), sums (chain c: sumlx at
+// 64c, suml2 at 64c + 32), flat (32c), changed (4c), scale and lt.
+#define Q3NC 64
+#define Q3LV (Q3NC*512)
+#define Q3SUMS (Q3NC*1024)
+#define Q3FLAT (Q3NC*1088)
+#define Q3CHANGED (Q3NC*1120)
+#define Q3SCALE (Q3NC*1124)
+#define Q3LT (Q3NC*1140)
 
 DATA q3c<>+0x00(SB)/4, $0x4b400000 // 12582912.0 (nearest_int's 1.5·2^23)
 DATA q3c<>+0x04(SB)/4, $0x007fffff // the mantissa
