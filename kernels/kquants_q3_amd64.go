@@ -55,18 +55,14 @@ func quantQ3_KAsm(dst []byte, src []float32) {
 	g := q3Pool.Get().(*q3Asm)
 	defer q3Pool.Put(g)
 	var dj [16]float32
-	var list [q3Chains]int64
 	var origin [8 * q3Chains / 2]int32 // the lanes of the work chains: home chain·8 + lane
 	for len(src) >= qkK {
 		nb := min(len(src)/qkK, q3AsmBlocks)
 		dst = dst[:len(src)/qkK*110]
 		nc := 2 * nb
 		q3InitAVX2(g, &src[0], nc)
-		for c := range nc {
-			list[c] = int64(c)
-		}
 		clear(g.changed[:nc])
-		q3PassAVX2(g, &list[0], nc)
+		q3PassAVX2(g, 0, nc)
 		// gather the lanes that changed into work chains nc, nc+1, ...
 		n := 0
 		for c := range nc {
@@ -82,11 +78,8 @@ func quantQ3_KAsm(dst []byte, src []float32) {
 			for k := n; k < 8*nw; k++ {
 				g.clearLane(nc+k/8, k%8)
 			}
-			for w := range nw {
-				list[w] = int64(nc + w)
-			}
 			clear(g.changed[nc : nc+nw])
-			q3PassAVX2(g, &list[0], nw)
+			q3PassAVX2(g, nc, nw)
 			m := 0
 			for k := range n {
 				wc, wl := nc+k/8, k%8
@@ -106,8 +99,7 @@ func quantQ3_KAsm(dst []byte, src []float32) {
 		q3FinishAVX2(g, nc)
 		for b := range nb {
 			y := dst[110*b : 110*b+110]
-			q3Scales(y, (*[16]float32)(g.scale[16*b:]), &dj)
-			q3LevelsAVX2(&y[0], &src[qkK*b], &dj, &g.lt[qkK*b])
+			q3BlockAVX2(&y[0], &src[qkK*b], (*[16]float32)(g.scale[16*b:]), &dj, &g.lt[qkK*b])
 		}
 		src, dst = src[nb*qkK:], dst[nb*110:]
 	}
@@ -156,10 +148,10 @@ func (g *q3Asm) clearLane(c, l int) {
 func q3InitAVX2(grp *q3Asm, x *float32, nc int)
 
 //go:noescape
-func q3PassAVX2(grp *q3Asm, chains *int64, n int)
+func q3PassAVX2(grp *q3Asm, first, n int)
 
 //go:noescape
 func q3FinishAVX2(grp *q3Asm, nc int)
 
 //go:noescape
-func q3LevelsAVX2(y *byte, x *float32, dj *[16]float32, lt *int32)
+func q3BlockAVX2(y *byte, x *float32, scales, dj *[16]float32, lt *int32)

@@ -29,7 +29,20 @@ DATA q3c<>+0x18(SB)/4, $0x26901d7d // 1e-15 (groupMaxEps as float32)
 DATA q3c<>+0x1c(SB)/4, $0xc0800000 // -4.0
 DATA q3c<>+0x20(SB)/4, $0x00000004 // 4: the levels' offset
 DATA q3c<>+0x24(SB)/4, $0x00000003 // the low two bits
-GLOBL q3c<>(SB), RODATA|NOPTR, $0x28
+DATA q3c<>+0x28(SB)/4, $0xc2000000 // -32.0
+DATA q3c<>+0x2c(SB)/4, $0x3f800000 // 1.0
+DATA q3c<>+0x30(SB)/4, $0xffffffe0 // -32: the lowest scale
+DATA q3c<>+0x34(SB)/4, $0x0000001f // 31: the highest scale
+DATA q3c<>+0x38(SB)/4, $0x00000020 // 32: the scales' offset
+DATA q3c<>+0x3c(SB)/4, $0x0000000f // the low four bits
+GLOBL q3c<>(SB), RODATA|NOPTR, $0x40
+
+// 3 in every dword: the highest level.
+DATA q3hi<>+0x00(SB)/8, $0x0000000300000003
+DATA q3hi<>+0x08(SB)/8, $0x0000000300000003
+DATA q3hi<>+0x10(SB)/8, $0x0000000300000003
+DATA q3hi<>+0x18(SB)/8, $0x0000000300000003
+GLOBL q3hi<>(SB), RODATA|NOPTR, $32
 
 // The VPERMD index that puts the dwords of a VPACKUSWB of two VPACKUSDW in
 // order.
@@ -188,15 +201,15 @@ q3idone:
 	VZEROUPPER
 	RET
 
-// func q3PassAVX2(grp *q3Asm, chains *int64, n int)
-// One pass of make_q3_quants' rmse loop over the chains listed: element by
-// element, and for each element chain after chain (their steps are
-// independent, so the core overlaps them). A lane moves element i to the
-// level that fits the sums without it, when that is a change and improves
-// the fit; the lanes that move are ORed into g.changed[c] as bits.
+// func q3PassAVX2(grp *q3Asm, first, n int)
+// One pass of make_q3_quants' rmse loop over chains first..first+n-1:
+// element by element, and for each element chain after chain (their steps
+// are independent, so the core overlaps them). A lane moves element i to
+// the level that fits the sums without it, when that is a change and
+// improves the fit; the lanes that move are ORed into changed[c] as bits.
 TEXT ·q3PassAVX2(SB), NOSPLIT, $0-24
 	MOVQ grp+0(FP), DI
-	MOVQ chains+8(FP), SI
+	MOVQ first+8(FP), DX
 	MOVQ n+16(FP), CX
 	TESTQ CX, CX
 	JEQ  q3pdone
@@ -204,20 +217,25 @@ TEXT ·q3PassAVX2(SB), NOSPLIT, $0-24
 	VXORPS       Y14, Y14, Y14
 	VPBROADCASTD q3c<>+0x04(SB), Y13 // mant
 	VPBROADCASTD q3c<>+0x08(SB), Y12 // off
-	XORQ AX, AX // 32i
+	VPBROADCASTD q3c<>+0x0c(SB), Y11 // lo
+	MOVQ DX, SI
+	SHLQ $9, SI
+	ADDQ DI, SI // &xt[first]
+	MOVQ DX, BX
+	SHLQ $6, BX
+	LEAQ Q3SUMS(DI)(BX*1), BX // &sums[first]
+	LEAQ Q3CHANGED(DI)(DX*4), R11
+	MOVQ $16, AX
 q3pi:
-	XORQ BX, BX
+	MOVQ SI, R8
+	MOVQ BX, R9
+	MOVQ R11, R12
+	MOVQ CX, R13
 q3pk:
-	MOVQ (SI)(BX*8), DX // chain c
-	MOVQ DX, R8
-	SHLQ $9, R8
-	ADDQ AX, R8 // 512c + 32i
-	MOVQ DX, R9
-	SHLQ $6, R9 // 64c
-	VMOVUPS   (DI)(R8*1), Y0 // v
-	VMOVUPS   Q3SUMS(DI)(R9*1), Y1 // sumlx
-	VMOVUPS   Q3SUMS+32(DI)(R9*1), Y2 // suml2
-	VMOVDQU   Q3LV(DI)(R8*1), Y3 // L[i]
+	VMOVUPS   (R8), Y0 // v
+	VMOVUPS   (R9), Y1 // sumlx
+	VMOVUPS   32(R9), Y2 // suml2
+	VMOVDQU   Q3LV(R8), Y3 // L[i]
 	VMULPS    Y0, Y0, Y4 // w
 	VMULPS    Y0, Y4, Y5 // w·v
 	VCVTDQ2PS Y3, Y6 // li
@@ -229,7 +247,11 @@ q3pk:
 	VSUBPS    Y9, Y2, Y9 // sl2 = suml2 - (w·li)·li
 	VMULPS    Y9, Y0, Y10
 	VDIVPS    Y7, Y10, Y10 // v·sl2 / slx
-	NEAREST(Y10, Y15, Y13, Y12) // new_l
+	VADDPS    Y15, Y10, Y10 // nearest_int, clamped to -4..3: new_l
+	VPAND     Y13, Y10, Y10
+	VPSUBD    Y12, Y10, Y10
+	VPMAXSD   Y11, Y10, Y10
+	VPMINSD   q3hi<>(SB), Y10, Y10
 	VCVTDQ2PS Y10, Y0 // fn
 	VMULPS    Y0, Y5, Y5
 	VADDPS    Y5, Y7, Y7 // slx += (w·v)·fn
@@ -247,19 +269,21 @@ q3pk:
 	VPCMPEQD  Y3, Y10, Y0 // new_l == L[i]
 	VPANDN    Y4, Y0, Y4 // take
 	VBLENDVPS Y4, Y10, Y3, Y3
-	VMOVDQU   Y3, Q3LV(DI)(R8*1)
+	VMOVDQU   Y3, Q3LV(R8)
 	VBLENDVPS Y4, Y7, Y1, Y1
 	VBLENDVPS Y4, Y9, Y2, Y2
-	VMOVUPS   Y1, Q3SUMS(DI)(R9*1)
-	VMOVUPS   Y2, Q3SUMS+32(DI)(R9*1)
+	VMOVUPS   Y1, (R9)
+	VMOVUPS   Y2, 32(R9)
 	VMOVMSKPS Y4, R10
-	ORL       R10, Q3CHANGED(DI)(DX*4)
-	INCQ BX
-	CMPQ BX, CX
-	JNE  q3pk
-	ADDQ $32, AX
-	CMPQ AX, $512
-	JNE  q3pi
+	ORL       R10, (R12)
+	ADDQ $512, R8
+	ADDQ $64, R9
+	ADDQ $4, R12
+	DECQ R13
+	JNZ  q3pk
+	ADDQ $32, SI
+	DECQ AX
+	JNZ  q3pi
 q3pdone:
 	VZEROUPPER
 	RET
@@ -377,45 +401,145 @@ q3fdone:
 	CRUMB(o+256, 4, acc) \
 	CRUMB(o+384, 6, acc)
 
-// func q3LevelsAVX2(y *byte, x *float32, dj *[16]float32, lt *int32)
-// requantize16 and packQ3K for one block: where a sub-block's scale dj is
-// not ±0, its levels nearest_int(x/dj) clamped to -4..3, plus 4, replace
-// the search's in lt (the reference's division and bits); then the levels
-// 0..7 of lt go to y as hmask (byte l, bit k: bit 2 of level 32k+l) and the
-// crumbs (byte 32+l: the low bits of levels l, l+32, l+64, l+96 at bits 0,
-// 2, 4, 6; byte 64+l: those of l+128 .. l+224).
-TEXT ·q3LevelsAVX2(SB), NOSPLIT, $0-32
+// func q3BlockAVX2(y *byte, x *float32, scales, dj *[16]float32, lt *int32)
+// q3Scales, requantize16 and packQ3K for one block. The scales: the first
+// of largest |s| (NaNs skipped, as the reference's strict > skips them;
+// the largest |s| is an integer maximum of the |s| bits), iscale -32 over
+// it, each scale nearest_int(iscale·s) kept to its low byte as int8,
+// clamped to -32..31, plus 32, stored in 6 bits (low 4 bits in bytes 96..103,
+// the high 2 in bytes 104..107), d = 1/iscale as f16 (VCVTPS2PH rounds to
+// nearest even, as F32ToF16Bits; d is never a NaN), and the sub-blocks'
+// scales dj = d·(l - 32) to dj; if every |s| is 0 or NaN, zeros and d 0
+// (then every dj is -0). The levels: where dj is not ±0, nearest_int(x/dj)
+// clamped to -4..3, plus 4, replace the search's in lt (the reference's
+// division and bits); then the levels 0..7 of lt go to y as hmask (byte l,
+// bit k: bit 2 of level 32k+l) and the crumbs (byte 32+l: the low bits of
+// levels l, l+32, l+64, l+96 at bits 0, 2, 4, 6; byte 64+l: those of l+128
+// .. l+224).
+TEXT ·q3BlockAVX2(SB), NOSPLIT, $0-40
 	MOVQ y+0(FP), SI
 	MOVQ x+8(FP), R8
-	MOVQ dj+16(FP), DX
-	MOVQ lt+24(FP), DI
+	MOVQ scales+16(FP), DX
+	MOVQ dj+24(FP), R9
+	MOVQ lt+32(FP), DI
+	VMOVUPS      (DX), Y0
+	VMOVUPS      32(DX), Y1
+	VPBROADCASTD q3c<>+0x14(SB), Y2
+	VPAND        Y2, Y0, Y3 // |s|, NaN lanes 0
+	VCMPPS       $0, Y3, Y3, Y5
+	VPAND        Y5, Y3, Y3
+	VPAND        Y2, Y1, Y4
+	VCMPPS       $0, Y4, Y4, Y5
+	VPAND        Y5, Y4, Y4
+	VPMAXUD      Y4, Y3, Y5
+	VPERM2I128   $0x01, Y5, Y5, Y6
+	VPMAXUD      Y6, Y5, Y5
+	VPSHUFD      $0x4e, Y5, Y6
+	VPMAXUD      Y6, Y5, Y5
+	VPSHUFD      $0xb1, Y5, Y6
+	VPMAXUD      Y6, Y5, Y5 // amax in every lane
+	VMOVD        X5, AX
+	TESTL        AX, AX
+	JEQ          q3bzero
+	VPCMPEQD     Y5, Y3, Y6
+	VPCMPEQD     Y5, Y4, Y7
+	VMOVMSKPS    Y6, AX
+	VMOVMSKPS    Y7, BX
+	SHLL         $8, BX
+	ORL          BX, AX
+	BSFL         AX, AX
+	VMOVSS       (DX)(AX*4), X6 // maxScale
+	VMOVSS       q3c<>+0x28(SB), X7
+	VDIVSS       X6, X7, X7 // iscale = -32 / maxScale
+	VBROADCASTSS X7, Y8
 	VPBROADCASTD q3c<>+0x00(SB), Y15 // magic
 	VPBROADCASTD q3c<>+0x04(SB), Y14 // mant
 	VPBROADCASTD q3c<>+0x08(SB), Y13 // off
+	VPBROADCASTD q3c<>+0x30(SB), Y12 // -32
+	VPBROADCASTD q3c<>+0x34(SB), Y11 // 31
+	VPBROADCASTD q3c<>+0x38(SB), Y10 // 32
+	VMULPS       Y0, Y8, Y0 // iscale·s
+	VMULPS       Y1, Y8, Y1
+	VADDPS       Y15, Y0, Y0
+	VADDPS       Y15, Y1, Y1
+	VPAND        Y14, Y0, Y0
+	VPAND        Y14, Y1, Y1
+	VPSUBD       Y13, Y0, Y0
+	VPSUBD       Y13, Y1, Y1
+	VPSLLD       $24, Y0, Y0 // int8
+	VPSLLD       $24, Y1, Y1
+	VPSRAD       $24, Y0, Y0
+	VPSRAD       $24, Y1, Y1
+	VPMAXSD      Y12, Y0, Y0
+	VPMAXSD      Y12, Y1, Y1
+	VPMINSD      Y11, Y0, Y0 // l - 32
+	VPMINSD      Y11, Y1, Y1
+	VPADDD       Y10, Y0, Y2 // l
+	VPADDD       Y10, Y1, Y3
+	// bytes 96..103: the low 4 bits of l[j] and l[j+8]; bytes 104..107:
+	// the high 2 bits of l[m], l[m+4], l[m+8], l[m+12] at bits 0, 2, 4, 6
+	VPBROADCASTD q3c<>+0x3c(SB), Y9
+	VPAND        Y9, Y2, Y4
+	VPAND        Y9, Y3, Y5
+	VPSLLD       $4, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPSRLD       $4, Y2, Y5
+	VPSRLD       $4, Y3, Y6
+	VPSLLD       $4, Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VEXTRACTI128 $1, Y5, X6
+	VPSLLD       $2, X6, X6
+	VPOR         X6, X5, X5
+	VEXTRACTI128 $1, Y4, X6
+	VPACKUSDW    X6, X4, X4
+	VPACKUSDW    X5, X5, X5
+	VPACKUSWB    X5, X4, X4
+	VMOVQ        X4, 96(SI)
+	VPEXTRD      $2, X4, 104(SI)
+	// d = 1/iscale as f16, and back
+	VMOVSS       q3c<>+0x2c(SB), X8
+	VDIVSS       X7, X8, X8
+	VCVTPS2PH    $0, X8, X8
+	VMOVD        X8, AX
+	MOVW         AX, 108(SI)
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	VCVTDQ2PS    Y0, Y0
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       Y0, Y8, Y0 // d·(l - 32)
+	VMULPS       Y1, Y8, Y1
+	VMOVUPS      Y0, (R9)
+	VMOVUPS      Y1, 32(R9)
 	VPBROADCASTD q3c<>+0x20(SB), Y12 // 4
 	XORQ AX, AX // 64j
-	MOVQ DI, R9
+	MOVQ DI, DX
 q3lj:
-	MOVL  (DX), BX
+	MOVL  (R9), BX
 	ANDL  $0x7fffffff, BX
 	JEQ   q3lskip
-	VBROADCASTSS (DX), Y1
+	VBROADCASTSS (R9), Y1
 	VMOVUPS (R8)(AX*1), Y0
 	VDIVPS  Y1, Y0, Y0
 	NEAREST(Y0, Y15, Y14, Y13)
 	VPADDD  Y12, Y0, Y0
-	VMOVDQU Y0, (R9)
+	VMOVDQU Y0, (DX)
 	VMOVUPS 32(R8)(AX*1), Y0
 	VDIVPS  Y1, Y0, Y0
 	NEAREST(Y0, Y15, Y14, Y13)
 	VPADDD  Y12, Y0, Y0
-	VMOVDQU Y0, 32(R9)
+	VMOVDQU Y0, 32(DX)
 q3lskip:
-	ADDQ $4, DX
-	ADDQ $64, R9
+	ADDQ $4, R9
+	ADDQ $64, DX
 	ADDQ $64, AX
 	CMPQ AX, $1024
 	JNE  q3lj
+	JMP  q3bpack
+q3bzero:
+	MOVQ $0, 96(SI)
+	MOVL $0, 104(SI)
+	MOVW $0, 108(SI)
+q3bpack:
 	VPBROADCASTD q3c<>+0x24(SB), Y8 // 3
 	VMOVDQU q3perm<>(SB), Y10
 	HMROW(0, Y0)

@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"unsafe"
@@ -21,6 +22,7 @@ func TestQ3KAsm(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(81, 82))
 	x := append(kquantBlocks(r, 2000), edgeBlocks(r, 2000)...)
+	x = append(x, q3CornerBlocks()...)
 	for len(x) > 0 {
 		nb := min(1+r.IntN(2*q3AsmBlocks+1), len(x)/qkK)
 		row := x[:nb*qkK]
@@ -33,6 +35,54 @@ func TestQ3KAsm(t *testing.T) {
 			t.Fatalf("block %d of %d, byte %d: %#02x, want %#02x (block %v)", i/110, nb, i%110, got[i], want[i], row[i/110*qkK:][:qkK])
 		}
 	}
+}
+
+// q3CornerBlocks are whole blocks where q3Scales' cases show: all zero (no
+// scale), all NaN or all ±Inf (scales NaN), NaN scales beside zero ones,
+// values so small or so large that iscale or d overflow, and the largest
+// scale in the second half or negative.
+func q3CornerBlocks() []float32 {
+	var blocks [][qkK]float32
+	add := func(f func(i int) float32) {
+		var b [qkK]float32
+		for i := range b {
+			b[i] = f(i)
+		}
+		blocks = append(blocks, b)
+	}
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	add(func(i int) float32 { return 0 })
+	add(func(i int) float32 { return float32(math.Copysign(0, -1)) })
+	add(func(i int) float32 { return nan })
+	add(func(i int) float32 { return inf })
+	add(func(i int) float32 { return -inf })
+	add(func(i int) float32 {
+		if i == 40 {
+			return nan
+		}
+		return 0
+	})
+	add(func(i int) float32 {
+		if i%16 == 3 {
+			return nan
+		}
+		return float32(i%7) - 3
+	})
+	add(func(i int) float32 { return math.Float32frombits(uint32(1 + i%5)) })
+	add(func(i int) float32 { return 1e-30 * float32(i%9-4) })
+	add(func(i int) float32 { return 3e38 * float32(i%3-1) })
+	add(func(i int) float32 {
+		if i >= 200 {
+			return -float32(i)
+		}
+		return float32(i % 5)
+	})
+	add(func(i int) float32 { return float32(i%16) - 8 })
+	var x []float32
+	for _, b := range blocks {
+		x = append(x, b[:]...)
+	}
+	return x
 }
 
 // TestQ3KAsmLayout checks the field offsets that kquants_q3_amd64.s uses
