@@ -37,12 +37,25 @@ DATA q3c<>+0x38(SB)/4, $0x00000020 // 32: the scales' offset
 DATA q3c<>+0x3c(SB)/4, $0x0000000f // the low four bits
 GLOBL q3c<>(SB), RODATA|NOPTR, $0x40
 
-// 3 in every dword: the highest level.
-DATA q3hi<>+0x00(SB)/8, $0x0000000300000003
-DATA q3hi<>+0x08(SB)/8, $0x0000000300000003
-DATA q3hi<>+0x10(SB)/8, $0x0000000300000003
-DATA q3hi<>+0x18(SB)/8, $0x0000000300000003
-GLOBL q3hi<>(SB), RODATA|NOPTR, $32
+// Vectors for memory operands: the mantissa mask, 2^22, the lowest and
+// the highest level, 8 of each.
+DATA q3v<>+0x00(SB)/8, $0x007fffff007fffff
+DATA q3v<>+0x08(SB)/8, $0x007fffff007fffff
+DATA q3v<>+0x10(SB)/8, $0x007fffff007fffff
+DATA q3v<>+0x18(SB)/8, $0x007fffff007fffff
+DATA q3v<>+0x20(SB)/8, $0x0040000000400000
+DATA q3v<>+0x28(SB)/8, $0x0040000000400000
+DATA q3v<>+0x30(SB)/8, $0x0040000000400000
+DATA q3v<>+0x38(SB)/8, $0x0040000000400000
+DATA q3v<>+0x40(SB)/8, $0xfffffffcfffffffc
+DATA q3v<>+0x48(SB)/8, $0xfffffffcfffffffc
+DATA q3v<>+0x50(SB)/8, $0xfffffffcfffffffc
+DATA q3v<>+0x58(SB)/8, $0xfffffffcfffffffc
+DATA q3v<>+0x60(SB)/8, $0x0000000300000003
+DATA q3v<>+0x68(SB)/8, $0x0000000300000003
+DATA q3v<>+0x70(SB)/8, $0x0000000300000003
+DATA q3v<>+0x78(SB)/8, $0x0000000300000003
+GLOBL q3v<>(SB), RODATA|NOPTR, $128
 
 // The VPERMD index that puts the dwords of a VPACKUSWB of two VPACKUSDW in
 // order.
@@ -204,9 +217,15 @@ q3idone:
 // func q3PassAVX2(grp *q3Asm, first, n int)
 // One pass of make_q3_quants' rmse loop over chains first..first+n-1:
 // element by element, and for each element chain after chain (their steps
-// are independent, so the core overlaps them). A lane moves element i to
-// the level that fits the sums without it, when that is a change and
-// improves the fit; the lanes that move are ORed into changed[c] as bits.
+// are independent). A lane moves element i to the level that fits the sums
+// without it, when that is a change and improves the fit; the lanes that
+// move are ORed into changed[c] as bits. Each step is a long chain of
+// dependent operations, so two chains' steps are written interleaved,
+// instruction by instruction, for the core to run side by side; to fit
+// both in 16 registers a step computes keep, the complement of the
+// reference's condition (NGT_UQ is "not greater", true for NaNs as the
+// reference's > is false), and blends the old values in from memory where
+// it holds.
 TEXT ·q3PassAVX2(SB), NOSPLIT, $0-24
 	MOVQ grp+0(FP), DI
 	MOVQ first+8(FP), DX
@@ -215,9 +234,6 @@ TEXT ·q3PassAVX2(SB), NOSPLIT, $0-24
 	JEQ  q3pdone
 	VPBROADCASTD q3c<>+0x00(SB), Y15 // magic
 	VXORPS       Y14, Y14, Y14
-	VPBROADCASTD q3c<>+0x04(SB), Y13 // mant
-	VPBROADCASTD q3c<>+0x08(SB), Y12 // off
-	VPBROADCASTD q3c<>+0x0c(SB), Y11 // lo
 	MOVQ DX, SI
 	SHLQ $9, SI
 	ADDQ DI, SI // &xt[first]
@@ -231,56 +247,157 @@ q3pi:
 	MOVQ BX, R9
 	MOVQ R11, R12
 	MOVQ CX, R13
-q3pk:
-	VMOVUPS   (R8), Y0 // v
-	VMOVUPS   (R9), Y1 // sumlx
-	VMOVUPS   32(R9), Y2 // suml2
-	VMOVDQU   Q3LV(R8), Y3 // L[i]
-	VMULPS    Y0, Y0, Y4 // w
-	VMULPS    Y0, Y4, Y5 // w·v
-	VCVTDQ2PS Y3, Y6 // li
-	VMULPS    Y6, Y5, Y7
-	VSUBPS    Y7, Y1, Y7 // slx = sumlx - (w·v)·li
-	VCMPPS    $0x1e, Y14, Y7, Y8 // slx > 0
-	VMULPS    Y6, Y4, Y9
-	VMULPS    Y6, Y9, Y9
-	VSUBPS    Y9, Y2, Y9 // sl2 = suml2 - (w·li)·li
-	VMULPS    Y9, Y0, Y10
-	VDIVPS    Y7, Y10, Y10 // v·sl2 / slx
-	VADDPS    Y15, Y10, Y10 // nearest_int, clamped to -4..3: new_l
-	VPAND     Y13, Y10, Y10
-	VPSUBD    Y12, Y10, Y10
-	VPMAXSD   Y11, Y10, Y10
-	VPMINSD   q3hi<>(SB), Y10, Y10
-	VCVTDQ2PS Y10, Y0 // fn
-	VMULPS    Y0, Y5, Y5
-	VADDPS    Y5, Y7, Y7 // slx += (w·v)·fn
-	VMULPS    Y0, Y4, Y4
-	VMULPS    Y0, Y4, Y4
-	VADDPS    Y4, Y9, Y9 // sl2 += (w·fn)·fn
-	VCMPPS    $0x1e, Y14, Y9, Y4 // sl2 > 0
-	VMULPS    Y7, Y7, Y5
-	VMULPS    Y2, Y5, Y5 // (slx·slx)·suml2
-	VMULPS    Y1, Y1, Y6
-	VMULPS    Y9, Y6, Y6 // (sumlx·sumlx)·sl2
-	VCMPPS    $0x1e, Y6, Y5, Y5
-	VANDPS    Y8, Y4, Y4
-	VANDPS    Y5, Y4, Y4
-	VPCMPEQD  Y3, Y10, Y0 // new_l == L[i]
-	VPANDN    Y4, Y0, Y4 // take
-	VBLENDVPS Y4, Y10, Y3, Y3
-	VMOVDQU   Y3, Q3LV(R8)
-	VBLENDVPS Y4, Y7, Y1, Y1
-	VBLENDVPS Y4, Y9, Y2, Y2
-	VMOVUPS   Y1, (R9)
-	VMOVUPS   Y2, 32(R9)
-	VMOVMSKPS Y4, R10
+	CMPQ R13, $2
+	JLT  q3pone
+q3ppair:
+	VMOVUPS   0(R8), Y0
+	VMOVUPS   512(R8), Y7
+	VMULPS    Y0, Y0, Y1
+	VMULPS    Y7, Y7, Y8
+	VMULPS    Y0, Y1, Y2
+	VMULPS    Y7, Y8, Y9
+	VMOVDQU   Q3LV+0(R8), Y3
+	VMOVDQU   Q3LV+512(R8), Y10
+	VCVTDQ2PS Y3, Y4
+	VCVTDQ2PS Y10, Y11
+	VMULPS    Y4, Y2, Y5
+	VMULPS    Y11, Y9, Y12
+	VMOVUPS   0(R9), Y6
+	VMOVUPS   64(R9), Y13
+	VSUBPS    Y5, Y6, Y5
+	VSUBPS    Y12, Y13, Y12
+	VMULPS    Y4, Y1, Y6
+	VMULPS    Y11, Y8, Y13
+	VMULPS    Y4, Y6, Y6
+	VMULPS    Y11, Y13, Y13
+	VMOVUPS   32(R9), Y4
+	VMOVUPS   96(R9), Y11
+	VSUBPS    Y6, Y4, Y6
+	VSUBPS    Y13, Y11, Y13
+	VCMPPS    $0x1a, Y14, Y5, Y4
+	VCMPPS    $0x1a, Y14, Y12, Y11
+	VMULPS    Y6, Y0, Y0
+	VMULPS    Y13, Y7, Y7
+	VDIVPS    Y5, Y0, Y0
+	VDIVPS    Y12, Y7, Y7
+	VADDPS    Y15, Y0, Y0
+	VADDPS    Y15, Y7, Y7
+	VPAND     q3v<>+0x00(SB), Y0, Y0
+	VPAND     q3v<>+0x00(SB), Y7, Y7
+	VPSUBD    q3v<>+0x20(SB), Y0, Y0
+	VPSUBD    q3v<>+0x20(SB), Y7, Y7
+	VPMAXSD   q3v<>+0x40(SB), Y0, Y0
+	VPMAXSD   q3v<>+0x40(SB), Y7, Y7
+	VPMINSD   q3v<>+0x60(SB), Y0, Y0
+	VPMINSD   q3v<>+0x60(SB), Y7, Y7
+	VPCMPEQD  Y3, Y0, Y3
+	VPCMPEQD  Y10, Y7, Y10
+	VPOR      Y4, Y3, Y3
+	VPOR      Y11, Y10, Y10
+	VCVTDQ2PS Y0, Y4
+	VCVTDQ2PS Y7, Y11
+	VMULPS    Y4, Y2, Y2
+	VMULPS    Y11, Y9, Y9
+	VADDPS    Y2, Y5, Y5
+	VADDPS    Y9, Y12, Y12
+	VMULPS    Y4, Y1, Y1
+	VMULPS    Y11, Y8, Y8
+	VMULPS    Y4, Y1, Y1
+	VMULPS    Y11, Y8, Y8
+	VADDPS    Y1, Y6, Y6
+	VADDPS    Y8, Y13, Y13
+	VCMPPS    $0x1a, Y14, Y6, Y1
+	VCMPPS    $0x1a, Y14, Y13, Y8
+	VPOR      Y1, Y3, Y3
+	VPOR      Y8, Y10, Y10
+	VMULPS    Y5, Y5, Y1
+	VMULPS    Y12, Y12, Y8
+	VMULPS    32(R9), Y1, Y1
+	VMULPS    96(R9), Y8, Y8
+	VMOVUPS   0(R9), Y2
+	VMOVUPS   64(R9), Y9
+	VMULPS    Y2, Y2, Y2
+	VMULPS    Y9, Y9, Y9
+	VMULPS    Y6, Y2, Y2
+	VMULPS    Y13, Y9, Y9
+	VCMPPS    $0x1a, Y2, Y1, Y1
+	VCMPPS    $0x1a, Y9, Y8, Y8
+	VPOR      Y1, Y3, Y3
+	VPOR      Y8, Y10, Y10
+	VBLENDVPS Y3, Q3LV+0(R8), Y0, Y0
+	VBLENDVPS Y10, Q3LV+512(R8), Y7, Y7
+	VMOVDQU   Y0, Q3LV+0(R8)
+	VMOVDQU   Y7, Q3LV+512(R8)
+	VBLENDVPS Y3, 0(R9), Y5, Y5
+	VBLENDVPS Y10, 64(R9), Y12, Y12
+	VMOVUPS   Y5, 0(R9)
+	VMOVUPS   Y12, 64(R9)
+	VBLENDVPS Y3, 32(R9), Y6, Y6
+	VBLENDVPS Y10, 96(R9), Y13, Y13
+	VMOVUPS   Y6, 32(R9)
+	VMOVUPS   Y13, 96(R9)
+	VMOVMSKPS Y3, R10
+	XORL      $0xff, R10
 	ORL       R10, (R12)
-	ADDQ $512, R8
-	ADDQ $64, R9
-	ADDQ $4, R12
-	DECQ R13
-	JNZ  q3pk
+	VMOVMSKPS Y10, R10
+	XORL      $0xff, R10
+	ORL       R10, 4(R12)
+	ADDQ $1024, R8
+	ADDQ $128, R9
+	ADDQ $8, R12
+	SUBQ $2, R13
+	CMPQ R13, $2
+	JGE  q3ppair
+	TESTQ R13, R13
+	JEQ  q3pnext
+q3pone:
+	VMOVUPS   0(R8), Y0
+	VMULPS    Y0, Y0, Y1
+	VMULPS    Y0, Y1, Y2
+	VMOVDQU   Q3LV+0(R8), Y3
+	VCVTDQ2PS Y3, Y4
+	VMULPS    Y4, Y2, Y5
+	VMOVUPS   0(R9), Y6
+	VSUBPS    Y5, Y6, Y5
+	VMULPS    Y4, Y1, Y6
+	VMULPS    Y4, Y6, Y6
+	VMOVUPS   32(R9), Y4
+	VSUBPS    Y6, Y4, Y6
+	VCMPPS    $0x1a, Y14, Y5, Y4
+	VMULPS    Y6, Y0, Y0
+	VDIVPS    Y5, Y0, Y0
+	VADDPS    Y15, Y0, Y0
+	VPAND     q3v<>+0x00(SB), Y0, Y0
+	VPSUBD    q3v<>+0x20(SB), Y0, Y0
+	VPMAXSD   q3v<>+0x40(SB), Y0, Y0
+	VPMINSD   q3v<>+0x60(SB), Y0, Y0
+	VPCMPEQD  Y3, Y0, Y3
+	VPOR      Y4, Y3, Y3
+	VCVTDQ2PS Y0, Y4
+	VMULPS    Y4, Y2, Y2
+	VADDPS    Y2, Y5, Y5
+	VMULPS    Y4, Y1, Y1
+	VMULPS    Y4, Y1, Y1
+	VADDPS    Y1, Y6, Y6
+	VCMPPS    $0x1a, Y14, Y6, Y1
+	VPOR      Y1, Y3, Y3
+	VMULPS    Y5, Y5, Y1
+	VMULPS    32(R9), Y1, Y1
+	VMOVUPS   0(R9), Y2
+	VMULPS    Y2, Y2, Y2
+	VMULPS    Y6, Y2, Y2
+	VCMPPS    $0x1a, Y2, Y1, Y1
+	VPOR      Y1, Y3, Y3
+	VBLENDVPS Y3, Q3LV+0(R8), Y0, Y0
+	VMOVDQU   Y0, Q3LV+0(R8)
+	VBLENDVPS Y3, 0(R9), Y5, Y5
+	VMOVUPS   Y5, 0(R9)
+	VBLENDVPS Y3, 32(R9), Y6, Y6
+	VMOVUPS   Y6, 32(R9)
+	VMOVMSKPS Y3, R10
+	XORL      $0xff, R10
+	ORL       R10, (R12)
+q3pnext:
 	ADDQ $32, SI
 	DECQ AX
 	JNZ  q3pi
