@@ -10,7 +10,8 @@ func init() {
 	if !archsimd.X86.AVX2() {
 		return
 	}
-	quantQ3_K = quantQ3_KSIMD
+	// Q3_K keeps the assembly (kquants_q3_amd64.s) in this build too: it
+	// measured about 1.9x the simd lanes it replaced (docs/BENCHMARKS.md, Q3_K).
 	quantQ6_K = func(dst []byte, src []float32) { quantQ6_KWith(dst, src, q6Fits16SIMD, requant16SIMD) }
 	if asmName != "" {
 		// Q2_K, Q4_K and Q5_K keep the assembly (asm_amd64.go, set before

@@ -7,11 +7,12 @@ import (
 	"sync"
 )
 
-// Q3_K's quantizer in assembly (kquants_q3_amd64.s, AVX2) for plain builds:
-// make_q3_quants on the 16 sub-blocks of 16 of several blocks at once, one
-// sub-block per lane of 8, then the final levels and their packing. It is
-// quantQ3_KGeneric's arithmetic, lane by lane in the reference's order, as
-// q3LanesN (kquants_lanes_amd64.go) does it in a GOEXPERIMENT=simd build.
+// Q3_K's quantizer in assembly (kquants_q3_amd64.s, AVX2), in plain and
+// GOEXPERIMENT=simd builds alike: make_q3_quants on the 16 sub-blocks of 16
+// of several blocks at once, one sub-block per lane of 8, then the scales,
+// the final levels and their packing. It is quantQ3_KGeneric's arithmetic,
+// lane by lane in the reference's order, so the bytes are the reference's
+// (TestQ3KAsm, and the K-quant tests through quantQ3_K).
 
 // q3AsmBlocks is how many blocks quantQ3_KAsm searches at once: their 16
 // sub-blocks each make 2·q3AsmBlocks chains of 8 lanes, whose steps are
