@@ -14,8 +14,8 @@ import (
 // lane by lane in the reference's order, so the bytes are the reference's
 // (TestQ3KAsm, and the K-quant tests through quantQ3_K).
 
-// q3AsmBlocks is how many blocks quantQ3_KAsm searches at once: their 16
-// sub-blocks each make 2·q3AsmBlocks chains of 8 lanes, whose steps are
+// q3AsmBlocks is how many blocks quantQ3_KAsm searches at once: their
+// sub-blocks make 2·q3AsmBlocks chains of 8 lanes, whose steps are
 // independent, so the core overlaps them (one chain alone waits on the
 // division and compare that each of its steps depends on).
 const q3AsmBlocks = 16
@@ -41,15 +41,16 @@ type q3Asm struct {
 // written before it is read, so they need no clearing.
 var q3Pool = sync.Pool{New: func() any { return new(q3Asm) }}
 
-// quantQ3_KAsm is quantQ3_KGeneric with the sub-block searches and the final
-// levels in assembly.
+// quantQ3_KAsm is quantQ3_KGeneric with the sub-block searches, the scales,
+// the final levels and the packing in assembly.
 //
 // The reference runs make_q3_quants' passes on a sub-block until one
 // changes nothing (at most 5); 8 sub-blocks in the lanes of a chain would
 // run as many passes as the slowest of them, about twice as many as each
 // needs. So the first pass runs over the blocks' own chains, and after each
 // pass the sub-blocks that changed are gathered into work chains for the
-// next, 8 to a chain; a sub-block that changed nothing in a pass would
+// next, 8 to a chain (the rest of the last one zeros, which a pass leaves
+// as they are: their sums stay 0, never above it); a sub-block that changed nothing in a pass would
 // change nothing in the next (a pass is a function of its state), so its
 // levels and sums go back to its own chain, as final.
 func quantQ3_KAsm(dst []byte, src []float32) {
