@@ -93,6 +93,7 @@ func setupAsm() bool {
 	quantQ4_K = func(dst []byte, src []float32) { quantQ4_KWith(dst, src, kx2BlockAsm) }
 	quantQ5_K = func(dst []byte, src []float32) { quantQ5_KWith(dst, src, kx2BlockAsm) }
 	quantQ2_K = func(dst []byte, src []float32) { quantQ2_KWith(dst, src, q2Fits16Asm) }
+	quantQ3_K = quantQ3_KAsm
 	weightedAsm = true
 	asmName = "avx2 asm"
 	return true
