@@ -553,8 +553,8 @@ axdone:
 	RET
 
 // func qxLanesAVX2(grp *qxAsm)
-// make_qx_quants on 8 sub-blocks of n (16 or 32), one per lane, as qxLanes8
-// in kquants_lanes_amd64.go and the reference makeQXQuants (nmax 32,
+// make_qx_quants on 8 sub-blocks of n (16 or 32), one per lane, as the
+// reference makeQXQuants (nmax 32,
 // Q6_K's sub-block fit; weights v·v) or makeQXQuantsW (any nmax; the
 // caller's weights, wgiven): every lane tries the 19 scales in order and
 // keeps the best by the reference's comparisons. nearest_int is the
@@ -718,8 +718,7 @@ qxlev:
 
 // func kx2LanesAVX2(grp *kx2Asm)
 // make_qkx2_quants on 8 sub-blocks of n (32 for Q4_K and Q5_K, 16 for
-// Q2_K), one per lane, as kx2Lanes8 in kquants_lanes_amd64.go and the
-// reference makeQKX2Quants: the first fit at nmax/(max-min), then the
+// Q2_K), one per lane, as the reference makeQKX2Quants: the first fit at nmax/(max-min), then the
 // nstep+1 candidates in order, each accepted or not by a per-lane mask
 // (an accepted one changes the min the later ones use). Weights are the
 // RMS plus |x| with squared errors, or |x| with absolute errors (q2).
