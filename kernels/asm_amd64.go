@@ -40,8 +40,9 @@ import (
 //
 // In a GOEXPERIMENT=simd build these are set first (package variable
 // initialisation runs before every init function), and the init function
-// of simd_amd64.go then replaces what it has a faster path for: on a CPU with AVX-512 the legacy quantizers and the f16
-// conversions; the dot product and axpy (AVX2) in any case.
+// of simd_amd64.go then replaces what it has a faster path for: on a CPU
+// with AVX-512 the legacy quantizers and the f16 conversions; the dot
+// product and axpy (AVX2) in any case.
 var _ = setupAsm()
 
 func setupAsm() bool {
