@@ -1,6 +1,7 @@
 //go:build amd64 && !purego && !noasm
 
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // Q3_K in AVX2 (see kquants_q3_amd64.go): make_q3_quants with one sub-block
 // per lane, and the final levels and their packing. Operands as in
@@ -69,34 +70,6 @@ DATA q3perm<>+0x18(SB)/4, $3
 DATA q3perm<>+0x1c(SB)/4, $7
 GLOBL q3perm<>(SB), RODATA|NOPTR, $32
 
-// TRANSPOSE8 transposes the 8x8 matrix of dwords whose rows are Y0..Y7 into
-// Y8..Y15 (row k of the result is column k); Y0..Y7 are clobbered.
-#define TRANSPOSE8 \
-	VUNPCKLPS  Y1, Y0, Y8         \
-	VUNPCKHPS  Y1, Y0, Y9         \
-	VUNPCKLPS  Y3, Y2, Y10        \
-	VUNPCKHPS  Y3, Y2, Y11        \
-	VUNPCKLPS  Y5, Y4, Y12        \
-	VUNPCKHPS  Y5, Y4, Y13        \
-	VUNPCKLPS  Y7, Y6, Y14        \
-	VUNPCKHPS  Y7, Y6, Y15        \
-	VSHUFPS    $0x44, Y10, Y8, Y0 \
-	VSHUFPS    $0xee, Y10, Y8, Y1 \
-	VSHUFPS    $0x44, Y11, Y9, Y2 \
-	VSHUFPS    $0xee, Y11, Y9, Y3 \
-	VSHUFPS    $0x44, Y14, Y12, Y4 \
-	VSHUFPS    $0xee, Y14, Y12, Y5 \
-	VSHUFPS    $0x44, Y15, Y13, Y6 \
-	VSHUFPS    $0xee, Y15, Y13, Y7 \
-	VPERM2F128 $0x20, Y4, Y0, Y8  \
-	VPERM2F128 $0x20, Y5, Y1, Y9  \
-	VPERM2F128 $0x20, Y6, Y2, Y10 \
-	VPERM2F128 $0x20, Y7, Y3, Y11 \
-	VPERM2F128 $0x31, Y4, Y0, Y12 \
-	VPERM2F128 $0x31, Y5, Y1, Y13 \
-	VPERM2F128 $0x31, Y6, Y2, Y14 \
-	VPERM2F128 $0x31, Y7, Y3, Y15
-
 // NEAREST is nearest_int(r) clamped to -4..3, in place, as the reference's
 // bits: r + 1.5·2^23, its mantissa, minus 2^22. magic, mant and off are the
 // registers that hold those constants.
@@ -133,7 +106,7 @@ q3ic:
 	VMOVUPS 320(SI), Y5
 	VMOVUPS 384(SI), Y6
 	VMOVUPS 448(SI), Y7
-	TRANSPOSE8
+	TRANSPOSE8X8
 	VMOVUPS Y8, 0(DI)(DX*1)
 	VMOVUPS Y9, 32(DI)(DX*1)
 	VMOVUPS Y10, 64(DI)(DX*1)
@@ -150,7 +123,7 @@ q3ic:
 	VMOVUPS 352(SI), Y5
 	VMOVUPS 416(SI), Y6
 	VMOVUPS 480(SI), Y7
-	TRANSPOSE8
+	TRANSPOSE8X8
 	VMOVUPS Y8, 256(DI)(DX*1)
 	VMOVUPS Y9, 288(DI)(DX*1)
 	VMOVUPS Y10, 320(DI)(DX*1)
@@ -447,7 +420,7 @@ q3fh:
 	VPANDN    Y6, Y10, Y6
 	VPADDD    224(R8), Y9, Y7
 	VPANDN    Y7, Y10, Y7
-	TRANSPOSE8
+	TRANSPOSE8X8
 	// row j (sub-block j of the chain) to lt[128c + 16j + 8·half]
 	MOVQ      BX, R11
 	SHLQ      $5, R11
