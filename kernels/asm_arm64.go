@@ -2,9 +2,7 @@
 
 package kernels
 
-import (
-	"unsafe"
-)
+import "unsafe"
 
 // NEON assembly (asm_arm64.s): the Q8_0, Q4_0 and Q4_1 quantizers, the
 // K-quants' sub-block searches (kquants_asm.go: make_qkx2_quants for Q2_K,
