@@ -614,6 +614,21 @@ q41done:
 	WORD  $0x4eba6421 /* smax v1.4s, v1.4s, v26.4s */ \
 	WORD  $0x4ebc6c21 /* smin v1.4s, v1.4s, v28.4s */
 
+// KXERR adds a candidate's weighted errors to a sum: v1 holds the
+// differences; squared (R9 == 0) or absolute (q2), times the weights at
+// 2400(R2), added by faddw (fadd vS.4s, vS.4s, v1.4s), with labels abs and
+// wt. Uses v1, v2.
+#define KXERR(abs, wt, faddw) \
+	CBNZW R9, abs \
+	WORD  $0x6e21dc21 /* fmul v1.4s, v1.4s, v1.4s */ \
+	B     wt \
+abs: \
+	WORD  $0x4ea0f821 /* fabs v1.4s, v1.4s */ \
+wt: \
+	FMOVQ 2400(R2), F2 \
+	WORD  $0x6e21dc41 /* fmul v1.4s, v2.4s, v1.4s */ \
+	WORD  faddw
+
 // func kx2LanesNEON(grp *kx2Asm)
 // make_qkx2_quants (or make_qkx3_quants, wgiven) on 8 sub-blocks of n, as
 // kx2LanesAVX2: the first fit at nmax/(max-min), then the nstep+1
@@ -742,15 +757,7 @@ kxf0:
 	WORD  $0x6e21de61 // fmul v1.4s, v19.4s, v1.4s
 	WORD  $0x4e39d421 // fadd v1.4s, v1.4s, v25.4s
 	WORD  $0x4ea3d421 // fsub v1.4s, v1.4s, v3.4s
-	CBNZW R9, kxf0a
-	WORD  $0x6e21dc21 // fmul v1.4s, v1.4s, v1.4s
-	B     kxf0w
-kxf0a:
-	WORD  $0x4ea0f821 // fabs v1.4s, v1.4s
-kxf0w:
-	FMOVQ 2400(R2), F2
-	WORD  $0x6e21dc41 // fmul v1.4s, v2.4s, v1.4s
-	WORD  $0x4e21d610 // fadd v16.4s, v16.4s, v1.4s
+	KXERR(kxf0a, kxf0w, $0x4e21d610) // into v16
 	ADD   $32, R2
 	CMP   R3, R2
 	BNE   kxf0
@@ -805,15 +812,7 @@ kxc2:
 	WORD  $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
 	FMOVQ (R2), F2
 	WORD  $0x4ea2d421 // fsub v1.4s, v1.4s, v2.4s
-	CBNZW R9, kxc2a
-	WORD  $0x6e21dc21 // fmul v1.4s, v1.4s, v1.4s
-	B     kxc2w
-kxc2a:
-	WORD  $0x4ea0f821 // fabs v1.4s, v1.4s
-kxc2w:
-	FMOVQ 2400(R2), F2
-	WORD  $0x6e21dc41 // fmul v1.4s, v2.4s, v1.4s
-	WORD  $0x4e21d58c // fadd v12.4s, v12.4s, v1.4s
+	KXERR(kxc2a, kxc2w, $0x4e21d58c) // into v12
 	ADD   $32, R2
 	CMP   R3, R2
 	BNE   kxc2
