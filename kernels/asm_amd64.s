@@ -572,9 +572,30 @@ DATA qxc<>+0x14(SB)/4, $0x7fffffff
 DATA qxc<>+0x1c(SB)/4, $0x26901d7d // 1e-15 (groupMaxEps as float32)
 GLOBL qxc<>(SB), RODATA|NOPTR, $0x24
 
-// The sums (written out twice below): Y3 = sum of wv·fl, Y4 = sum of
-// (w·fl)·fl over the n elements, fl = clamp(nearest_int(Y2·v), lo, hi).
+// QXSUMS(loop): Y3 = sum of wv·fl, Y4 = sum of (w·fl)·fl over the n
+// elements, fl = clamp(nearest_int(Y2·v), lo, hi), added in order from 0.
 // Uses AX, Y0, Y5, Y9.
+#define QXSUMS(loop) \
+	VXORPS     Y3, Y3, Y3 \
+	VXORPS     Y4, Y4, Y4 \
+	XORQ       AX, AX \
+loop: \
+	VMULPS     (DI)(AX*1), Y2, Y0 \
+	VADDPS     Y15, Y0, Y0 \
+	VPAND      Y14, Y0, Y0 \
+	VPSUBD     Y13, Y0, Y0 \
+	VPMAXSD    Y12, Y0, Y0 \
+	VPMINSD    Y11, Y0, Y0 \
+	VCVTDQ2PS  Y0, Y0 \
+	VMULPS     2048(DI)(AX*1), Y0, Y5 \
+	VADDPS     Y5, Y3, Y3 \
+	VMULPS     1024(DI)(AX*1), Y0, Y9 \
+	VMULPS     Y0, Y9, Y9 \
+	VADDPS     Y9, Y4, Y4 \
+	ADDQ       $32, AX \
+	CMPQ       AX, R8 \
+	JNE        loop
+
 TEXT ·qxLanesAVX2(SB), NOSPLIT, $32-8
 	MOVQ grp+0(FP), DI
 	VPBROADCASTD qxc<>+0x00(SB), Y15
@@ -630,26 +651,7 @@ qxmaxn:
 	// The first fit: iscale = -32 / maxv.
 	VBROADCASTSS 4212(DI), Y2
 	VDIVPS    Y1, Y2, Y2
-	// the sums
-	VXORPS     Y3, Y3, Y3
-	VXORPS     Y4, Y4, Y4
-	XORQ       AX, AX
-qxs0:
-	VMULPS     (DI)(AX*1), Y2, Y0
-	VADDPS     Y15, Y0, Y0
-	VPAND      Y14, Y0, Y0
-	VPSUBD     Y13, Y0, Y0
-	VPMAXSD    Y12, Y0, Y0
-	VPMINSD    Y11, Y0, Y0
-	VCVTDQ2PS  Y0, Y0
-	VMULPS     2048(DI)(AX*1), Y0, Y5
-	VADDPS     Y5, Y3, Y3
-	VMULPS     1024(DI)(AX*1), Y0, Y9
-	VMULPS     Y0, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	ADDQ       $32, AX
-	CMPQ       AX, R8
-	JNE        qxs0
+	QXSUMS(qxs0)
 	VDIVPS    Y4, Y3, Y6 // scale = sumlx / suml2, or 0 where suml2 == 0
 	VXORPS    Y5, Y5, Y5
 	VCMPPS    $0, Y5, Y4, Y5
@@ -660,26 +662,7 @@ qxs0:
 qxcand:
 	VBROADCASTSS 4096(DI)(CX*4), Y2
 	VDIVPS    Y1, Y2, Y2 // iscale = num / maxv
-	// the sums
-	VXORPS     Y3, Y3, Y3
-	VXORPS     Y4, Y4, Y4
-	XORQ       AX, AX
-qxs1:
-	VMULPS     (DI)(AX*1), Y2, Y0
-	VADDPS     Y15, Y0, Y0
-	VPAND      Y14, Y0, Y0
-	VPSUBD     Y13, Y0, Y0
-	VPMAXSD    Y12, Y0, Y0
-	VPMINSD    Y11, Y0, Y0
-	VCVTDQ2PS  Y0, Y0
-	VMULPS     2048(DI)(AX*1), Y0, Y5
-	VADDPS     Y5, Y3, Y3
-	VMULPS     1024(DI)(AX*1), Y0, Y9
-	VMULPS     Y0, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	ADDQ       $32, AX
-	CMPQ       AX, R8
-	JNE        qxs1
+	QXSUMS(qxs1)
 	// take = suml2 > 0 && sumlx*sumlx > best*suml2
 	VXORPS    Y0, Y0, Y0
 	VCMPPS    $0x1e, Y0, Y4, Y0

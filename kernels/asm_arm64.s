@@ -871,6 +871,17 @@ kxlev:
 	WORD  $0x6e20dd29 /* fmul v9.4s, v9.4s, v0.4s */ \
 	WORD  $0x4e29d484 /* fadd v4.4s, v4.4s, v9.4s */
 
+// QXSUMS(loop): QXSUM over the n elements from R1 (to R3), the sums from 0.
+#define QXSUMS(loop) \
+	VEOR  V3.B16, V3.B16, V3.B16 \
+	VEOR  V4.B16, V4.B16, V4.B16 \
+	MOVD  R1, R2 \
+loop: \
+	QXSUM \
+	ADD   $32, R2 \
+	CMP   R3, R2 \
+	BNE   loop
+
 // func qxLanesNEON(grp *qxAsm)
 // make_qx_quants on 8 sub-blocks of n, as qxLanesAVX2: weights v·v, the
 // caller's (wgiven 1) or importance()'s from qw (wgiven 2); every lane tries
@@ -946,14 +957,7 @@ qxmaxg:
 	// The first fit: iscale = -nmax/maxv; scale = sumlx/suml2, or 0
 	// where suml2 == 0; best = scale·sumlx.
 	WORD  $0x6e21fea2 // fdiv v2.4s, v21.4s, v1.4s
-	VEOR  V3.B16, V3.B16, V3.B16
-	VEOR  V4.B16, V4.B16, V4.B16
-	MOVD  R1, R2
-qxs0:
-	QXSUM
-	ADD   $32, R2
-	CMP   R3, R2
-	BNE   qxs0
+	QXSUMS(qxs0)
 	WORD  $0x6e24fc66 // fdiv v6.4s, v3.4s, v4.4s
 	WORD  $0x4ea0d885 // fcmeq v5.4s, v4.4s, #0.0
 	WORD  $0x4e651cc6 // bic v6.16b, v6.16b, v5.16b
@@ -964,14 +968,7 @@ qxs0:
 qxcand:
 	VLD1R.P 4(R5), [V2.S4]
 	WORD  $0x6e21fc42 // fdiv v2.4s, v2.4s, v1.4s
-	VEOR  V3.B16, V3.B16, V3.B16
-	VEOR  V4.B16, V4.B16, V4.B16
-	MOVD  R1, R2
-qxs1:
-	QXSUM
-	ADD   $32, R2
-	CMP   R3, R2
-	BNE   qxs1
+	QXSUMS(qxs1)
 	// take = suml2 > 0 && sumlx·sumlx > best·suml2
 	WORD  $0x4ea0c880 // fcmgt v0.4s, v4.4s, #0.0
 	WORD  $0x6e23dc65 // fmul v5.4s, v3.4s, v3.4s
