@@ -271,9 +271,13 @@ func openSet(first *importStream, path string, si splitInfo, o ImportOptions, pl
 // before it took used bytes. Its data is attached by startPart.
 func openLaterPart(path string, i, count int, o ImportOptions, budget, used int64) (*importStream, error) {
 	left := budget - used
+	before := fmt.Sprintf("parts 1 to %d take", i)
+	if i == 1 {
+		before = "part 1 takes"
+	}
 	budgetErr := func(what string) error {
 		return fmt.Errorf("%s: part %d of %d: %s: the headers of all the parts of a split set together may take %d bytes "+
-			"(the cap of one file's header, gguf.Limits.MaxHeaderBytes), and parts 1 to %d take %d", path, i+1, count, what, budget, i, used)
+			"(the cap of one file's header, gguf.Limits.MaxHeaderBytes), and %s %d", path, i+1, count, what, budget, before, used)
 	}
 	if left <= 0 {
 		return nil, budgetErr("no bytes are left of the split set's header budget for its header")

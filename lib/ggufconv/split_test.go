@@ -450,13 +450,17 @@ func TestSplitSetHeaderBudget(t *testing.T) {
 		{ends[0] + ends[1] - 1, 1, fmt.Sprintf("its header is longer than the %d bytes left", ends[1]-1)},
 		{ends[0], 1, "no bytes are left of the split set's header budget"},
 	} {
+		taken := fmt.Sprintf("parts 1 to 2 take %d", ends[0]+ends[1])
+		if c.part == 1 {
+			taken = fmt.Sprintf("part 1 takes %d", ends[0])
+		}
 		_, err := OpenFile(first, ImportOptions{Limits: gguf.Limits{MaxHeaderBytes: c.budget}})
 		if err == nil {
 			t.Errorf("budget %d: accepted", c.budget)
 			continue
 		}
 		for _, w := range []string{partPath(dir, "Q4_K_M", c.part, 3) + fmt.Sprintf(": part %d of 3: ", c.part+1), c.want,
-			fmt.Sprintf("together may take %d bytes", c.budget), "gguf.Limits.MaxHeaderBytes"} {
+			fmt.Sprintf("together may take %d bytes", c.budget), "gguf.Limits.MaxHeaderBytes", taken} {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("budget %d: error %q\nlacks %q", c.budget, err, w)
 			}
