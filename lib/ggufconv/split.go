@@ -198,7 +198,7 @@ func openSet(first *importStream, path string, si splitInfo, o ImportOptions, pl
 	nos := []int{0} // each part's split.no, for the error about a duplicate
 	for i, name := range paths {
 		if i > 0 {
-			p, err := openLaterPart(name, i, si.count, o, budget, used)
+			p, err := openPart(name, i, si.count, o, budget, used)
 			if err != nil {
 				return nil, err
 			}
@@ -266,10 +266,10 @@ func openSet(first *importStream, path string, si splitInfo, o ImportOptions, pl
 	return s, nil
 }
 
-// openLaterPart opens part i (0-based, i > 0) of a set of count parts and reads its
+// openPart opens part i (0-based, i > 0) of a set of count parts and reads its
 // header, which may take what is left of the set's header budget after the parts
 // before it took used bytes. Its data is attached by startPart.
-func openLaterPart(path string, i, count int, o ImportOptions, budget, used int64) (*importStream, error) {
+func openPart(path string, i, count int, o ImportOptions, budget, used int64) (*importStream, error) {
 	left := budget - used
 	before := fmt.Sprintf("parts 1 to %d take", i)
 	if i == 1 {
