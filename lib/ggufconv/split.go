@@ -195,7 +195,6 @@ func openSet(first *importStream, path string, si splitInfo, o ImportOptions, pl
 	seen := map[string]string{}
 	var sizes []int64
 	budget, used := setHeaderBudget(o.Limits), int64(0)
-	nos := []int{0} // each part's split.no, for the error about a duplicate
 	for i, name := range paths {
 		if i > 0 {
 			p, err := openPart(name, i, si.count, o, budget, used)
@@ -203,11 +202,9 @@ func openSet(first *importStream, path string, si splitInfo, o ImportOptions, pl
 				return nil, err
 			}
 			s.parts = append(s.parts, p)
-			no, err := checkLaterPart(p, i, path, si, s.parts, nos)
-			if err != nil {
+			if err := checkLaterPart(p, i, path, si, s.parts); err != nil {
 				return nil, err
 			}
-			nos = append(nos, no)
 		}
 		p := s.parts[i]
 		used += p.gh.DataOffset
@@ -310,41 +307,38 @@ func openPart(path string, i, count int, o ImportOptions, budget, used int64) (*
 }
 
 // checkLaterPart checks the split keys and KVs of part i (0-based, i > 0) against
-// the first part's (of path, split keys si) and the parts before it (whose split.no
-// are nos[:i]), and returns its split.no.
-func checkLaterPart(p *importStream, i int, path string, si splitInfo, parts []*importStream, nos []int) (int, error) {
+// the first part's (of path, split keys si); parts[:i] are the parts before it, each
+// found to hold its own place.
+func checkLaterPart(p *importStream, i int, path string, si splitInfo, parts []*importStream) error {
 	psi, _, err := splitOf(p.gh)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", p.name, err)
+		return fmt.Errorf("%s: %w", p.name, err)
 	}
 	switch {
 	case psi.no < 0:
-		return 0, fmt.Errorf("%s: no %s (u16): not a part of a split GGUF set (part %d of %s's set of %d expected)", p.name, KeySplitNo, i+1, path, si.count)
+		return fmt.Errorf("%s: no %s (u16): not a part of a split GGUF set (part %d of %s's set of %d expected)", p.name, KeySplitNo, i+1, path, si.count)
 	case psi.count != si.count:
-		return 0, fmt.Errorf("%s: split.count is %d, but the first part %s says %d: a part of another set", p.name, psi.count, path, si.count)
+		return fmt.Errorf("%s: split.count is %d, but the first part %s says %d: a part of another set", p.name, psi.count, path, si.count)
 	case psi.tensors != si.tensors:
-		return 0, fmt.Errorf("%s: split.tensors.count is %d, but the first part %s says %d: a part of another set", p.name, psi.tensors, path, si.tensors)
+		return fmt.Errorf("%s: split.tensors.count is %d, but the first part %s says %d: a part of another set", p.name, psi.tensors, path, si.tensors)
 	case psi.no != i:
 		what := "parts renamed out of order"
-		for j := range i {
-			if nos[j] == psi.no {
-				what = fmt.Sprintf("a duplicate: %s holds that part too", parts[j].name)
-				break
-			}
-		}
-		if psi.no == 0 {
+		switch {
+		case psi.no == 0:
 			what = "the first part of a set"
+		case psi.no < i:
+			what = fmt.Sprintf("a duplicate: %s holds that part too", parts[psi.no].name)
 		}
-		return 0, fmt.Errorf("%s: holds part %d of the set (split.no %d), but its name makes it part %d of %d: %s", p.name, psi.no+1, psi.no, i+1, si.count, what)
+		return fmt.Errorf("%s: holds part %d of the set (split.no %d), but its name makes it part %d of %d: %s", p.name, psi.no+1, psi.no, i+1, si.count, what)
 	}
 	for _, kv := range p.gh.KVs {
 		switch kv.Key {
 		case KeySplitNo, KeySplitCount, KeySplitTensors, gguf.AlignmentKey:
 			continue
 		}
-		return 0, fmt.Errorf("%s: holds the key %s: only the first part of a split set holds the model's key-values (%s's set has %d parts; is this the first part of another set?)", p.name, kv.Key, path, si.count)
+		return fmt.Errorf("%s: holds the key %s: only the first part of a split set holds the model's key-values (%s's set has %d parts; is this the first part of another set?)", p.name, kv.Key, path, si.count)
 	}
-	return psi.no, nil
+	return nil
 }
 
 // startPart gives a later part its data when the stream reaches it: from a mapping
