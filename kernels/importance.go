@@ -147,6 +147,8 @@ func makeQXQuantsW(nmax int32, x []float32, L []int8, qw []float32) float32 {
 // makeQPQuants is ggml's make_qp_quants: a fit of non-negative x (sub-block scales
 // or mins) to levels 0..nmax with weights qw, then single levels moved while the fit
 // improves. L is uint8 as in ggml, which matters only for the (unexpected) negative x.
+// Where b4747 gives a number this gives the same; where it divides 0 by 0, later
+// ggml's 0.
 func makeQPQuants(nmax int32, x []float32, L []uint8, qw []float32) float32 {
 	var maxv float32
 	for _, v := range x {
@@ -215,6 +217,13 @@ func makeQPQuants(nmax int32, x []float32, L []uint8, qw []float32) float32 {
 		if changed == 0 {
 			break
 		}
+	}
+	if suml2 == 0 {
+		// The weights vanish wherever a level is not 0 (a super-block whose
+		// importances are all zero): b4747 divides 0 by 0, a NaN scale that
+		// llama-quantize then refuses; ggml since llama.cpp PR 15379 returns 0 (so
+		// the block's scales are 0), and so does this, byte for byte.
+		return 0
 	}
 	return sumlx / suml2
 }

@@ -92,6 +92,51 @@ func TestQuantizeWeightedContract(t *testing.T) {
 	}
 }
 
+// TestQuantizeWeightedZeroSuperBlock: where a super-block's weights are all zero,
+// Q2_K, Q4_K and Q5_K write scales d and dmin of 0 (later ggml's make_qp_quants;
+// b4747's divides 0 by 0: NaN), the block decodes to zeros, and the row's other
+// super-block is what it is alone (lib/llm's TestImatrixZeroBlocksBytes holds the
+// bytes to llama-quantize's).
+func TestQuantizeWeightedZeroSuperBlock(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	const rowLen = 512
+	x := make([]float32, rowLen)
+	qw := make([]float32, rowLen)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	for i := 256; i < rowLen; i++ {
+		qw[i] = float32(r.ExpFloat64())
+	}
+	for _, c := range []struct {
+		typ      dtype.DType
+		dAt, mAt int // the f16 d and dmin in a block
+	}{{dtype.Q2_K, 80, 82}, {dtype.Q4_K, 0, 2}, {dtype.Q5_K, 0, 2}} {
+		n, _ := sizes(c.typ, rowLen)
+		q := make([]byte, n)
+		if err := QuantizeWeighted(c.typ, q, x, rowLen, qw); err != nil {
+			t.Fatal(err)
+		}
+		bs := n / 2
+		if d, m := q[c.dAt:c.dAt+2], q[c.mAt:c.mAt+2]; !bytes.Equal(d, []byte{0, 0}) || !bytes.Equal(m, []byte{0, 0}) {
+			t.Errorf("%v: d % x, dmin % x in the zero-weighted super-block, want 0", c.typ, d, m)
+		}
+		back := make([]float32, rowLen)
+		if err := Dequantize(c.typ, back, q); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range back[:256] {
+			if v != 0 {
+				t.Fatalf("%v: value %d decodes to %v, want 0", c.typ, i, v)
+			}
+		}
+		alone := make([]byte, bs)
+		if err := QuantizeWeighted(c.typ, alone, x[256:], 256, qw[256:]); err != nil || !bytes.Equal(alone, q[bs:]) {
+			t.Errorf("%v: the weighted super-block differs from itself alone (%v)", c.typ, err)
+		}
+	}
+}
+
 // benchWeighted quantizes one row of 4096 values with importance weights, as
 // benchQuantize does without (MB/s of float32 input on one core).
 func benchWeighted(b *testing.B, d dtype.DType) {

@@ -36,8 +36,9 @@ attn_output as llama.cpp's rules say, and apr-gguf export writes llama-quantize'
 llama-quantize --imatrix does: each weight with an entry in the matrix gets ggml's
 importance-weighted quantizer (q8_0, f16 and bf16 take no weights), and the GGUF export
 carries the quantize.imatrix.* keys, FILE as given here. It works with the presets and
-the plain types q4_0..q5_1 and q2_k..q6_k; an entry whose size does not fit its tensor
-is an error.
+the plain types q4_0..q5_1 and q2_k..q6_k; an entry whose size does not fit its tensor,
+an entry all zero for a tensor (or one expert), and a matrix with no entry for any
+converted tensor are errors.
 
 Which tensors change follows llama.cpp's quantizer: 2-D (and larger) float tensors
 whose name ends in "weight"; norms, biases, 1-D tensors and the few small 2-D tensors

@@ -94,6 +94,13 @@ func (d *decoder) errAt(kind error, off int64, format string, args ...any) *Erro
 	return &Error{Kind: kind, Offset: off, Key: d.key, Tensor: d.tensor, Msg: fmt.Sprintf(format, args...)}
 }
 
+// capErr is an ErrLimit error about the cap in the Limits field named field.
+func (d *decoder) capErr(field string, off int64, format string, args ...any) *Error {
+	e := d.errAt(ErrLimit, off, format, args...)
+	e.Limit = field
+	return e
+}
+
 // remaining returns the bytes left in the input, or MaxInt64 when unknown.
 func (d *decoder) remaining() int64 {
 	if d.size < 0 {
@@ -109,7 +116,7 @@ func (d *decoder) need(n uint64, what string) error {
 			what, n, d.remaining())
 	}
 	if n > uint64(d.lim.MaxHeaderBytes) || d.pos+int64(n) > d.lim.MaxHeaderBytes {
-		return d.errAt(ErrLimit, d.pos, "%s of %d bytes would take the header past the %d-byte cap (Limits.MaxHeaderBytes)",
+		return d.capErr("MaxHeaderBytes", d.pos, "%s of %d bytes would take the header past the %d-byte cap (Limits.MaxHeaderBytes)",
 			what, n, d.lim.MaxHeaderBytes)
 	}
 	return nil
@@ -183,7 +190,7 @@ func (d *decoder) str(what string) (string, error) {
 		return "", err
 	}
 	if n > d.lim.MaxStringLen {
-		return "", d.errAt(ErrLimit, at, "%s length %d exceeds the %d-byte cap (Limits.MaxStringLen)", what, n, d.lim.MaxStringLen)
+		return "", d.capErr("MaxStringLen", at, "%s length %d exceeds the %d-byte cap (Limits.MaxStringLen)", what, n, d.lim.MaxStringLen)
 	}
 	b, err := d.bytes(n, what)
 	if err != nil {
@@ -223,10 +230,10 @@ func (d *decoder) header() (*Header, error) {
 		return nil, err
 	}
 	if nt > d.lim.MaxTensors {
-		return nil, d.errAt(ErrLimit, 8, "tensor count %d exceeds the cap of %d (Limits.MaxTensors)", nt, d.lim.MaxTensors)
+		return nil, d.capErr("MaxTensors", 8, "tensor count %d exceeds the cap of %d (Limits.MaxTensors)", nt, d.lim.MaxTensors)
 	}
 	if nkv > d.lim.MaxKVs {
-		return nil, d.errAt(ErrLimit, 16, "KV count %d exceeds the cap of %d (Limits.MaxKVs)", nkv, d.lim.MaxKVs)
+		return nil, d.capErr("MaxKVs", 16, "KV count %d exceeds the cap of %d (Limits.MaxKVs)", nkv, d.lim.MaxKVs)
 	}
 	// Smallest encodings: a KV is a key length, a type and one byte (13 bytes); a
 	// tensor info a name length, n_dims, type and offset (24 bytes).
@@ -334,7 +341,7 @@ func (d *decoder) header() (*Header, error) {
 	h.InfoEnd = d.pos
 	h.DataOffset = alignUp(d.pos, align)
 	if h.DataOffset > d.lim.MaxHeaderBytes {
-		return nil, d.errAt(ErrLimit, d.pos, "data section at %d (alignment %d) is past the %d-byte header cap (Limits.MaxHeaderBytes)",
+		return nil, d.capErr("MaxHeaderBytes", d.pos, "data section at %d (alignment %d) is past the %d-byte header cap (Limits.MaxHeaderBytes)",
 			h.DataOffset, align, d.lim.MaxHeaderBytes)
 	}
 	if err := d.skipPadding(h.DataOffset-d.pos, len(h.Tensors) == 0); err != nil {
@@ -414,7 +421,7 @@ func (d *decoder) value(t ValueType, at int64, depth int) (Value, error) {
 
 func (d *decoder) array(depth int) (Value, error) {
 	if depth > d.lim.MaxArrayDepth {
-		return Value{}, d.errAt(ErrLimit, d.pos, "arrays nested %d deep, the cap is %d (Limits.MaxArrayDepth)", depth, d.lim.MaxArrayDepth)
+		return Value{}, d.capErr("MaxArrayDepth", d.pos, "arrays nested %d deep, the cap is %d (Limits.MaxArrayDepth)", depth, d.lim.MaxArrayDepth)
 	}
 	at := d.pos
 	et32, err := d.u32("array element type")
@@ -431,7 +438,7 @@ func (d *decoder) array(depth int) (Value, error) {
 		return Value{}, err
 	}
 	if n > d.lim.MaxArrayLen {
-		return Value{}, d.errAt(ErrLimit, at, "array of %d %s exceeds the cap of %d elements (Limits.MaxArrayLen)", n, et, d.lim.MaxArrayLen)
+		return Value{}, d.capErr("MaxArrayLen", at, "array of %d %s exceeds the cap of %d elements (Limits.MaxArrayLen)", n, et, d.lim.MaxArrayLen)
 	}
 	minSize := uint64(et.Size())
 	switch et {

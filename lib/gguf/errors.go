@@ -30,6 +30,7 @@ type Error struct {
 	Key    string // the KV key involved, if any
 	Tensor string // the tensor involved ("#3" when its name is not known yet), if any
 	Msg    string // what was found and what was expected
+	Limit  string // for ErrLimit, the Limits field whose cap was hit ("MaxHeaderBytes")
 	Err    error  // an underlying cause (an I/O error, io.ErrUnexpectedEOF), or nil
 }
 

@@ -221,8 +221,15 @@ func TestLimits(t *testing.T) {
 	} {
 		_, err := c.lim.ReadHeader(bytes.NewReader(b))
 		expectErr(t, err, ErrLimit, c.msg)
-		_, err = c.lim.NewFile(bytes.NewReader(b), int64(len(b)))
-		expectErr(t, err, ErrLimit, c.msg)
+		_, err2 := c.lim.NewFile(bytes.NewReader(b), int64(len(b)))
+		expectErr(t, err2, ErrLimit, c.msg)
+		// The error names the cap's field, for callers that say more about it.
+		for _, err := range []error{err, err2} {
+			var e *Error
+			if errors.As(err, &e) && "Limits."+e.Limit != c.msg {
+				t.Errorf("%v: Limit %q, want %s", err, e.Limit, c.msg)
+			}
+		}
 	}
 	if _, err := (Limits{MaxArrayLen: 408, MaxHeaderBytes: 10656}).ReadHeader(bytes.NewReader(b)); err != nil {
 		t.Errorf("limits exactly at the file's needs: %v", err)

@@ -141,40 +141,67 @@ func newStream(r io.Reader, o ImportOptions, prov map[string]any) (*importStream
 	if name == "" {
 		name = "stdin"
 	}
-	// A mapping is read in place; anything else through a buffer, which the tensor
-	// data bypasses (directReader).
-	var br interface {
-		io.Reader
-		io.ByteReader
-	}
-	var data io.Reader
-	if m, ok := r.(*mapReader); ok {
-		br, data = m, m
-	} else {
-		b := bufio.NewReaderSize(r, 1<<20)
-		br, data = b, &directReader{br: b, r: r}
-	}
+	br, data := sources(r)
 	gh, err := o.Limits.ReadHeader(br)
 	if err != nil {
 		return nil, named(name, err)
 	}
+	s, err := headerStream(name, gh, prov)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.attach(br, data); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// sources returns the reader a GGUF file's header is read from and the reader of the
+// data after it, both at r's position: a mapping is read in place, anything else
+// through one buffer, which the tensor data bypasses (directReader).
+func sources(r io.Reader) (br byteReader, data io.Reader) {
+	if m, ok := r.(*mapReader); ok {
+		return m, m
+	}
+	b := bufio.NewReaderSize(r, 1<<20)
+	return b, &directReader{br: b, r: r}
+}
+
+type byteReader interface {
+	io.Reader
+	io.ByteReader
+}
+
+// headerStream is the stream of the GGUF header gh, read from the input name, without
+// its data yet (attach): the APR header and, as the GGUF header lists every tensor,
+// the APR stream's tensor table, in the order the data comes.
+func headerStream(name string, gh *gguf.Header, prov map[string]any) (*importStream, error) {
 	hdr, err := importHeader(gh, prov)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	dr, err := gguf.NewDataReader(data, gh)
+	order, err := gguf.NewDataReader(nil, gh) // the data order; overlaps refused now
 	if err != nil {
 		return nil, named(name, err)
 	}
-	// The GGUF header lists every tensor: the APR stream announces them in its
-	// tensor table, in the order the data comes.
 	hdr.Table = make([]container.TensorInfo, 0, len(gh.Tensors))
-	for _, i := range dr.Order() {
+	for _, i := range order.Order() {
 		ti := &gh.Tensors[i]
 		d, _ := ti.Type.DType() // importHeader checked every type
 		hdr.Table = append(hdr.Table, container.TensorInfo{Name: ti.Name, DType: d, Shape: ti.Shape()})
 	}
-	return &importStream{name: name, hdr: hdr, gh: gh, br: br, dr: dr}, nil
+	return &importStream{name: name, hdr: hdr, gh: gh}, nil
+}
+
+// attach gives s its data: br positioned at the data section, data reading the same
+// bytes (see sources).
+func (s *importStream) attach(br io.ByteReader, data io.Reader) error {
+	dr, err := gguf.NewDataReader(data, s.gh)
+	if err != nil {
+		return named(s.name, err)
+	}
+	s.br, s.dr = br, dr
+	return nil
 }
 
 // directReader reads through br while it holds bytes and straight from r, the reader

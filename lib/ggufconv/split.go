@@ -1,6 +1,7 @@
 package ggufconv
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -124,13 +125,30 @@ func strayParts(paths []string) ([]string, error) {
 	return stray, nil
 }
 
+// setHeaderBudget is the bytes of GGUF header all the parts of a split set may take
+// together: the cap of one file's header (o.Limits.MaxHeaderBytes, 64 MiB by
+// default). The parts' headers together are the merged file's header (the first
+// part's KVs and every tensor info) and, per part, its first 24 bytes, the three
+// split keys and the padding to the data (about 150 bytes), so a set within the
+// budget is one whose merged file is within the same cap; without it, each part had
+// the whole cap, and a set of many parts took that much memory per part.
+func setHeaderBudget(l gguf.Limits) int64 {
+	if l.MaxHeaderBytes > 0 {
+		return l.MaxHeaderBytes
+	}
+	return gguf.DefaultLimits.MaxHeaderBytes
+}
+
 // openSet opens the split set whose first part's stream is first (opened from path,
 // with split keys si) as one stream: the tensors of every part in part order, the
 // first part's KVs without the three split keys, so the stream is the one of the
-// merged file. Every part is opened and checked before the stream is returned; on
-// error first is closed too. placeholder, when not "", is the sha256 given to every
-// part in the provenance (to be patched); else the parts are hashed now when
-// o.Digest.
+// merged file. The later parts are opened one at a time, each header read within
+// what is left of the set's header budget (setHeaderBudget) and checked against the
+// first part and the parts before it before the next is opened; their data is
+// mapped only when the stream reaches them. Every part is checked before the stream
+// is returned; on error first is closed too. placeholder, when not "", is the sha256
+// given to every part in the provenance (to be patched); else the parts are hashed
+// now when o.Digest.
 func openSet(first *importStream, path string, si splitInfo, o ImportOptions, placeholder string) (_ *setStream, err error) {
 	s := &setStream{parts: []*importStream{first}}
 	defer func() {
@@ -163,50 +181,6 @@ func openSet(first *importStream, path string, si splitInfo, o ImportOptions, pl
 	if len(stray) > 0 {
 		return nil, fmt.Errorf("%s: not a part of the set of %s, which has %d parts (split.count): an extra part, or one of another split of the same name; move it away", stray[0], path, si.count)
 	}
-	sis := []splitInfo{si}
-	for i := 1; i < len(paths); i++ {
-		p, err := openPart(paths[i], o)
-		if err != nil {
-			return nil, err
-		}
-		s.parts = append(s.parts, p)
-		psi, _, err := splitOf(p.gh)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.name, err)
-		}
-		sis = append(sis, psi)
-	}
-	// Every part's keys, against the first part's and its name.
-	for i := 1; i < len(paths); i++ {
-		p, psi := s.parts[i], sis[i]
-		switch {
-		case psi.no < 0:
-			return nil, fmt.Errorf("%s: no %s (u16): not a part of a split GGUF set (part %d of %s's set of %d expected)", p.name, KeySplitNo, i+1, path, si.count)
-		case psi.count != si.count:
-			return nil, fmt.Errorf("%s: split.count is %d, but the first part %s says %d: a part of another set", p.name, psi.count, path, si.count)
-		case psi.tensors != si.tensors:
-			return nil, fmt.Errorf("%s: split.tensors.count is %d, but the first part %s says %d: a part of another set", p.name, psi.tensors, path, si.tensors)
-		case psi.no != i:
-			what := "parts renamed out of order"
-			for j := range sis {
-				if j != i && sis[j].no == psi.no {
-					what = fmt.Sprintf("a duplicate: %s holds that part too", s.parts[j].name)
-					break
-				}
-			}
-			if psi.no == 0 {
-				what = "the first part of a set"
-			}
-			return nil, fmt.Errorf("%s: holds part %d of the set (split.no %d), but its name makes it part %d of %d: %s", p.name, psi.no+1, psi.no, i+1, si.count, what)
-		}
-		for _, kv := range p.gh.KVs {
-			switch kv.Key {
-			case KeySplitNo, KeySplitCount, KeySplitTensors, gguf.AlignmentKey:
-				continue
-			}
-			return nil, fmt.Errorf("%s: holds the key %s: only the first part of a split set holds the model's key-values (%s's set has %d parts; is this the first part of another set?)", p.name, kv.Key, path, si.count)
-		}
-	}
 	// The merged header: the first part's KVs without the split keys, every tensor.
 	merged := *first.gh
 	merged.KVs = nil
@@ -220,7 +194,20 @@ func openSet(first *importStream, path string, si splitInfo, o ImportOptions, pl
 	merged.Tensors = nil
 	seen := map[string]string{}
 	var sizes []int64
-	for i, p := range s.parts {
+	budget, used := setHeaderBudget(o.Limits), int64(0)
+	for i, name := range paths {
+		if i > 0 {
+			p, err := openPart(name, i, si.count, o, budget, used)
+			if err != nil {
+				return nil, err
+			}
+			s.parts = append(s.parts, p)
+			if err := checkLaterPart(p, i, path, si, s.parts); err != nil {
+				return nil, err
+			}
+		}
+		p := s.parts[i]
+		used += p.gh.DataOffset
 		for _, t := range p.gh.Tensors {
 			if other, dup := seen[t.Name]; dup {
 				return nil, fmt.Errorf("%s: tensor %q is in %s too: a duplicated tensor (parts of different sets?)", p.name, t.Name, other)
@@ -276,8 +263,22 @@ func openSet(first *importStream, path string, si splitInfo, o ImportOptions, pl
 	return s, nil
 }
 
-// openPart opens a later part of a set as a stream of its own.
-func openPart(path string, o ImportOptions) (*importStream, error) {
+// openPart opens part i (0-based, i > 0) of a set of count parts and reads its
+// header, which may take what is left of the set's header budget after the parts
+// before it took used bytes. Its data is attached by startPart.
+func openPart(path string, i, count int, o ImportOptions, budget, used int64) (*importStream, error) {
+	left := budget - used
+	before := fmt.Sprintf("parts 1 to %d take", i)
+	if i == 1 {
+		before = "part 1 takes"
+	}
+	budgetErr := func(what string) error {
+		return fmt.Errorf("%s: part %d of %d: %s: the headers of all the parts of a split set together may take %d bytes "+
+			"(the cap of one file's header, gguf.Limits.MaxHeaderBytes), and %s %d", path, i+1, count, what, budget, before, used)
+	}
+	if left <= 0 {
+		return nil, budgetErr("no bytes are left of the split set's header budget for its header")
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -285,14 +286,72 @@ func openPart(path string, o ImportOptions) (*importStream, error) {
 		}
 		return nil, err
 	}
-	o.Name = path
-	p, err := fileStream(f, o, nil)
+	lim := o.Limits
+	lim.MaxHeaderBytes = left
+	gh, err := lim.ReadHeader(bufio.NewReaderSize(f, 64<<10))
+	if err != nil {
+		f.Close()
+		var ge *gguf.Error
+		if errors.As(err, &ge) && ge.Limit == "MaxHeaderBytes" {
+			return nil, budgetErr(fmt.Sprintf("its header is longer than the %d bytes left of the split set's header budget (refused at offset %d)", left, ge.Offset))
+		}
+		return nil, named(path, err)
+	}
+	p, err := headerStream(path, gh, nil)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	p.closer, p.file = f, f
 	return p, nil
+}
+
+// checkLaterPart checks the split keys and KVs of part i (0-based, i > 0) against
+// the first part's (of path, split keys si); parts[:i] are the parts before it, each
+// found to hold its own place.
+func checkLaterPart(p *importStream, i int, path string, si splitInfo, parts []*importStream) error {
+	psi, _, err := splitOf(p.gh)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	switch {
+	case psi.no < 0:
+		return fmt.Errorf("%s: no %s (u16): not a part of a split GGUF set (part %d of %s's set of %d expected)", p.name, KeySplitNo, i+1, path, si.count)
+	case psi.count != si.count:
+		return fmt.Errorf("%s: split.count is %d, but the first part %s says %d: a part of another set", p.name, psi.count, path, si.count)
+	case psi.tensors != si.tensors:
+		return fmt.Errorf("%s: split.tensors.count is %d, but the first part %s says %d: a part of another set", p.name, psi.tensors, path, si.tensors)
+	case psi.no != i:
+		what := "parts renamed out of order"
+		switch {
+		case psi.no == 0:
+			what = "the first part of a set"
+		case psi.no < i:
+			what = fmt.Sprintf("a duplicate: %s holds that part too", parts[psi.no].name)
+		}
+		return fmt.Errorf("%s: holds part %d of the set (split.no %d), but its name makes it part %d of %d: %s", p.name, psi.no+1, psi.no, i+1, si.count, what)
+	}
+	for _, kv := range p.gh.KVs {
+		switch kv.Key {
+		case KeySplitNo, KeySplitCount, KeySplitTensors, gguf.AlignmentKey:
+			continue
+		}
+		return fmt.Errorf("%s: holds the key %s: only the first part of a split set holds the model's key-values (%s's set has %d parts; is this the first part of another set?)", p.name, kv.Key, path, si.count)
+	}
+	return nil
+}
+
+// startPart gives a later part its data when the stream reaches it: from a mapping
+// of its file where one can be made, else with read().
+func startPart(p *importStream) error {
+	if _, err := p.file.Seek(p.gh.DataOffset, io.SeekStart); err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	if m, ok := mapFile(p.file); ok {
+		p.mapped = m
+		return p.attach(m, m)
+	}
+	return p.attach(sources(p.file))
 }
 
 // hashFile returns the hex SHA-256 of the size bytes of f, read from mapped windows
@@ -335,6 +394,11 @@ func (s *setStream) Parts() []string { return s.paths }
 
 func (s *setStream) Next() (container.TensorInfo, io.Reader, error) {
 	for s.cur < len(s.parts) {
+		if p := s.parts[s.cur]; p.dr == nil {
+			if err := startPart(p); err != nil {
+				return container.TensorInfo{}, nil, err
+			}
+		}
 		info, r, err := s.parts[s.cur].Next()
 		if err == io.EOF {
 			// Done with this part (its end checked): give its mapping back. The

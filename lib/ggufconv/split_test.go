@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/stream"
 )
 
@@ -272,6 +274,13 @@ func TestSplitSetBad(t *testing.T) {
 		}, func(dir string) []string {
 			return []string{part(dir, 1) + ": split.count is 4, but the first part " + part(dir, 0) + " says 3", "another set"}
 		}},
+		{"a bad part refused before the next is opened", func(t *testing.T, dir string) string {
+			copyFile(t, partPath(splitDir, "f16", 1, 4), part(dir, 1))
+			os.Remove(part(dir, 2))
+			return ""
+		}, func(dir string) []string {
+			return []string{part(dir, 1) + ": split.count is 4, but the first part " + part(dir, 0) + " says 3"}
+		}},
 		{"a part of a set with another tensor count", func(t *testing.T, dir string) string {
 			editPart(t, dir, 2, func(b []byte) []byte { patchKV(t, b, KeySplitTensors, 5, i32(22)); return b })
 			return ""
@@ -386,6 +395,76 @@ func TestSplitSetBad(t *testing.T) {
 				t.Errorf("ImportFile wrote %d bytes before refusing the set", st.Size())
 			}
 		})
+	}
+}
+
+// TestSplitSetHeaderBudget: the headers of a set's parts together get the cap of one
+// file's header (gguf.Limits.MaxHeaderBytes). With the cap at the Q4_K_M set's total
+// the set imports, and its later parts are mapped only when the stream reaches them;
+// a byte less refuses the last part while reading its header, and a cap the earlier
+// parts use up refuses the next part before reading it: each error names the part,
+// the bytes left and the budget.
+func TestSplitSetHeaderBudget(t *testing.T) {
+	dir := copySet(t)
+	var ends []int64 // each part's header bytes
+	for i := range 3 {
+		f, err := gguf.Open(partPath(dir, "Q4_K_M", i, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, f.Header.DataOffset)
+		f.Close()
+	}
+	total := ends[0] + ends[1] + ends[2]
+	first := partPath(dir, "Q4_K_M", 0, 3)
+	s, err := OpenFile(first, ImportOptions{Limits: gguf.Limits{MaxHeaderBytes: total}})
+	if err != nil {
+		t.Fatalf("a budget of the parts' %d header bytes: %v", total, err)
+	}
+	set := s.(*setStream)
+	if set.parts[1].mapped != nil || set.parts[2].dr != nil {
+		t.Error("later parts were attached before the stream reached them")
+	}
+	n := 0
+	for {
+		_, r, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, r)
+		n++
+	}
+	s.Close()
+	if n != 21 {
+		t.Errorf("read %d tensors, want the set's 21", n)
+	}
+	for _, c := range []struct {
+		budget int64
+		part   int
+		want   string
+	}{
+		{total - 1, 2, fmt.Sprintf("its header is longer than the %d bytes left of the split set's header budget", ends[2]-1)},
+		{ends[0] + ends[1] - 1, 1, fmt.Sprintf("its header is longer than the %d bytes left", ends[1]-1)},
+		{ends[0], 1, "no bytes are left of the split set's header budget"},
+	} {
+		taken := fmt.Sprintf("parts 1 to 2 take %d", ends[0]+ends[1])
+		if c.part == 1 {
+			taken = fmt.Sprintf("part 1 takes %d", ends[0])
+		}
+		_, err := OpenFile(first, ImportOptions{Limits: gguf.Limits{MaxHeaderBytes: c.budget}})
+		if err == nil {
+			t.Errorf("budget %d: accepted", c.budget)
+			continue
+		}
+		for _, w := range []string{partPath(dir, "Q4_K_M", c.part, 3) + fmt.Sprintf(": part %d of 3: ", c.part+1), c.want,
+			fmt.Sprintf("together may take %d bytes", c.budget), "gguf.Limits.MaxHeaderBytes", taken} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("budget %d: error %q\nlacks %q", c.budget, err, w)
+			}
+		}
 	}
 }
 

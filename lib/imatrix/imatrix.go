@@ -11,10 +11,14 @@
 //
 // The values in the file are sums over ncall calls; Parse divides them by ncall (in
 // float32) as llama-quantize's loader does, so Entries hold what the quantizers get.
-// The GGUF form of later llama.cpp versions is not read.
+// The file is read as it streams in, every length checked before anything is
+// allocated for it (see the caps). The GGUF form of later llama.cpp versions is not
+// read yet: Read tells the formats apart by their first bytes, where a reader of it
+// would sit beside readDat.
 package imatrix
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -26,11 +30,20 @@ import (
 )
 
 // Caps on what a file may declare; a larger value is refused before anything is
-// allocated for it.
+// allocated for it, and so is a length beyond the bytes the file has left (when its
+// size is known) or beyond MaxFileLen. The figures are from the largest imatrix
+// files of llama.cpp models: llama-imatrix records every matrix multiplication's
+// weight, about a dozen a layer (DeepSeek-V3: about 730 entries; an old Mixtral-style
+// file with one entry per expert, 56 layers of 8 experts: about 1,600), and an
+// expert tensor's entry holds its column count times its experts (Kimi K2's
+// ffn_gate_exps: 7168 x 384 = 2,752,512 values; DeepSeek-V3's: 7168 x 256); a
+// DeepSeek-V3 file is about 1 GB, a Kimi K2 file about 1.5 GB.
 const (
-	MaxEntries = 1 << 20 // tensors (llama.cpp's largest models have a few thousand)
-	MaxNameLen = 4096    // bytes of a tensor name (ggml's are at most 63)
-	MaxFileLen = 1 << 32 // bytes of a file Load reads
+	MaxEntries    = 1 << 16 // tensors: 40 times DeepSeek-V3's, 4 times 128 experts x 3 x 35 layers split per expert
+	MaxNameLen    = 4096    // bytes of a tensor name (ggml's are at most 63)
+	MaxValues     = 1 << 24 // values of one entry (64 MiB): 6 times Kimi K2's largest
+	MaxDatasetLen = 1 << 16 // bytes of the trailer's dataset name (a file name, as llama-imatrix records it)
+	MaxFileLen    = 1 << 32 // bytes of a file: 2.7 times a Kimi K2 file
 )
 
 // Matrix is one importance matrix.
@@ -53,7 +66,9 @@ type Matrix struct {
 // ErrFormat is wrapped by every error about a malformed file.
 var ErrFormat = errors.New("malformed importance matrix")
 
-// Load reads and parses the .dat file at path.
+// Load reads and parses the file at path as it streams in (see Read): a regular
+// file's size bounds every length, and a pipe or device is read no further than the
+// lengths it declares, within the caps.
 func Load(path string) (*Matrix, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -64,17 +79,11 @@ func Load(path string) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Mode().IsRegular() && st.Size() > MaxFileLen {
-		return nil, fmt.Errorf("%s: %w: %d bytes, more than the %d this reader takes", path, ErrFormat, st.Size(), int64(MaxFileLen))
+	size := int64(-1)
+	if st.Mode().IsRegular() {
+		size = st.Size()
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileLen+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > MaxFileLen {
-		return nil, fmt.Errorf("%s: %w: more than %d bytes", path, ErrFormat, int64(MaxFileLen))
-	}
-	m, err := Parse(path, b)
+	m, err := Read(path, f, size)
 	if err != nil {
 		return nil, err
 	}
@@ -82,51 +91,110 @@ func Load(path string) (*Matrix, error) {
 	return m, nil
 }
 
-// reader walks the bytes, naming the file and offset in its errors.
-type reader struct {
-	name string
-	b    []byte
-	off  int
+// Parse reads an importance matrix from b; name (the file's) prefixes every error.
+func Parse(name string, b []byte) (*Matrix, error) {
+	return Read(name, bytes.NewReader(b), int64(len(b)))
 }
 
-func (r *reader) errf(at int, format string, a ...any) error {
+// Read reads an importance matrix from r, which holds size bytes (-1: unknown, a
+// pipe); name (the file's) prefixes every error, with the offset. Every length is
+// read before anything is allocated for it and checked against the caps and the
+// bytes left, so memory follows the bytes that actually arrive. The format is told
+// by the first bytes; apr reads llama-imatrix's .dat format (readDat).
+func Read(name string, r io.Reader, size int64) (*Matrix, error) {
+	buf := 64 << 10
+	if size >= 0 {
+		buf = int(min(int64(buf), size)) // a small file, a small buffer
+	}
+	rd := &reader{name: name, r: bufio.NewReaderSize(r, buf), size: size}
+	if size > MaxFileLen {
+		return nil, rd.errf(0, "%d bytes, more than the %d this reader takes (MaxFileLen)", size, int64(MaxFileLen))
+	}
+	if magic, _ := rd.r.Peek(4); string(magic) == "GGUF" {
+		return nil, rd.errf(0, "this is a GGUF file; apr reads llama-imatrix's .dat format (llama.cpp b4747), not the GGUF form of later versions")
+	}
+	return readDat(rd)
+}
+
+// reader walks the input, naming the file and offset in its errors.
+type reader struct {
+	name string
+	r    *bufio.Reader
+	off  int64
+	size int64  // bytes in the input, -1 when unknown
+	buf  []byte // for values
+}
+
+func (r *reader) errf(at int64, format string, a ...any) error {
 	return fmt.Errorf("%s: offset %d: %w: %s", r.name, at, ErrFormat, fmt.Sprintf(format, a...))
 }
 
+// need fails unless n more bytes (of what) can be there: within the input's size
+// when known, and within MaxFileLen.
+func (r *reader) need(n int64, what string) error {
+	if r.size >= 0 && n > r.size-r.off {
+		return r.errf(r.off, "%s of %d bytes, but only %d bytes are left", what, n, r.size-r.off)
+	}
+	if n > MaxFileLen-r.off {
+		return r.errf(r.off, "%s of %d bytes would take the file past %d bytes (MaxFileLen)", what, n, int64(MaxFileLen))
+	}
+	return nil
+}
+
+// read fills p (what, for errors); an input that ends first is an error naming where.
+func (r *reader) read(p []byte, what string) error {
+	n, err := io.ReadFull(r.r, p)
+	r.off += int64(n)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return r.errf(r.off, "the file ends inside %s (%d of %d bytes)", what, n, len(p))
+	case err != nil:
+		return fmt.Errorf("%s: offset %d: %w", r.name, r.off, err)
+	}
+	return nil
+}
+
 func (r *reader) int32(what string) (int32, error) {
-	if len(r.b)-r.off < 4 {
-		return 0, r.errf(r.off, "the file ends inside %s (%d of 4 bytes)", what, len(r.b)-r.off)
+	var b [4]byte
+	if err := r.read(b[:], what); err != nil {
+		return 0, err
 	}
-	v := int32(binary.LittleEndian.Uint32(r.b[r.off:]))
-	r.off += 4
-	return v, nil
+	return int32(binary.LittleEndian.Uint32(b[:])), nil
 }
 
-// bytes returns the next n bytes, n checked against what is left.
+// bytes returns the next n bytes, n checked against what is left before anything is
+// allocated.
 func (r *reader) bytes(n int64, what string) ([]byte, error) {
-	if n > int64(len(r.b)-r.off) {
-		return nil, r.errf(r.off, "%s of %d bytes, but only %d bytes are left", what, n, len(r.b)-r.off)
+	if err := r.need(n, what); err != nil {
+		return nil, err
 	}
-	v := r.b[r.off : r.off+int(n)]
-	r.off += int(n)
-	return v, nil
+	b := make([]byte, n)
+	return b, r.read(b, what)
 }
 
-// Parse reads an importance matrix from b; name (the file's) prefixes every error.
-// Besides the format it refuses what llama-quantize would refuse or misread: no
-// entries, a name that is empty, holds a NUL byte or repeats, an entry without
-// values, a NaN or infinite value, a truncated trailer, bytes after it.
-func Parse(name string, b []byte) (*Matrix, error) {
-	r := &reader{name: name, b: b}
-	if bytes.HasPrefix(b, []byte("GGUF")) {
-		return nil, r.errf(0, "this is a GGUF file; apr reads llama-imatrix's .dat format (llama.cpp b4747), not the GGUF form of later versions")
+// atEnd reports whether the input has no more bytes.
+func (r *reader) atEnd() (bool, error) {
+	_, err := r.r.Peek(1)
+	if err == io.EOF {
+		return true, nil
 	}
+	if err != nil {
+		return false, fmt.Errorf("%s: offset %d: %w", r.name, r.off, err)
+	}
+	return false, nil
+}
+
+// readDat reads llama-imatrix's .dat format. Besides the format it refuses what
+// llama-quantize would refuse or misread: no entries, a name that is empty, holds a
+// NUL byte or repeats, an entry without values, a NaN or infinite value, a truncated
+// trailer, bytes after it.
+func readDat(r *reader) (*Matrix, error) {
 	n, err := r.int32("the entry count")
 	if err != nil {
 		return nil, err
 	}
 	if n < 1 || n > MaxEntries {
-		return nil, r.errf(0, "%d entries (want 1 to %d)", n, MaxEntries)
+		return nil, r.errf(0, "%d entries (want 1 to %d, MaxEntries)", n, MaxEntries)
 	}
 	m := &Matrix{Entries: make(map[string][]float32, min(int(n), 1<<12))}
 	for i := range int(n) {
@@ -136,7 +204,7 @@ func Parse(name string, b []byte) (*Matrix, error) {
 			return nil, err
 		}
 		if l < 1 || l > MaxNameLen {
-			return nil, r.errf(at, "entry %d: name of %d bytes (want 1 to %d)", i+1, l, MaxNameLen)
+			return nil, r.errf(at, "entry %d: name of %d bytes (want 1 to %d, MaxNameLen)", i+1, l, MaxNameLen)
 		}
 		nb, err := r.bytes(int64(l), fmt.Sprintf("entry %d: a name", i+1))
 		if err != nil {
@@ -158,29 +226,18 @@ func Parse(name string, b []byte) (*Matrix, error) {
 		if err != nil {
 			return nil, err
 		}
-		if nval < 1 {
-			return nil, r.errf(at, "%q: %d values (want at least 1)", tensor, nval)
+		if nval < 1 || nval > MaxValues {
+			return nil, r.errf(at, "%q: %d values (want 1 to %d, MaxValues)", tensor, nval, MaxValues)
 		}
-		raw, err := r.bytes(4*int64(nval), fmt.Sprintf("%q: %d values", tensor, nval))
+		vals, err := r.values(tensor, int(nval), ncall)
 		if err != nil {
 			return nil, err
-		}
-		vals := make([]float32, nval)
-		for j := range vals {
-			v := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*j:]))
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, r.errf(at+4+4*j, "%q: value %d is %v; llama-quantize refuses non-finite importances", tensor, j, v)
-			}
-			if ncall > 0 {
-				v /= float32(ncall)
-			}
-			vals[j] = v
 		}
 		m.Entries[tensor] = vals
 		m.Names = append(m.Names, tensor)
 	}
-	if r.off == len(b) {
-		return m, nil
+	if end, err := r.atEnd(); end || err != nil {
+		return m, err
 	}
 	if m.Chunks, err = r.int32("the chunk count"); err != nil {
 		return nil, err
@@ -190,18 +247,60 @@ func Parse(name string, b []byte) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dl < 0 {
-		return nil, r.errf(at, "dataset name of %d bytes", dl)
+	if dl < 0 || dl > MaxDatasetLen {
+		return nil, r.errf(at, "dataset name of %d bytes (want 0 to %d, MaxDatasetLen)", dl, MaxDatasetLen)
 	}
 	ds, err := r.bytes(int64(dl), "the dataset name")
 	if err != nil {
 		return nil, err
 	}
 	m.Dataset = string(ds)
-	if r.off != len(b) {
-		return nil, r.errf(r.off, "%d bytes after the dataset name, where the file should end", len(b)-r.off)
+	if end, err := r.atEnd(); err != nil {
+		return nil, err
+	} else if !end {
+		more := "bytes"
+		if r.size >= 0 {
+			more = fmt.Sprintf("%d bytes", r.size-r.off)
+		}
+		return nil, r.errf(r.off, "%s after the dataset name, where the file should end", more)
 	}
 	return m, nil
+}
+
+// values reads an entry's nval values (checked against what is left first), divided
+// by ncall as llama-quantize's loader does. From a pipe the slice grows as the bytes
+// arrive, so a count the input does not back costs no more than the bytes it sent.
+func (r *reader) values(tensor string, nval int, ncall int32) ([]float32, error) {
+	what := fmt.Sprintf("%q: %d values", tensor, nval)
+	if err := r.need(4*int64(nval), what); err != nil {
+		return nil, err
+	}
+	capacity := nval // need checked the bytes are there
+	if r.size < 0 {
+		capacity = min(nval, 1<<16)
+	}
+	vals := make([]float32, 0, capacity)
+	if want := 4 * min(nval, 16<<10); len(r.buf) < want {
+		r.buf = make([]byte, want)
+	}
+	for len(vals) < nval {
+		at := r.off
+		b := r.buf[:4*min(nval-len(vals), len(r.buf)/4)]
+		if err := r.read(b, what); err != nil {
+			return nil, err
+		}
+		for j := 0; j < len(b); j += 4 {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(b[j:]))
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, r.errf(at+int64(j), "%q: value %d is %v; llama-quantize refuses non-finite importances", tensor, len(vals), v)
+			}
+			if ncall > 0 {
+				v /= float32(ncall)
+			}
+			vals = append(vals, v)
+		}
+	}
+	return vals, nil
 }
 
 // Encode writes m in the .dat format, with Calls 1 for every entry (the values are

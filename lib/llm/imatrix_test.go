@@ -2,9 +2,11 @@ package llm_test
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/ggufconv"
 	"github.com/apr-go/apr/lib/imatrix"
 	"github.com/apr-go/apr/lib/quant"
@@ -102,6 +104,62 @@ func TestImatrixPureBytes(t *testing.T) {
 			out := imatrixGGUF(t, p, "ref/tiny-llama.imatrix.dat", true, p == "Q8_0")
 			if got := sha256Hex(out); got != want {
 				t.Errorf("SHA-256 of the export %s, llama-quantize --pure --imatrix wrote %s (%d bytes)", got, want, len(out))
+			}
+		})
+	}
+}
+
+// TestImatrixZeroBlocksBytes: importances that are zero over part of a row, where
+// b4747's make_qp_quants divides 0 by 0 (a NaN block scale, which llama-quantize
+// b4747 refuses) for q2_k, q4_k and q5_k, give later ggml's bytes (its scale is then
+// 0). The matrix is the fixture's with blk.1.ffn_down.weight's first 256 of 512
+// values zero (a whole super-block of every row) and blk.0.attn_q.weight's first 255
+// of 256 (one column left); the sums are of those tensors' data in
+// `llama-quantize --pure --imatrix MATRIX tiny-llama.f32.gguf OUT TYPE 2` (TYPE Q2_K,
+// Q4_K, Q5_K) of a llama.cpp build of 2026-09-28 (0.5.0-dev, commit 0ad4a86, whose
+// ggml has PR 15379's guard); its other 19 tensors equal apr's too.
+func TestImatrixZeroBlocksBytes(t *testing.T) {
+	m, err := imatrix.Load("../../testdata/hf/ref/tiny-llama.imatrix.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(m.Entries["blk.1.ffn_down.weight"][:256])
+	clear(m.Entries["blk.0.attn_q.weight"][:255])
+	file := filepath.Join(t.TempDir(), "zeros.dat")
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]string{
+		"Q2_K": {"blk.0.attn_q.weight": "9ffb3dbf65ebe5acee5e23f3f4374818c8fa2d34acbbd98de610b638b0a26e69",
+			"blk.1.ffn_down.weight": "3de3c85991dcd5d2fa857e9164786bdbd4fe33fb156e37f1eb09c75c368f48d0"},
+		"Q4_K_M": {"blk.0.attn_q.weight": "85a0ac057ecdba22645481f3b686b6f479f11e9f90d6ef35d383b1bae0df07fb",
+			"blk.1.ffn_down.weight": "9e05dc79c322f0f45fd739fbeb239a776cebfc829a049f9e25064444e57a7c53"},
+		"Q5_K_M": {"blk.0.attn_q.weight": "aa3588067268bd323213e26bffa017aef75ed93629bb73151894e67792d7f943",
+			"blk.1.ffn_down.weight": "c303eac8771d95949d50747a14d5ae50de145d4b938033f4abeed6c460ef580a"},
+	}
+	for typ, sums := range want {
+		t.Run(typ, func(t *testing.T) {
+			out := imatrixGGUF(t, typ, file, true, false)
+			f, err := gguf.NewFile(bytes.NewReader(out), int64(len(out)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, sum := range sums {
+				i := f.Header.Tensor(name)
+				if i < 0 {
+					t.Fatalf("no tensor %s", name)
+				}
+				data, err := f.TensorData(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := sha256Hex(data); got != sum {
+					t.Errorf("%s: SHA-256 %s, llama-quantize's %s", name, got, sum)
+				}
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
@@ -34,7 +35,55 @@ func (o *Options) importanceOf(t container.TensorInfo, to dtype.DType) ([]float3
 	if to.Info().Quantized() && !kernels.CanQuantizeWeighted(to) {
 		return nil, "", fmt.Errorf("tensor %q: an importance matrix cannot weight %v", t.Name, to)
 	}
+	if to.Info().Quantized() && !kernels.IgnoresWeights(to) {
+		if err := o.zeroImportances(t, w); err != nil {
+			return nil, "", err
+		}
+	}
 	return w, "; importance-weighted", nil
+}
+
+// zeroImportances refuses an entry whose weights for the whole tensor, or for one
+// expert of a 3-D tensor, are all zero: no calibration token reached it (b4747's
+// llama-imatrix writes zeros for an expert no token was routed to). Weighted by
+// them, ggml's quantizers give every block of it NaN scales (Q2_K, Q4_K, Q5_K in
+// b4747, which llama-quantize then refuses) or zeros (the others, and later ggml);
+// later llama-imatrix versions leave such an entry out and store 1s for an expert
+// without data. Zeros in part of a row are ggml's to handle, as it does.
+func (o *Options) zeroImportances(t container.TensorInfo, w []float32) error {
+	n, row := experts(t.Shape), int(rowLen(t.Shape))
+	for e := range int(n) {
+		if slices.ContainsFunc(w[e*row:(e+1)*row], func(v float32) bool { return v != 0 }) {
+			continue
+		}
+		which := ""
+		if len(t.Shape) == 3 {
+			which = fmt.Sprintf(" for expert %d of %d", e, n)
+		}
+		return fmt.Errorf("tensor %q: its importance weights in %s are all zero%s (no calibration token reached it): weighted by them, "+
+			"ggml's quantizers give its blocks NaN scales (q2_k, q4_k, q5_k; llama-quantize b4747 then stops) or zeros; "+
+			"recompute the matrix (later llama-imatrix versions leave such an entry out, and store 1s for an expert without data)",
+			t.Name, o.Imatrix.File, which)
+	}
+	return nil
+}
+
+// imatrixUnmatched is the error for an importance matrix whose entries name none of
+// the converted tensors (first is one of them, "" when none is converted).
+// llama-quantize then warns once per tensor ("did not find weights") and still
+// records the matrix in quantize.imatrix.*, so the file claims an importance-weighted
+// quantization that weighted nothing; apr refuses it.
+func (o *Options) imatrixUnmatched(first string) error {
+	m := o.Imatrix
+	example := ""
+	if len(m.Names) > 0 {
+		example = fmt.Sprintf(" (its %d entries are named like %q)", len(m.Names), m.Names[0])
+	}
+	if first == "" {
+		return fmt.Errorf("the importance matrix %s%s weights nothing: no tensor is converted", m.File, example)
+	}
+	return fmt.Errorf("the importance matrix %s%s has no entry for any tensor that is converted (such as %q): it was made for another model, "+
+		"and the file would claim an importance-weighted quantization that weighted nothing", m.File, example, first)
 }
 
 // experts is the number of matrices a tensor stacks (ggml's ne[2]): 1 for 2-D.

@@ -6,8 +6,12 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/kernels"
+	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/imatrix"
+	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/stream"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 func importances(seed uint64, n int) []float32 {
@@ -97,6 +101,84 @@ func TestImportanceMismatch(t *testing.T) {
 	if _, _, err := run(t, Options{Type: dtype.Q4_K, Imatrix: m}, tensorF32("blk.0.attn_k.weight", []int64{4, 256}, x)); err == nil ||
 		!strings.Contains(err.Error(), `tensor "blk.0.attn_k.weight" (shape [4 256]): the importance matrix m.dat has 128 values for it, want 256`) {
 		t.Errorf("wrong size: %v", err)
+	}
+}
+
+// tableless hides a stream's tensor table, so the quantizer decides tensor by tensor.
+type tableless struct{ stream.Stream }
+
+func (s tableless) Header() container.Header {
+	h := s.Stream.Header()
+	h.Table = nil
+	return h
+}
+
+// TestImportanceUnmatched: a matrix that names none of the converted tensors (made
+// for another model) is an error naming the file, before any output when the input's
+// tensors are known and at the end otherwise; nothing converted is the same error.
+// One converted tensor with an entry is enough, even one whose entry llama.cpp skips
+// (token_embd.weight of another size).
+func TestImportanceUnmatched(t *testing.T) {
+	x := randF32(34, 4*256)
+	tensors := func() []tensor.Tensor {
+		return []tensor.Tensor{tensorF32("blk.0.attn_k.weight", []int64{4, 256}, x), tensorF32("blk.0.attn_norm.weight", []int64{256}, x[:256])}
+	}
+	other := matrix(map[string][]float32{"blk.0.attn_q.weight": importances(1, 256), "blk.0.attn_norm.weight": importances(2, 256)})
+	for _, table := range []bool{true, false} {
+		src := stream.FromTensors(modeltype.Custom, container.Metadata{Name: "test", CreatedAt: "2026-01-01T00:00:00Z"}, tensors())
+		if !table {
+			src = tableless{src}
+		}
+		var out bytes.Buffer
+		_, err := Quantize(&out, src, Options{Type: dtype.Q4_K, Imatrix: other})
+		want := `the importance matrix m.dat (its 2 entries are named like "blk.0.`
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `has no entry for any tensor that is converted (such as "blk.0.attn_k.weight")`) {
+			t.Errorf("table %v: %v", table, err)
+		}
+		if table && out.Len() != 0 {
+			t.Errorf("%d bytes written before the refusal", out.Len())
+		}
+	}
+	_, _, err := run(t, Options{Type: dtype.Q4_K, Imatrix: other}, tensorF32("blk.0.attn_norm.weight", []int64{256}, x[:256]))
+	if err == nil || !strings.Contains(err.Error(), "weights nothing: no tensor is converted") {
+		t.Errorf("nothing converted: %v", err)
+	}
+	embd := matrix(map[string][]float32{"token_embd.weight": importances(1, 128)})
+	if _, _, err := run(t, Options{Type: dtype.Q4_K, Imatrix: embd}, tensorF32("token_embd.weight", []int64{4, 256}, x)); err != nil {
+		t.Errorf("a matching name whose entry llama.cpp skips: %v", err)
+	}
+}
+
+// TestImportanceAllZero: an entry whose weights are all zero for the tensor, or for
+// one expert of a 3-D tensor, is refused before any output, naming the tensor, the
+// expert and the file, for every type that applies weights (Q8_0 ignores them); zeros
+// in part of a row quantize (kernels: later ggml's bytes).
+func TestImportanceAllZero(t *testing.T) {
+	x := randF32(35, 3*4*256)
+	dense := tensorF32("blk.0.attn_k.weight", []int64{4, 256}, x[:4*256])
+	for _, typ := range []dtype.DType{dtype.Q4_K, dtype.Q2_K, dtype.Q6_K, dtype.Q4_0} {
+		out, _, err := run(t, Options{Type: typ, Imatrix: matrix(map[string][]float32{"blk.0.attn_k.weight": make([]float32, 256)})}, dense)
+		if err == nil || !strings.Contains(err.Error(), `tensor "blk.0.attn_k.weight": its importance weights in m.dat are all zero (no calibration token reached it)`) {
+			t.Errorf("%v: %v", typ, err)
+		}
+		if len(out) != 0 {
+			t.Errorf("%v: %d bytes written before the refusal", typ, len(out))
+		}
+	}
+	if _, _, err := run(t, Options{Type: dtype.Q8_0, Imatrix: matrix(map[string][]float32{"blk.0.attn_k.weight": make([]float32, 256)})}, dense); err != nil {
+		t.Errorf("q8_0 takes no weights: %v", err)
+	}
+	qw := importances(3, 3*256)
+	clear(qw[256:512])
+	experts := tensorF32("blk.0.ffn_up_exps.weight", []int64{3, 4, 256}, x)
+	if _, _, err := run(t, Options{Type: dtype.Q4_K, Imatrix: matrix(map[string][]float32{"blk.0.ffn_up_exps.weight": qw})}, experts); err == nil ||
+		!strings.Contains(err.Error(), `tensor "blk.0.ffn_up_exps.weight": its importance weights in m.dat are all zero for expert 1 of 3`) {
+		t.Errorf("an expert without data: %v", err)
+	}
+	qw = importances(3, 3*256)
+	clear(qw[256 : 512-1])
+	if _, _, err := run(t, Options{Type: dtype.Q4_K, Imatrix: matrix(map[string][]float32{"blk.0.ffn_up_exps.weight": qw})}, experts); err != nil {
+		t.Errorf("an expert with one weight: %v", err)
 	}
 }
 

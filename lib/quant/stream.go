@@ -164,6 +164,11 @@ type Stream struct {
 	report  Report
 	err     error
 	closed  bool
+
+	// Whether the importance matrix names a converted tensor, and the first
+	// converted tensor, for the error when it names none.
+	imatrixMatched bool
+	firstConverted string
 }
 
 // New returns a Stream that converts src as o says. With o.Plan set it decides every
@@ -211,6 +216,7 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.matched(t.Name, d)
 		s.planned = append(s.planned, d)
 		counts[d.To.String()] = inc(counts[d.To.String()])
 		sources[d.From.String()] = inc(sources[d.From.String()])
@@ -224,6 +230,9 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		h.Flags |= container.FlagQuantized
 	} else if o.Type == dtype.F32 {
 		h.Flags &^= container.FlagQuantized
+	}
+	if o.Plan != nil && o.Imatrix != nil && !s.imatrixMatched {
+		return nil, o.imatrixUnmatched(s.firstConverted)
 	}
 	if o.Plan != nil {
 		h.Flags &^= container.FlagQuantized
@@ -342,6 +351,10 @@ func (s *Stream) Next() (container.TensorInfo, io.Reader, error) {
 				return container.TensorInfo{}, nil, s.err
 			}
 		}
+		if s.opts.Imatrix != nil && !s.imatrixMatched { // decided tensor by tensor
+			s.err = s.opts.imatrixUnmatched(s.firstConverted)
+			return container.TensorInfo{}, nil, s.err
+		}
 		return t, r, err
 	}
 	if err != nil {
@@ -393,7 +406,9 @@ func (s *Stream) Next() (container.TensorInfo, io.Reader, error) {
 // decide uses the plan when there is one, checking that the stream matches it.
 func (s *Stream) decide(t container.TensorInfo) (Decision, error) {
 	if s.planned == nil {
-		return s.opts.Decide(t)
+		d, err := s.opts.Decide(t)
+		s.matched(t.Name, d)
+		return d, err
 	}
 	if s.i >= len(s.planned) {
 		return Decision{}, fmt.Errorf("tensor %q: not in the input's index (%d tensors)", t.Name, len(s.planned))
@@ -404,6 +419,19 @@ func (s *Stream) decide(t container.TensorInfo) (Decision, error) {
 			s.i, t.Name, t.DType, t.Shape, want.Name, want.DType, want.Shape)
 	}
 	return s.planned[s.i], nil
+}
+
+// matched notes whether the importance matrix has an entry for a converted tensor.
+func (s *Stream) matched(name string, d Decision) {
+	if s.opts.Imatrix == nil || !d.Converted() {
+		return
+	}
+	if s.firstConverted == "" {
+		s.firstConverted = name
+	}
+	if _, ok := s.opts.Imatrix.Entries[name]; ok {
+		s.imatrixMatched = true
+	}
 }
 
 // endTensor finishes the tensor being converted and records its error measures.
