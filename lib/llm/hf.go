@@ -203,9 +203,13 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	if err != nil {
 		return nil, false, err
 	}
-	cp.KVs = append(cp.generalKVs(dir, params), cp.hparamKVs(fileType)...)
-	cp.KVs = append(cp.KVs, tok...)
+	sampling, err := samplingKVs(files)
+	if err != nil {
+		return nil, false, err
+	}
+	cp.KVs = append(cp.generalKVs(dir, params, sampling), cp.hparamKVs(fileType)...)
 	cp.KVs = append(cp.KVs, gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32(2)})
+	cp.KVs = append(cp.KVs, tok...)
 	return cp, true, nil
 }
 
@@ -293,13 +297,14 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 }
 
 // generalKVs are the converter's general.* keys for a checkpoint directory without a
-// model card: the architecture, "model", a name from the directory's name (as gguf-py's
+// model card: the architecture, "model", the sampling keys, a name from the directory's name (as gguf-py's
 // Metadata.id_to_title makes it) and a size label from the parameter count.
-func (cp *Checkpoint) generalKVs(dir string, params int64) []gguf.KV {
+func (cp *Checkpoint) generalKVs(dir string, params int64, sampling []gguf.KV) []gguf.KV {
 	kvs := []gguf.KV{
 		{Key: "general.architecture", Value: gguf.String(cp.Arch.GGUF)},
 		{Key: "general.type", Value: gguf.String("model")},
 	}
+	kvs = append(kvs, sampling...)
 	if n := titleOf(filepath.Base(dir)); n != "" && dir != "" {
 		kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.String(n)})
 	}

@@ -109,6 +109,7 @@ func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) 
 		tc.set(sp.typ+"_token", voc.texts[sp.id])
 		stm.set(sp.typ+"_token", voc.texts[sp.id])
 	}
+	g.setSampling(&gen)
 	cfg.set("torch_dtype", torchDType)
 	if n, ok := g.archUint("context_length"); ok {
 		tc.set("model_max_length", n)
@@ -204,10 +205,12 @@ func (g ggufKVs) uint(key string) (int64, bool) {
 
 func (g ggufKVs) archUint(key string) (int64, bool) { return g.uint(g.arch + "." + key) }
 
-// archFloat returns a float key as the shortest decimal of its own width (an f32
+func (g ggufKVs) archFloat(key string) (jsonFloat, bool) { return g.float(g.arch + "." + key) }
+
+// float returns a float key as the shortest decimal of its own width (an f32
 // 1e-5 is 1e-05, not 9.999999747378752e-06).
-func (g ggufKVs) archFloat(key string) (jsonFloat, bool) {
-	v, ok := g.h.Get(g.arch + "." + key)
+func (g ggufKVs) float(key string) (jsonFloat, bool) {
+	v, ok := g.h.Get(key)
 	f, isFloat := v.AsFloat64()
 	if !ok || !isFloat || math.IsNaN(f) || math.IsInf(f, 0) {
 		return jsonFloat{}, false

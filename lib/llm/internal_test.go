@@ -2,13 +2,17 @@ package llm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/gguf"
 )
 
 func TestPermuteInverts(t *testing.T) {
@@ -117,5 +121,35 @@ func TestPermuteHeadsStreams(t *testing.T) {
 	_, err := io.ReadAll(permuteHeads(bytes.NewReader(src[:len(src)-1]), false))
 	if err != io.ErrUnexpectedEOF {
 		t.Fatalf("a short tensor gave %v, want io.ErrUnexpectedEOF", err)
+	}
+}
+
+// TestSamplingKVs: generation_config.json's fields become general.sampling.* keys in
+// the converter's order and types; a null field is absent, a file that is not JSON
+// gives none (the converter ignores it), and a field of the wrong kind is an error.
+func TestSamplingKVs(t *testing.T) {
+	kvs, err := samplingKVs(map[string][]byte{"generation_config.json": []byte(
+		`{"temperature": 0.6, "top_k": 40, "do_sample": true, "top_p": null, "repetition_penalty": 1.1, "mirostat": true}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range kvs {
+		got = append(got, fmt.Sprintf("%s=%v", kv.Key, kv.Value))
+	}
+	want := []string{"general.sampling.top_k=40", "general.sampling.temp=0.6", "general.sampling.penalty_repeat=1.1", "general.sampling.mirostat=1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if v, _ := (&gguf.Header{KVs: kvs}).Get("general.sampling.top_k"); v.Type() != gguf.TypeInt32 {
+		t.Errorf("top_k is %v, want INT32", v.Type())
+	}
+	if kvs, err := samplingKVs(map[string][]byte{"generation_config.json": []byte(`{"temperature": `)}); err != nil || kvs != nil {
+		t.Errorf("a broken file: %v, %v; want no keys and no error", kvs, err)
+	}
+	for _, bad := range []string{`{"top_k": 40.5}`, `{"temperature": "hot"}`, `{"top_p": 1e39}`, `{"sequence": 3}`} {
+		if _, err := samplingKVs(map[string][]byte{"generation_config.json": []byte(bad)}); err == nil || !strings.Contains(err.Error(), "generation_config.json") {
+			t.Errorf("%s: error %v, want one naming generation_config.json", bad, err)
+		}
 	}
 }
