@@ -3,6 +3,7 @@ package llm
 import (
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"sort"
 	"strings"
@@ -27,16 +28,17 @@ type Arch struct {
 	// PermuteQK: the rows of the Q and K projections are reordered from Hugging Face's
 	// rotary layout (two halves per head) to ggml's (interleaved pairs).
 	PermuteQK bool
-	// LlamaKVs: the converter's class (LlamaModel) adds {arch}.vocab_size and
-	// {arch}.rope.dimension_count to the base class's hyperparameters, and
+	// SpacePrefix: the converter's class (LlamaModel) writes
 	// tokenizer.ggml.add_space_prefix from tokenizer_config.json's add_prefix_space.
-	LlamaKVs bool
+	SpacePrefix bool
 	// Biases are the layer tensors the family must have beyond Llama's (Qwen2's Q, K
 	// and V biases), as names after "blk.N.".
 	Biases []string
 	// Back is the Hugging Face class and model_type a GGUF of this family is written
 	// back as (hfgen.go).
 	Back [2]string
+	// Family is the family's own code (family.go), nil for one that only renames.
+	Family Family
 }
 
 var llamaLayer = map[string]string{
@@ -64,13 +66,16 @@ var llamaTop = map[string]string{
 // converter writes both as "llama"; GGUF does not record which it was, and
 // transformers' Llama class runs both, Mistral's sliding window aside). Qwen2 is
 // Llama's layout with Q, K and V biases, rotary halves left as they are (llama.cpp
-// runs it in NeoX order) and only the converter's base hyperparameters.
+// runs it in NeoX order) and only the converter's base hyperparameters. Qwen3 is
+// Qwen2's without the biases and with an RMS norm of each head's queries and keys
+// (q_norm, k_norm; head_dim, which need not be hidden_size/heads, gives the key
+// and value lengths).
 var archs = []*Arch{
 	{
 		HF:   []string{"LlamaForCausalLM", "MistralForCausalLM"},
-		GGUF: "llama", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, LlamaKVs: true,
+		GGUF: "llama", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, SpacePrefix: true,
 		Skip: []string{"self_attn.rotary_emb.inv_freq"},
-		Back: [2]string{"LlamaForCausalLM", "llama"},
+		Back: [2]string{"LlamaForCausalLM", "llama"}, Family: llama{},
 	},
 	{
 		HF:   []string{"Qwen2ForCausalLM"},
@@ -79,6 +84,22 @@ var archs = []*Arch{
 		Biases: []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"},
 		Back:   [2]string{"Qwen2ForCausalLM", "qwen2"},
 	},
+	{
+		HF:   []string{"Qwen3ForCausalLM"},
+		GGUF: "qwen3", Top: llamaTop, Layer: withLayer(llamaLayer, map[string]string{
+			"self_attn.q_norm.weight": "attn_q_norm.weight",
+			"self_attn.k_norm.weight": "attn_k_norm.weight",
+		}),
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"Qwen3ForCausalLM", "qwen3"},
+	},
+}
+
+// withLayer returns base's layer names with more.
+func withLayer(base, more map[string]string) map[string]string {
+	m := maps.Clone(base)
+	maps.Copy(m, more)
+	return m
 }
 
 // LookupArch returns the family of a config.json "architectures" name.

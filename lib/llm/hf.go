@@ -13,6 +13,7 @@ import (
 
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Hparams are the hyperparameters of a transformer checkpoint, from its config.json.
@@ -21,6 +22,7 @@ type Hparams struct {
 	RopeTheta, RMSEps                                            float64
 	HasRopeTheta, HasRMSEps, HasHeadDim, HasContext, HasFFN      bool
 	TieEmbeddings                                                bool
+	rope                                                         rope
 }
 
 // config is a parsed config.json with typed lookups that name the field in errors.
@@ -105,7 +107,10 @@ func parseHparams(c config) (Hparams, error) {
 	if h.HeadDim%2 != 0 {
 		return h, fmt.Errorf("config.json: the head dimension %d is odd (rotary embeddings need pairs)", h.HeadDim)
 	}
-	if h.RopeTheta, h.HasRopeTheta, err = c.float("rope_theta"); err != nil {
+	if h.rope, err = parseRope(c); err != nil {
+		return h, err
+	}
+	if h.RopeTheta, h.HasRopeTheta, err = h.rope.float("rope_theta"); err != nil {
 		return h, err
 	}
 	if h.RMSEps, h.HasRMSEps, err = c.float("rms_norm_eps"); err != nil {
@@ -113,9 +118,6 @@ func parseHparams(c config) (Hparams, error) {
 	}
 	if t, ok := c["tie_word_embeddings"].(bool); ok {
 		h.TieEmbeddings = t
-	}
-	if rs, ok := c["rope_scaling"].(map[string]any); ok && rs != nil {
-		return h, fmt.Errorf("config.json: rope_scaling %v is not supported yet", rs)
 	}
 	return h, nil
 }
@@ -143,6 +145,11 @@ type Checkpoint struct {
 	// KVs are the GGUF key-values the converter writes, in its order, with
 	// general.file_type for the tensors as imported.
 	KVs []gguf.KV
+	// generated are the tensors the family computes from the config (Family.Generated).
+	generated []tensor.Tensor
+	// ropeFactors are the rope_freqs.weight of a model from a GGUF file, read on the
+	// way back to Hugging Face's layout (HFStream) for HFFiles.
+	ropeFactors []float32
 }
 
 // TensorShape is a tensor's name, dtype and shape (outermost dimension first), as the
@@ -195,7 +202,14 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 		return nil, false, err
 	}
 	cp := &Checkpoint{Arch: arch, Hparams: h}
+	if cp.generated, err = arch.family().Generated(cp); err != nil {
+		return nil, false, err
+	}
 	params, fileType, err := cp.check(tensors)
+	if err != nil {
+		return nil, false, err
+	}
+	hparams, err := cp.hparamKVs(fileType)
 	if err != nil {
 		return nil, false, err
 	}
@@ -207,7 +221,7 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	if err != nil {
 		return nil, false, err
 	}
-	cp.KVs = append(cp.generalKVs(dir, params, sampling), cp.hparamKVs(fileType)...)
+	cp.KVs = append(cp.generalKVs(dir, params, sampling), hparams...)
 	cp.KVs = append(cp.KVs, gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32(2)})
 	cp.KVs = append(cp.KVs, tok...)
 	return cp, true, nil
@@ -230,6 +244,10 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 	maxLayer := -1
 	types := map[dtype.DType]int{}
 	have := map[string]bool{}
+	for _, t := range cp.generated {
+		n, _ := dtype.Elems(t.Shape)
+		params += n
+	}
 	for _, t := range tensors {
 		g, layer, skip, err := cp.Arch.GGUFName(t.Name)
 		if err != nil {
@@ -346,7 +364,19 @@ func SizeLabel(n int64) string {
 	return fmt.Sprintf("%.*f%s", max(2-digits, 0), f, suffix)
 }
 
-func (cp *Checkpoint) hparamKVs(fileType uint32) []gguf.KV {
+// generates reports whether the family computes tensor name (Family.Generated).
+func (cp *Checkpoint) generates(name string) bool {
+	for _, t := range cp.generated {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// hparamKVs are the hyperparameter keys: the base converter's (TextModel's), then
+// the family's (Family.KVs).
+func (cp *Checkpoint) hparamKVs(fileType uint32) ([]gguf.KV, error) {
 	h, a := cp.Hparams, cp.Arch.GGUF
 	var kvs []gguf.KV
 	u32 := func(k string, v int) { kvs = append(kvs, gguf.KV{Key: a + "." + k, Value: gguf.Uint32(uint32(v))}) }
@@ -363,6 +393,11 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) []gguf.KV {
 	}
 	u32("attention.head_count", h.Heads)
 	u32("attention.head_count_kv", h.KVHeads)
+	scaling, err := h.rope.scalingKVs(a, cp.generates("rope_freqs.weight"))
+	if err != nil {
+		return nil, err
+	}
+	kvs = append(kvs, scaling...)
 	if h.HasRopeTheta {
 		f32("rope.freq_base", h.RopeTheta)
 	}
@@ -374,11 +409,7 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) []gguf.KV {
 		u32("attention.value_length", h.HeadDim)
 	}
 	kvs = append(kvs, gguf.KV{Key: "general.file_type", Value: gguf.Uint32(fileType)})
-	if cp.Arch.LlamaKVs {
-		u32("vocab_size", h.Vocab)
-		u32("rope.dimension_count", h.HeadDim)
-	}
-	return kvs
+	return cp.Arch.family().KVs(cp, kvs)
 }
 
 // vocabKVs builds the tokenizer.* keys: from tokenizer.model (SentencePiece) when the
@@ -401,7 +432,7 @@ func vocabKVs(files map[string][]byte, vocab int, arch *Arch, opts Options) ([]g
 	default:
 		return nil, fmt.Errorf("the checkpoint has no tokenizer (tokenizer.model or tokenizer.json)")
 	}
-	if err != nil || !arch.LlamaKVs {
+	if err != nil || !arch.SpacePrefix {
 		return kvs, err
 	}
 	if b, ok := files["tokenizer_config.json"]; ok {
@@ -418,6 +449,15 @@ func vocabKVs(files map[string][]byte, vocab int, arch *Arch, opts Options) ([]g
 
 // specialTypes are the special tokens the converter looks for, in its order.
 var specialTypes = []string{"bos", "eos", "unk", "sep", "pad", "cls", "mask"}
+
+// specialKeys are the GGUF keys of the special token ids, as gguf-py names them
+// (unknown, "seperator" as spelt there, padding); GGUFWriter has no handler for a CLS
+// id, which SpecialVocab then skips with a warning.
+var specialKeys = map[string]string{
+	"bos": "tokenizer.ggml.bos_token_id", "eos": "tokenizer.ggml.eos_token_id",
+	"unk": "tokenizer.ggml.unknown_token_id", "sep": "tokenizer.ggml.seperator_token_id",
+	"pad": "tokenizer.ggml.padding_token_id", "mask": "tokenizer.ggml.mask_token_id",
+}
 
 // sentencePieceVocab builds the tokenizer.* keys from tokenizer.model, as the
 // converter's SentencePiece path does: the pieces padded to vocab_size with
@@ -516,9 +556,11 @@ func tokenizerTail(files map[string][]byte, vocab int) ([]gguf.KV, error) {
 		return nil, err
 	}
 	for _, st := range ids {
-		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml." + st.typ + "_token_id", Value: gguf.Uint32(uint32(st.id))})
+		if key, ok := specialKeys[st.typ]; ok {
+			kvs = append(kvs, gguf.KV{Key: key, Value: gguf.Uint32(uint32(st.id))})
+		}
 	}
-	for _, typ := range specialTypes {
+	for _, typ := range []string{"bos", "eos", "sep"} { // GGUFWriter has add_add_X_token for these only
 		if add, ok := tc["add_"+typ+"_token"].(bool); ok {
 			kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_" + typ + "_token", Value: gguf.Bool(add)})
 		}

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -150,6 +151,54 @@ func TestSamplingKVs(t *testing.T) {
 	for _, bad := range []string{`{"top_k": 40.5}`, `{"temperature": "hot"}`, `{"top_p": 1e39}`, `{"sequence": 3}`} {
 		if _, err := samplingKVs(map[string][]byte{"generation_config.json": []byte(bad)}); err == nil || !strings.Contains(err.Error(), "generation_config.json") {
 			t.Errorf("%s: error %v, want one naming generation_config.json", bad, err)
+		}
+	}
+}
+
+// TestRecoverLlama3: the rope scaling parameters written back for a GGUF's
+// rope_freqs.weight make the same factors: Meta's, and others solved from the blend.
+func TestRecoverLlama3(t *testing.T) {
+	for _, p := range []llama3Params{{32, 1, 4, 8192}, {8, 1, 4, 8192}, {16, 1, 6, 4096}} {
+		r := rope{params: map[string]any{"rope_theta": json.Number("500000"), "factor": json.Number(fmt.Sprint(p.factor)),
+			"low_freq_factor": json.Number("1"), "high_freq_factor": json.Number(fmt.Sprint(p.high)),
+			"original_max_position_embeddings": json.Number(fmt.Sprint(p.orig))}}
+		f, err := llama3RopeFreqs(r, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := recoverLlama3(f, 128, 500000)
+		if err != nil || got != p {
+			t.Errorf("%+v: recovered %+v, %v", p, got, err)
+		}
+	}
+	if _, err := recoverLlama3([]float32{1, 2, 3}, 8, 10000); err == nil {
+		t.Error("factors no Llama 3 scaling makes were recovered")
+	}
+}
+
+// TestRopeScalingErrors: a rope scaling apr does not convert, or malformed, is an
+// error naming config.json's field.
+func TestRopeScalingErrors(t *testing.T) {
+	for cfg, want := range map[string]string{
+		`{"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}`:    `rope_scaling.rope_type "dynamic"`,
+		`{"rope_scaling": {"type": "llama3", "factor": 8.0}}`:          `rope_scaling.rope_type "llama3"`,
+		`{"rope_scaling": "linear"}`:                                   `"rope_scaling" is linear, expected an object`,
+		`{"rope_scaling": {"rope_type": "linear", "factor": "x"}}`:     `rope_scaling.factor is x`,
+		`{"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}`:    `rope_parameters.original_max_position_embeddings`,
+		`{"rope_parameters": {"full_attention": {"rope_type": "su"}}}`: `rope_parameters.full_attention.rope_type "su"`,
+	} {
+		var c map[string]any
+		d := json.NewDecoder(strings.NewReader(cfg))
+		d.UseNumber()
+		if err := d.Decode(&c); err != nil {
+			t.Fatal(err)
+		}
+		r, err := parseRope(config(c))
+		if err == nil {
+			_, err = r.scalingKVs("qwen3", false)
+		}
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "config.json") {
+			t.Errorf("%s: error %v, want one with %q", cfg, err, want)
 		}
 	}
 }

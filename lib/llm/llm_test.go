@@ -13,6 +13,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/ggufconv"
+	"github.com/apr-go/apr/lib/llm"
 	"github.com/apr-go/apr/lib/quant"
 	"github.com/apr-go/apr/lib/stconv"
 	"github.com/apr-go/apr/lib/stream"
@@ -20,14 +21,17 @@ import (
 
 const checkpoint = "../../testdata/hf/tiny-llama"
 
-// checkpoints are the two test checkpoints: the fixtures' tiny-llama (LlamaForCausalLM,
-// BF16, grouped-query attention, untied, one file) and apr's small-mistral
-// (MistralForCausalLM, F16, multi-head attention, head_dim, tied, three shards, vocab
-// padded), with the sizes of the shards to export it back in.
+// checkpoints are the test checkpoints (testdata/hf/README.md): the fixtures'
+// tiny-llama (LlamaForCausalLM, BF16, grouped-query attention, untied, one file), and
+// apr's small-mistral (MistralForCausalLM, F16, multi-head attention, head_dim, tied,
+// three shards, vocab padded), tiny-qwen3 (Qwen3ForCausalLM, q/k norms, head_dim
+// unlike hidden/heads, BPE tokenizer.json, tied) and tiny-llama3 (Llama 3.1's rope
+// scaling, tied, as Llama 3.2's small models), with the sizes of the shards to export
+// each back in.
 var checkpoints = []struct {
 	name  string
 	shard int64
-}{{"tiny-llama", 0}, {"small-mistral", 1096512}}
+}{{"tiny-llama", 0}, {"small-mistral", 1096512}, {"tiny-qwen3", 0}, {"tiny-llama3", 0}}
 
 // refSums reads a checkpoint's checksum list: path -> SHA-256.
 func refSums(t *testing.T, name string) map[string]string {
@@ -172,7 +176,7 @@ func TestExportRefusesHFLayout(t *testing.T) {
 		opts stconv.ImportOptions
 		want string
 	}{
-		{unknown, stconv.ImportOptions{}, `architecture "GPT2LMHeadModel" (config.json) is not one apr converts for llama.cpp (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)`},
+		{unknown, stconv.ImportOptions{}, `architecture "GPT2LMHeadModel" (config.json) is not one apr converts for llama.cpp (supported: ` + strings.Join(llm.Supported(), ", ") + ")"},
 		{checkpoint, stconv.ImportOptions{HFLayout: true}, "this LlamaForCausalLM checkpoint was imported in its Hugging Face layout"},
 	}
 	for _, c := range cases {

@@ -12,6 +12,9 @@
 # with its arguments appended (README.md, "References").
 set -euo pipefail
 : "${LLAMA:?set LLAMA to the folder holding bin/llama-quantize}" "${CONVERT:?set CONVERT to the converter command}"
+# convert-current.py needs the pre-tokenizer of a tiny BPE vocabulary named (tiny-qwen3's is
+# Qwen2's); the SentencePiece checkpoints ignore it.
+export LLAMA_TOKPRE=${LLAMA_TOKPRE:-qwen2}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -16,6 +16,11 @@
 // -arch Qwen2ForCausalLM adds Qwen2's Q, K and V biases. .ci/test-peers-gguf makes
 // checkpoints of npm's real Llama 3, Qwen2.5 and Mistral-Nemo tokenizers that way.
 //
+// With -tokenizer qwen2-bpe it writes a small synthetic byte-level BPE tokenizer.json
+// in Qwen2's form (bpe.go), with Qwen's special tokens and tokenizer_config.json, and
+// -arch Qwen3ForCausalLM gives each layer Qwen3's q_norm and k_norm. -rope-scaling and
+// -generation write config.json's rope_scaling and generation_config.json's fields.
+//
 // The benchmark (.ci/bench-llm) writes one of TinyLlama-1.1B's shape with flags:
 // -arch LlamaForCausalLM -vocab 32000 -hidden 2048 -ffn 5632 -layers 22 -heads 32
 // -kvheads 4 -headdim 0 -dtype bf16 -tied=false -shards 2.
@@ -54,7 +59,7 @@ const config = `{
   "num_key_value_heads": %d,%s
   "max_position_embeddings": 1024,
   "rms_norm_eps": 1e-06,
-  "rope_theta": 1000000.0,
+  "rope_theta": %s,%s
   "sliding_window": null,
   "hidden_act": "silu",
   "tie_word_embeddings": %t,%s
@@ -87,6 +92,9 @@ func main() {
 	dt := flag.String("dtype", "f16", "f16 or bf16")
 	tied := flag.Bool("tied", true, "tie_word_embeddings (no lm_head)")
 	shards := flag.Int64("shards", 2, "about how many shards (the last may be small)")
+	ropeTheta := flag.String("rope-theta", "1000000.0", "rope_theta, as written in config.json")
+	ropeScaling := flag.String("rope-scaling", "", "rope_scaling object written to config.json (JSON), none when empty")
+	genConfig := flag.String("generation", `{"bos_token_id": 1, "eos_token_id": 2}`, "generation_config.json's fields (JSON)")
 	flag.Parse()
 	headDim := *headDimFlag
 	headDimJSON := fmt.Sprintf("\n  \"head_dim\": %d,", headDim)
@@ -105,8 +113,12 @@ func main() {
 	if *tok == "" || *out == "" {
 		log.Fatal("usage: genckpt -tokenizer FILE -o DIR")
 	}
-	spm, err := os.ReadFile(*tok)
-	if err != nil {
+	var spm []byte
+	var err error
+	var bos, eos int
+	if *tok == qwenBPE {
+		spm, bos, eos = syntheticBPE()
+	} else if spm, err = os.ReadFile(*tok); err != nil {
 		log.Fatal(err)
 	}
 	var specs []container.TensorInfo
@@ -129,10 +141,14 @@ func main() {
 		half(p+"mlp.gate_proj.weight", *ffn, *hidden)
 		half(p+"mlp.up_proj.weight", *ffn, *hidden)
 		half(p+"mlp.down_proj.weight", *hidden, *ffn)
-		if *arch == "Qwen2ForCausalLM" {
+		switch *arch {
+		case "Qwen2ForCausalLM":
 			half(p+"self_attn.q_proj.bias", *heads*headDim)
 			half(p+"self_attn.k_proj.bias", *kvHeads*headDim)
 			half(p+"self_attn.v_proj.bias", *kvHeads*headDim)
+		case "Qwen3ForCausalLM":
+			half(p+"self_attn.q_norm.weight", headDim)
+			half(p+"self_attn.k_norm.weight", headDim)
 		}
 	}
 	model := strings.ToLower(strings.TrimSuffix(*arch, "ForCausalLM"))
@@ -141,9 +157,13 @@ func main() {
 		"tokenizer.model":         spm,
 		"tokenizer_config.json":   []byte(tokenizerConfig),
 		"special_tokens_map.json": []byte("{\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n  \"unk_token\": \"<unk>\"\n}\n"),
-		"generation_config.json":  []byte("{\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2\n}\n"),
+		"generation_config.json":  indentJSON(*genConfig),
 	}
-	if strings.HasSuffix(*tok, ".json") {
+	if *tok == qwenBPE {
+		ids = fmt.Sprintf("\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,", bos, eos)
+		files = map[string]any{"tokenizer.json": spm, "tokenizer_config.json": []byte(qwenTokenizerConfig),
+			"generation_config.json": indentJSON(*genConfig)}
+	} else if strings.HasSuffix(*tok, ".json") {
 		tc, err := os.ReadFile(filepath.Join(filepath.Dir(*tok), "tokenizer_config.json"))
 		if err != nil {
 			log.Fatal(err)
@@ -151,8 +171,12 @@ func main() {
 		ids = ""
 		files = map[string]any{"tokenizer.json": spm, "tokenizer_config.json": tc}
 	}
+	scaling := ""
+	if *ropeScaling != "" {
+		scaling = "\n  \"rope_scaling\": " + *ropeScaling + ","
+	}
 	files["config.json"] = []byte(fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
-		headDimJSON, *tied, ids, d.torch))
+		headDimJSON, *ropeTheta, scaling, *tied, ids, d.torch))
 	md := container.Metadata{Extra: map[string]any{stconv.KeyFiles: files}}
 	var total int64
 	for _, t := range specs {
