@@ -86,11 +86,11 @@ func syntheticBPE() (tok []byte, endOfText, imEnd int) {
 	}
 	vocabJSON.WriteByte('}')
 	doc := map[string]any{
-		"version":        "1.0",
-		"truncation":     nil,
-		"padding":        nil,
-		"added_tokens":   specials,
-		"normalizer":     map[string]any{"type": "NFC"},
+		"version":      "1.0",
+		"truncation":   nil,
+		"padding":      nil,
+		"added_tokens": specials,
+		"normalizer":   map[string]any{"type": "NFC"},
 		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{
 			map[string]any{"type": "Split", "pattern": map[string]any{"Regex": qwen2Split}, "behavior": "Isolated", "invert": false},
 			map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
