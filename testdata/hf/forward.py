@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference forward pass of a Hugging Face Llama or Mistral checkpoint, in NumPy.
+"""Reference forward pass of a Hugging Face Llama, Mistral or Qwen3 checkpoint, in NumPy.
 
 Test-only peer for .ci/test-peers-forward. It reads the checkpoint directory as
 transformers would (config.json, model.safetensors or the shards named by
@@ -7,7 +7,10 @@ model.safetensors.index.json; BF16, F16 or F32) and shares no code with apr: the
 SafeTensors files are parsed here with json and numpy, and the model runs in the
 Hugging Face layout (rotate-half rotary embeddings on the Q and K rows as stored,
 before any converter permutes them). Everything is computed in float64, so the
-result is the checkpoint's exact function up to float64 rounding.
+result is the checkpoint's exact function up to float64 rounding. Written from the
+families' published definitions (transformers' modeling_llama and modeling_qwen3):
+Qwen3's RMS norm of each head's queries and keys before the rotary embedding, and
+Llama 3.1's rope scaling of the rotary frequencies (rope_type "llama3").
 
     forward.py CKPT --tokens 1,450,... [--out ref.f64]
         the logits after every token, float64 [tokens, vocab] raw little-endian
@@ -83,6 +86,18 @@ def rotate_half(x):
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
+def llama3_inv_freq(inv_freq, s):
+    """Llama 3.1's rope scaling of the rotary frequencies: long wavelengths divided by
+    the factor, short ones kept, the band between blended smoothly."""
+    factor, low, high = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
+    old = s["original_max_position_embeddings"]
+    wavelen = 2 * np.pi / inv_freq
+    scaled = np.where(wavelen > old / low, inv_freq / factor, inv_freq)
+    smooth = (old / wavelen - low) / (high - low)
+    medium = (wavelen >= old / high) & (wavelen <= old / low)
+    return np.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
+
+
 def linear(x, w, bias=None):
     y = x @ w.T
     return y if bias is None else y + bias
@@ -90,8 +105,8 @@ def linear(x, w, bias=None):
 
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
-    if arch not in ("llama", "mistral"):
-        raise SystemExit(f"model_type {arch!r}: only llama and mistral")
+    if arch not in ("llama", "mistral", "qwen3"):
+        raise SystemExit(f"model_type {arch!r}: only llama, mistral and qwen3")
     if cfg.get("hidden_act", "silu") != "silu":
         raise SystemExit(f"hidden_act {cfg['hidden_act']!r}: only silu")
     dim = cfg["hidden_size"]
@@ -103,17 +118,20 @@ def forward(cfg, w, tokens):
     T = len(tokens)
 
     pos = np.arange(T, dtype=np.float64)
+    inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
     scaling = cfg.get("rope_scaling")
     if scaling:
         kind = scaling.get("rope_type", scaling.get("type"))
-        if kind != "linear":
-            raise SystemExit(f"rope_scaling {kind!r}: only linear")
-        pos = pos / scaling["factor"]
+        if kind == "linear":
+            pos = pos / scaling["factor"]
+        elif kind == "llama3":
+            inv_freq = llama3_inv_freq(inv_freq, scaling)
+        else:
+            raise SystemExit(f"rope_scaling {kind!r}: only linear and llama3")
     window = cfg.get("sliding_window")
     if window is not None and T > window:
         raise SystemExit(f"{T} tokens exceed the sliding window {window}")
 
-    inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
     angles = np.outer(pos, inv_freq)
     angles = np.concatenate([angles, angles], axis=-1)  # [T, head_dim]
     cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
@@ -131,6 +149,9 @@ def forward(cfg, w, tokens):
         q = q.reshape(T, n_head, head_dim)
         k = k.reshape(T, n_kv, head_dim)
         v = v.reshape(T, n_kv, head_dim)
+        if arch == "qwen3":  # RMS norm over each head's dimensions, weights shared by the heads
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         out = np.empty((T, n_head, head_dim))
