@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
@@ -339,11 +340,42 @@ var versionLike = regexp.MustCompile(`^(v\d+(?:\.\d+)*|\d.*)$`)
 func titleOf(s string) string {
 	words := strings.Fields(strings.ReplaceAll(s, "-", " "))
 	for i, w := range words {
-		if strings.ToLower(w) == w && !versionLike.MatchString(w) {
-			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		if pyIsLower(w) && !versionLike.MatchString(w) {
+			words[i] = pyTitle(w)
 		}
 	}
 	return strings.Join(words, " ")
+}
+
+// pyIsLower is Python's str.islower: a cased letter, and no upper-case one.
+func pyIsLower(s string) bool {
+	cased := false
+	for _, r := range s {
+		if unicode.IsUpper(r) || unicode.IsTitle(r) {
+			return false
+		}
+		cased = cased || unicode.IsLower(r)
+	}
+	return cased
+}
+
+// pyTitle is Python's str.title: each run of cased letters starts upper-case and goes
+// on lower-case ("mistral_nemo" is "Mistral_Nemo", "qwen3b" "Qwen3B").
+func pyTitle(s string) string {
+	var b strings.Builder
+	prevCased := false
+	for _, r := range s {
+		isCased := unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r)
+		switch {
+		case isCased && !prevCased:
+			r = unicode.ToTitle(r)
+		case isCased:
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+		prevCased = isCased
+	}
+	return b.String()
 }
 
 // SizeLabel writes a parameter count as llama.cpp's converter does: "1.4M", "7.2B",
@@ -412,30 +444,14 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) ([]gguf.KV, error) {
 	return cp.Arch.family().KVs(cp, kvs)
 }
 
-// vocabKVs builds the tokenizer.* keys: from tokenizer.model (SentencePiece) when the
-// checkpoint has one, as the converter prefers it, else from tokenizer.json (byte-level
-// BPE); then, for a family whose converter class does so (Llama's), add_space_prefix
-// from tokenizer_config.json's add_prefix_space.
+// vocabKVs builds the tokenizer.* keys: for a family whose converter class does so
+// (Llama's), add_space_prefix from tokenizer_config.json's add_prefix_space first, as
+// its set_vocab writes it before the vocabulary; then from tokenizer.model
+// (SentencePiece) when the checkpoint has one, as the converter prefers it, else from
+// tokenizer.json (byte-level BPE).
 func vocabKVs(files map[string][]byte, vocab int, arch *Arch, opts Options) ([]gguf.KV, error) {
 	var kvs []gguf.KV
-	var err error
-	_, spm := files["tokenizer.model"]
-	_, bpe := files["tokenizer.json"]
-	switch {
-	case spm:
-		if opts.TokenizerPre != "" {
-			return nil, fmt.Errorf("the tokenizer pre-tokenizer %q is for a BPE tokenizer.json; this checkpoint has a SentencePiece tokenizer.model", opts.TokenizerPre)
-		}
-		kvs, err = sentencePieceVocab(files, vocab)
-	case bpe:
-		kvs, err = bpeVocab(files, vocab, opts.TokenizerPre)
-	default:
-		return nil, fmt.Errorf("the checkpoint has no tokenizer (tokenizer.model or tokenizer.json)")
-	}
-	if err != nil || !arch.SpacePrefix {
-		return kvs, err
-	}
-	if b, ok := files["tokenizer_config.json"]; ok {
+	if b, ok := files["tokenizer_config.json"]; ok && arch.SpacePrefix {
 		tc, err := parseJSON("tokenizer_config.json", b)
 		if err != nil {
 			return nil, err
@@ -444,19 +460,22 @@ func vocabKVs(files map[string][]byte, vocab int, arch *Arch, opts Options) ([]g
 			kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_space_prefix", Value: gguf.Bool(add)})
 		}
 	}
-	return kvs, nil
-}
-
-// specialTypes are the special tokens the converter looks for, in its order.
-var specialTypes = []string{"bos", "eos", "unk", "sep", "pad", "cls", "mask"}
-
-// specialKeys are the GGUF keys of the special token ids, as gguf-py names them
-// (unknown, "seperator" as spelt there, padding); GGUFWriter has no handler for a CLS
-// id, which SpecialVocab then skips with a warning.
-var specialKeys = map[string]string{
-	"bos": "tokenizer.ggml.bos_token_id", "eos": "tokenizer.ggml.eos_token_id",
-	"unk": "tokenizer.ggml.unknown_token_id", "sep": "tokenizer.ggml.seperator_token_id",
-	"pad": "tokenizer.ggml.padding_token_id", "mask": "tokenizer.ggml.mask_token_id",
+	var tok []gguf.KV
+	var err error
+	_, spm := files["tokenizer.model"]
+	_, bpe := files["tokenizer.json"]
+	switch {
+	case spm:
+		if opts.TokenizerPre != "" {
+			return nil, fmt.Errorf("the tokenizer pre-tokenizer %q is for a BPE tokenizer.json; this checkpoint has a SentencePiece tokenizer.model", opts.TokenizerPre)
+		}
+		tok, err = sentencePieceVocab(files, vocab)
+	case bpe:
+		tok, err = bpeVocab(files, vocab, opts.TokenizerPre)
+	default:
+		return nil, fmt.Errorf("the checkpoint has no tokenizer (tokenizer.model or tokenizer.json)")
+	}
+	return append(kvs, tok...), err
 }
 
 // sentencePieceVocab builds the tokenizer.* keys from tokenizer.model, as the
@@ -540,97 +559,15 @@ func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
 }
 
 // tokenizerTail are the keys gguf-py's SpecialVocab writes after the vocabulary, for
-// SentencePiece and BPE alike: the special token ids, add_bos/add_eos and the chat
-// template of tokenizer_config.json.
-func tokenizerTail(files map[string][]byte, vocab int) ([]gguf.KV, error) {
-	var tc map[string]any
-	if b, ok := files["tokenizer_config.json"]; ok {
-		var err error
-		if tc, err = parseJSON("tokenizer_config.json", b); err != nil {
-			return nil, err
-		}
-	}
-	var kvs []gguf.KV
-	ids, err := specialIDs(files, tc, vocab)
+// SentencePiece and BPE alike (specialVocab): the special token ids, add flags and chat
+// template. nVocab bounds the ids (-1: no bound, as the converter's BPE path passes
+// none).
+func tokenizerTail(files map[string][]byte, nVocab int) ([]gguf.KV, error) {
+	sv, err := newSpecialVocab(files, nVocab, specialTypes)
 	if err != nil {
 		return nil, err
 	}
-	for _, st := range ids {
-		if key, ok := specialKeys[st.typ]; ok {
-			kvs = append(kvs, gguf.KV{Key: key, Value: gguf.Uint32(uint32(st.id))})
-		}
-	}
-	for _, typ := range []string{"bos", "eos", "sep"} { // GGUFWriter has add_add_X_token for these only
-		if add, ok := tc["add_"+typ+"_token"].(bool); ok {
-			kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_" + typ + "_token", Value: gguf.Bool(add)})
-		}
-	}
-	switch t := tc["chat_template"].(type) {
-	case nil:
-	case string:
-		kvs = append(kvs, gguf.KV{Key: "tokenizer.chat_template", Value: gguf.String(t)})
-	default:
-		return nil, fmt.Errorf("tokenizer_config.json: chat_template is a %T; only a single template string is supported yet", t)
-	}
-	return kvs, nil
-}
-
-type specialID struct {
-	typ string
-	id  int64
-}
-
-// specialIDs finds the special tokens as gguf-py's SpecialVocab does: first the
-// tokenizer_config.json entries ("bos_token": "<s>") found among tokenizer.json's
-// added tokens, then config.json's "bos_token_id" and the like for the types still
-// missing; ids outside the vocabulary are ignored.
-func specialIDs(files map[string][]byte, tc map[string]any, vocab int) ([]specialID, error) {
-	var out []specialID
-	seen := map[string]bool{}
-	set := func(typ string, v any) {
-		n, ok := v.(json.Number)
-		id, err := n.Int64()
-		if ok && err == nil && id >= 0 && id < int64(vocab) && !seen[typ] {
-			seen[typ] = true
-			out = append(out, specialID{typ, id})
-		}
-	}
-	if b, ok := files["tokenizer.json"]; ok && tc != nil {
-		var tj struct {
-			AddedTokens []struct {
-				ID      json.Number `json:"id"`
-				Content string      `json:"content"`
-			} `json:"added_tokens"`
-		}
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.UseNumber()
-		if err := d.Decode(&tj); err != nil {
-			return nil, fmt.Errorf("tokenizer.json: %w", err)
-		}
-		for _, typ := range specialTypes {
-			content, ok := tc[typ+"_token"].(string)
-			if m, isMap := tc[typ+"_token"].(map[string]any); isMap {
-				content, ok = m["content"].(string)
-			}
-			if !ok {
-				continue
-			}
-			for _, at := range tj.AddedTokens {
-				if at.Content == content {
-					set(typ, at.ID)
-					break
-				}
-			}
-		}
-	}
-	cfg, err := parseJSON("config.json", files["config.json"])
-	if err != nil {
-		return nil, err
-	}
-	for _, typ := range specialTypes {
-		set(typ, cfg[typ+"_token_id"])
-	}
-	return out, nil
+	return sv.kvs()
 }
 
 // looksSpecial is the converter's guess for added tokens not marked special.
