@@ -123,6 +123,22 @@ func parseHparams(c config) (Hparams, error) {
 	return h, nil
 }
 
+// textConfig is config.json as the converter's TextModel reads it: a multimodal
+// model's text_config moved to the top level over the other fields (its
+// "architectures" too, where it has them).
+func textConfig(m map[string]any) config {
+	text, ok := m["text_config"].(map[string]any)
+	if !ok {
+		return config(m)
+	}
+	merged := maps.Clone(m)
+	maps.Copy(merged, text)
+	if _, ok := text["architectures"]; !ok {
+		merged["architectures"] = m["architectures"]
+	}
+	return config(merged)
+}
+
 // Architecture returns config.json's first "architectures" name ("LlamaForCausalLM"),
 // or "" when files hold no config.json or it names none.
 func Architecture(files map[string][]byte) string {
@@ -130,7 +146,7 @@ func Architecture(files map[string][]byte) string {
 	if err != nil {
 		return ""
 	}
-	list, _ := m["architectures"].([]any)
+	list, _ := textConfig(m)["architectures"].([]any)
 	if len(list) == 0 {
 		return ""
 	}
@@ -148,6 +164,10 @@ type Checkpoint struct {
 	KVs []gguf.KV
 	// generated are the tensors the family computes from the config (Family.Generated).
 	generated []tensor.Tensor
+	// config is config.json as the converter reads it (textConfig); files are the
+	// checkpoint's kept files.
+	config config
+	files  map[string][]byte
 	// ropeFactors are the rope_freqs.weight of a model from a GGUF file, read on the
 	// way back to Hugging Face's layout (HFStream) for HFFiles.
 	ropeFactors []float32
@@ -188,7 +208,7 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	if err != nil {
 		return nil, false, err
 	}
-	c := config(m)
+	c := textConfig(m)
 	list, _ := c["architectures"].([]any)
 	if len(list) == 0 {
 		return nil, false, nil
@@ -202,7 +222,7 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	if err != nil {
 		return nil, false, err
 	}
-	cp := &Checkpoint{Arch: arch, Hparams: h}
+	cp := &Checkpoint{Arch: arch, Hparams: h, config: c, files: files}
 	if cp.generated, err = arch.family().Generated(cp); err != nil {
 		return nil, false, err
 	}
@@ -215,6 +235,9 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 		return nil, false, err
 	}
 	tok, err := vocabKVs(files, h.Vocab, arch, opts)
+	if err == nil {
+		tok, err = arch.family().Vocab(cp, tok)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -224,8 +247,25 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	}
 	cp.KVs = append(cp.generalKVs(dir, params, sampling), hparams...)
 	cp.KVs = append(cp.KVs, gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32(2)})
-	cp.KVs = append(cp.KVs, tok...)
+	cp.KVs = dedupe(append(cp.KVs, tok...))
 	return cp, true, nil
+}
+
+// dedupe gives key-values written in order, some keys more than once, as the
+// converter's writer holds them: a Python dict, where a key written again keeps its
+// first place and takes the last value.
+func dedupe(kvs []gguf.KV) []gguf.KV {
+	at := map[string]int{}
+	out := kvs[:0:0]
+	for _, kv := range kvs {
+		if i, ok := at[kv.Key]; ok {
+			out[i] = kv
+			continue
+		}
+		at[kv.Key] = len(out)
+		out = append(out, kv)
+	}
+	return out
 }
 
 // check compares the tensors with the hyperparameters and returns the parameter count
@@ -432,6 +472,11 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) ([]gguf.KV, error) {
 	kvs = append(kvs, scaling...)
 	if h.HasRopeTheta {
 		f32("rope.freq_base", h.RopeTheta)
+	}
+	if swa, ok, err := h.rope.slidingTheta(); err != nil {
+		return nil, err
+	} else if ok {
+		f32("rope.freq_base_swa", swa)
 	}
 	if h.HasRMSEps {
 		f32("attention.layer_norm_rms_epsilon", h.RMSEps)

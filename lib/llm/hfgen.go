@@ -82,9 +82,9 @@ func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) 
 		if t != "linear" || !ok {
 			return nil, fmt.Errorf("%s.rope.scaling.type %q: only linear rope scaling is written back yet", cp.Arch.GGUF, t)
 		}
-		rs := jsonObject{}
-		rs.set("type", "linear")
+		rs := jsonObject{} // transformers writes config.json with its keys sorted
 		rs.set("factor", f)
+		rs.set("rope_type", "linear")
 		cfg.set("rope_scaling", rs)
 	}
 	if cp.ropeFactors != nil {
@@ -107,6 +107,9 @@ func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) 
 	}
 	cfg.set("hidden_act", "silu")
 	cfg.set("tie_word_embeddings", !hasHead)
+	if err := cp.Arch.family().HFConfig(cp, g, &cfg); err != nil {
+		return nil, err
+	}
 
 	gen := jsonObject{}
 	stm := jsonObject{}

@@ -78,8 +78,8 @@ var computed = map[string]string{
 // HFStream returns s, a model in llama.cpp's form, in the Hugging Face layout it was
 // imported from: tensor names mapped back, the rows of Q and K permuted back, 1-D
 // F32 tensors narrowed to the dtype the checkpoint stored them in (the provenance's
-// source_dtypes; exact, since the import widened them), the family's transforms
-// undone (Family.Untransform) and the tensors the converter computes left out. The
+// source_dtypes), the family's transforms undone first (Family.Untransform) and the
+// tensors the converter computes left out. The
 // GGUF key-values leave the metadata. withConfig says the checkpoint's own config
 // files travel in the metadata; without them (a model from a GGUF file) a computed
 // tensor is an error, since the config written back could not make it again.
@@ -104,15 +104,14 @@ func (cp *Checkpoint) HFStream(s stream.Stream, withConfig bool) stream.Stream {
 				continue
 			}
 			hf, err := hs.hfName(t.Name)
+			if err == nil {
+				t, _, err = cp.Arch.family().Untransform(cp, t, nil)
+			}
 			if err != nil {
-				h.Table = nil // Next reports the name it cannot map
+				h.Table = nil // Next reports the error
 				break
 			}
 			t.Name, t.DType = hf, hs.narrow(hf, t)
-			if t, _, err = cp.Arch.family().Untransform(cp, t, nil); err != nil {
-				h.Table = nil
-				break
-			}
 			h.Table = append(h.Table, t)
 		}
 		hs.h.Table = h.Table
@@ -204,19 +203,21 @@ func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
 	if err != nil {
 		return info, nil, err
 	}
-	heads, perm := s.cp.Arch.permutedRows(info.Name, s.cp.Hparams)
+	if heads, perm := s.cp.Arch.permutedRows(info.Name, s.cp.Hparams); perm {
+		if r, err = permuteHeads(hf, info, heads, r, true); err != nil {
+			return info, nil, err
+		}
+	}
+	if info, r, err = s.cp.Arch.family().Untransform(s.cp, info, r); err != nil {
+		return info, nil, err
+	}
 	var narrow dtype.DType
 	if d := s.narrow(hf, info); d != info.DType {
 		narrow = d
 	}
 	info.Name = hf
-	if perm {
-		if r, err = permuteHeads(hf, info, heads, r, true); err != nil {
-			return info, nil, err
-		}
-	}
 	if narrow == dtype.Invalid {
-		return s.cp.Arch.family().Untransform(s.cp, info, r)
+		return info, r, nil
 	}
 	// A 1-D tensor, small: narrowed whole.
 	size, err := dtype.Size(info.DType, info.Shape)
@@ -228,7 +229,7 @@ func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
 		return info, nil, tensor.Wrap(hf, err)
 	}
 	info.DType = narrow
-	return s.cp.Arch.family().Untransform(s.cp, info, bytes.NewReader(narrowF32(data, narrow)))
+	return info, bytes.NewReader(narrowF32(data, narrow)), nil
 }
 
 // narrowF32 encodes little-endian F32 values as F16 or BF16.

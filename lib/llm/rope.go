@@ -17,7 +17,14 @@ import (
 type rope struct {
 	params map[string]any
 	field  string // the config.json field the parameters came from, for errors
+	// sliding are the parameters of the sliding-window layers (Gemma 2 and 3): the
+	// sliding_attention entry, or the top-level local rotary base mirrored in.
+	sliding map[string]any
 }
+
+// localThetaNames are the fields the converter takes the sliding-window layers'
+// rotary base from, first found first.
+var localThetaNames = []string{"local_rope_theta", "rope_local_theta", "rope_theta_local", "swa_rope_theta", "rope_local_base_freq"}
 
 // ropeThetaNames are the fields the converter takes the rotary base from, first found first.
 var ropeThetaNames = []string{"global_rope_theta", "rope_global_theta", "rope_theta_global", "rope_theta", "rotary_emb_base"}
@@ -36,6 +43,7 @@ func parseRope(c config) (rope, error) {
 		r.params = m
 		_, full := m["full_attention"]
 		_, sliding := m["sliding_attention"]
+		r.sliding, _ = m["sliding_attention"].(map[string]any)
 		if full {
 			f, ok := m["full_attention"].(map[string]any)
 			if !ok {
@@ -56,6 +64,14 @@ func parseRope(c config) (rope, error) {
 				r.params[key] = v
 				return
 			}
+		}
+	}
+	for _, n := range localThetaNames {
+		if v, has := c[n]; has {
+			if v != nil {
+				r.sliding = map[string]any{"rope_theta": v}
+			}
+			break
 		}
 	}
 	mirror("rope_theta", ropeThetaNames...)
@@ -79,6 +95,11 @@ func (r rope) float(key string) (float64, bool, error) {
 		return 0, false, fmt.Errorf("config.json: %s.%s is %v, expected a number", r.field, key, v)
 	}
 	return f, true, nil
+}
+
+// slidingTheta is the sliding-window layers' rotary base, when the config gives one.
+func (r rope) slidingTheta() (float64, bool, error) {
+	return rope{params: r.sliding, field: r.field + ".sliding_attention"}.float("rope_theta")
 }
 
 // floatOr returns parameter key, or def when it is absent.

@@ -29,14 +29,18 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/apr-go/apr/kernels"
@@ -62,7 +66,7 @@ const config = `{
   "rope_theta": %s,%s
   "sliding_window": null,
   "hidden_act": "silu",
-  "tie_word_embeddings": %t,%s
+  "tie_word_embeddings": %t,%s%s
   "torch_dtype": "%s"
 }
 `
@@ -94,6 +98,7 @@ func main() {
 	shards := flag.Int64("shards", 2, "about how many shards (the last may be small)")
 	ropeTheta := flag.String("rope-theta", "1000000.0", "rope_theta, as written in config.json")
 	ropeScaling := flag.String("rope-scaling", "", "rope_scaling object written to config.json (JSON), none when empty")
+	extra := flag.String("extra", "", "more config.json fields (a JSON object), written before torch_dtype")
 	genConfig := flag.String("generation", `{"bos_token_id": 1, "eos_token_id": 2}`, "generation_config.json's fields (JSON)")
 	flag.Parse()
 	headDim := *headDimFlag
@@ -149,6 +154,13 @@ func main() {
 		case "Qwen3ForCausalLM":
 			half(p+"self_attn.q_norm.weight", headDim)
 			half(p+"self_attn.k_norm.weight", headDim)
+		case "Gemma2ForCausalLM", "Gemma3ForCausalLM":
+			half(p+"pre_feedforward_layernorm.weight", *hidden)
+			half(p+"post_feedforward_layernorm.weight", *hidden)
+			if *arch == "Gemma3ForCausalLM" {
+				half(p+"self_attn.q_norm.weight", headDim)
+				half(p+"self_attn.k_norm.weight", headDim)
+			}
 		}
 	}
 	model := strings.ToLower(strings.TrimSuffix(*arch, "ForCausalLM"))
@@ -175,8 +187,26 @@ func main() {
 	if *ropeScaling != "" {
 		scaling = "\n  \"rope_scaling\": " + *ropeScaling + ","
 	}
-	files["config.json"] = []byte(fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
-		headDimJSON, *ropeTheta, scaling, *tied, ids, d.torch))
+	more := ""
+	if *extra != "" {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(*extra), &fields); err != nil {
+			log.Fatalf("-extra: %v", err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			more += fmt.Sprintf("\n  %q: %s,", k, fields[k])
+		}
+	}
+	cfg := fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
+		headDimJSON, *ropeTheta, scaling, *tied, ids, more, d.torch)
+	for _, f := range []string{"sliding_window", "hidden_act"} { // -extra gives it: not twice
+		if strings.Contains(more, `"`+f+`":`) {
+			if loc := regexp.MustCompile(`\n  "`+f+`": [^,]*,`).FindStringIndex(cfg); loc != nil {
+				cfg = cfg[:loc[0]] + cfg[loc[1]:] // the template's, which comes first
+			}
+		}
+	}
+	files["config.json"] = []byte(cfg)
 	md := container.Metadata{Extra: map[string]any{stconv.KeyFiles: files}}
 	var total int64
 	for _, t := range specs {
@@ -188,7 +218,7 @@ func main() {
 	}
 	shard := int64(math.Ceil(float64(total) / float64(*shards)))
 	s := &genStream{h: container.Header{Type: modeltype.Custom, Metadata: md, Table: specs},
-		rng: rand.New(rand.NewPCG(2026, 11)), enc: d.enc}
+		rng: rand.New(rand.NewPCG(2026, 11)), enc: d.enc, normOffset: !strings.HasPrefix(*arch, "Gemma")}
 	if err := stconv.ExportDir(*out, stconv.StreamSource(s), stconv.ExportOptions{ShardSize: shard}); err != nil {
 		log.Fatal(err)
 	}
@@ -201,6 +231,9 @@ type genStream struct {
 	i   int
 	rng *rand.Rand
 	enc func(float32) uint16
+	// normOffset: 1-D tensors (norms) near one; Gemma's are near zero, its RMS norms
+	// scaling by 1 + weight.
+	normOffset bool
 }
 
 func (s *genStream) Header() container.Header { return s.h }
@@ -215,7 +248,7 @@ func (s *genStream) Next() (container.TensorInfo, io.Reader, error) {
 	b := make([]byte, n)
 	for i := 0; i < len(b); i += 2 {
 		v := float32(s.rng.NormFloat64() * 0.02)
-		if len(t.Shape) == 1 {
+		if len(t.Shape) == 1 && s.normOffset {
 			v = 1 + v // norms near one
 		}
 		binary.LittleEndian.PutUint16(b[i:], s.enc(v))
