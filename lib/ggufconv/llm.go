@@ -111,7 +111,7 @@ const (
 // an importance matrix (provenance quantization.imatrix), after the other keys and
 // in llama-quantize's order and types: the file as given on the command line, the
 // dataset when the matrix names one, the entry count, and the chunk count when
-// positive (int32). llama-quantize passes both strings through 128-byte fields,
+// positive (UINT32, as today's llama-quantize writes them; b4747 wrote INT32). llama-quantize passes both strings through 128-byte fields,
 // which keep at most 127 bytes and stop at a NUL; so do these.
 func setImatrix(gh *gguf.Header, prov map[string]any) {
 	q, _ := prov["quantization"].(map[string]any)
@@ -125,9 +125,9 @@ func setImatrix(gh *gguf.Header, prov map[string]any) {
 		moveToEnd(gh, KeyImatrixDataset, gguf.String(field127(ds)))
 	}
 	entries, _ := asInt64(m["entries_count"])
-	moveToEnd(gh, KeyImatrixEntries, gguf.Int32(int32(entries)))
+	moveToEnd(gh, KeyImatrixEntries, gguf.Uint32(uint32(entries)))
 	if chunks, ok := asInt64(m["chunks_count"]); ok && chunks > 0 {
-		moveToEnd(gh, KeyImatrixChunks, gguf.Int32(int32(chunks)))
+		moveToEnd(gh, KeyImatrixChunks, gguf.Uint32(uint32(chunks)))
 	}
 }
 

@@ -3,7 +3,9 @@ package llm
 import (
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,21 +24,23 @@ type Arch struct {
 	// Top maps whole Hugging Face tensor names to GGUF names; Layer maps the part after
 	// "model.layers.N." to the part after "blk.N.".
 	Top, Layer map[string]string
-	// Skip lists tensor names the converter drops (buffers, not weights).
+	// Skip lists tensor names the converter drops (buffers, not weights): whole
+	// names, or the part after "model.layers.N.".
 	Skip []string
 	// PermuteQK: the rows of the Q and K projections are reordered from Hugging Face's
 	// rotary layout (two halves per head) to ggml's (interleaved pairs).
 	PermuteQK bool
-	// LlamaKVs: the converter's class (LlamaModel) adds {arch}.vocab_size and
-	// {arch}.rope.dimension_count to the base class's hyperparameters, and
+	// SpacePrefix: the converter's class (LlamaModel) writes
 	// tokenizer.ggml.add_space_prefix from tokenizer_config.json's add_prefix_space.
-	LlamaKVs bool
+	SpacePrefix bool
 	// Biases are the layer tensors the family must have beyond Llama's (Qwen2's Q, K
 	// and V biases), as names after "blk.N.".
 	Biases []string
 	// Back is the Hugging Face class and model_type a GGUF of this family is written
 	// back as (hfgen.go).
 	Back [2]string
+	// Family is the family's own code (family.go), nil for one that only renames.
+	Family Family
 }
 
 var llamaLayer = map[string]string{
@@ -64,13 +68,16 @@ var llamaTop = map[string]string{
 // converter writes both as "llama"; GGUF does not record which it was, and
 // transformers' Llama class runs both, Mistral's sliding window aside). Qwen2 is
 // Llama's layout with Q, K and V biases, rotary halves left as they are (llama.cpp
-// runs it in NeoX order) and only the converter's base hyperparameters.
+// runs it in NeoX order) and only the converter's base hyperparameters. Qwen3 is
+// Qwen2's without the biases and with an RMS norm of each head's queries and keys
+// (q_norm, k_norm; head_dim, which need not be hidden_size/heads, gives the key
+// and value lengths). Gemma 1-3 have code of their own (gemma.go).
 var archs = []*Arch{
 	{
 		HF:   []string{"LlamaForCausalLM", "MistralForCausalLM"},
-		GGUF: "llama", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, LlamaKVs: true,
+		GGUF: "llama", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, SpacePrefix: true,
 		Skip: []string{"self_attn.rotary_emb.inv_freq"},
-		Back: [2]string{"LlamaForCausalLM", "llama"},
+		Back: [2]string{"LlamaForCausalLM", "llama"}, Family: llama{},
 	},
 	{
 		HF:   []string{"Qwen2ForCausalLM"},
@@ -79,6 +86,51 @@ var archs = []*Arch{
 		Biases: []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"},
 		Back:   [2]string{"Qwen2ForCausalLM", "qwen2"},
 	},
+	{
+		HF:   []string{"Qwen3ForCausalLM"},
+		GGUF: "qwen3", Top: llamaTop, Layer: withLayer(llamaLayer, qkNorm),
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"Qwen3ForCausalLM", "qwen3"},
+	},
+	{
+		HF:   []string{"GemmaForCausalLM"},
+		GGUF: "gemma", Top: llamaTop, Layer: llamaLayer,
+		Skip: []string{"self_attn.rotary_emb.inv_freq", "lm_head.weight"},
+		Back: [2]string{"GemmaForCausalLM", "gemma"}, Family: gemma{version: 1},
+	},
+	{
+		HF:   []string{"Gemma2ForCausalLM"},
+		GGUF: "gemma2", Top: llamaTop, Layer: gemma2Layer,
+		Skip: []string{"self_attn.rotary_emb.inv_freq", "lm_head.weight"},
+		Back: [2]string{"Gemma2ForCausalLM", "gemma2"}, Family: gemma{version: 2},
+	},
+	{
+		HF:   []string{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"},
+		GGUF: "gemma3", Top: llamaTop, Layer: withLayer(gemma2Layer, qkNorm),
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"Gemma3ForCausalLM", "gemma3"}, Family: gemma{version: 3},
+	},
+}
+
+// qkNorm are the layer names of an RMS norm of each head's queries and keys.
+var qkNorm = map[string]string{
+	"self_attn.q_norm.weight": "attn_q_norm.weight",
+	"self_attn.k_norm.weight": "attn_k_norm.weight",
+}
+
+// gemma2Layer are Gemma 2's and 3's layer names: a norm before and after attention
+// and before and after the feed-forward network.
+var gemma2Layer = withLayer(llamaLayer, map[string]string{
+	"post_attention_layernorm.weight":   "post_attention_norm.weight",
+	"pre_feedforward_layernorm.weight":  "ffn_norm.weight",
+	"post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+})
+
+// withLayer returns base's layer names with more.
+func withLayer(base, more map[string]string) map[string]string {
+	m := maps.Clone(base)
+	maps.Copy(m, more)
+	return m
 }
 
 // LookupArch returns the family of a config.json "architectures" name.
@@ -108,6 +160,10 @@ var layerName = regexp.MustCompile(`^model\.layers\.(\d+)\.(.+)$`)
 // GGUFName maps a Hugging Face tensor name to llama.cpp's; skip reports a tensor the
 // converter drops. A name the family does not know is an error naming it.
 func (a *Arch) GGUFName(hf string) (name string, layer int, skip bool, err error) {
+	if multimodal(hf) || slices.Contains(a.Skip, hf) {
+		return "", -1, true, nil
+	}
+	hf = strings.Replace(hf, "language_model.", "", 1)
 	if g, ok := a.Top[hf]; ok {
 		return g, -1, false, nil
 	}
@@ -124,6 +180,26 @@ func (a *Arch) GGUFName(hf string) (name string, layer int, skip bool, err error
 		}
 	}
 	return "", -1, false, fmt.Errorf("tensor %q is not part of a %s model as apr knows it", hf, strings.Join(a.HF, "/"))
+}
+
+// multimodal reports a tensor of a vision or audio tower, which the converter leaves
+// out of the language model's GGUF (TextModel.filter_tensors; llama.cpp's mmproj file
+// holds them).
+func multimodal(name string) bool {
+	for _, p := range []string{"mlp", "vit.", "vpm.", "siglip2.", "conformer.", "merger.", "resampler.",
+		"sound_encoder.", "sound_projection.", "speech_embeddings."} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	for _, p := range []string{"visual.", "vision.", "audio.", "talker.", "vision_", "audio_", "token2wav.",
+		"code2wav.", "projector.", "pre_mm_projector_norm", "image_newline", "view_seperator", "patch_embed",
+		"patch_merger.", "patch_merge_mlp.", "model.connector."} {
+		if strings.Contains(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // HFName is the inverse of GGUFName.

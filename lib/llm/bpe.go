@@ -344,7 +344,7 @@ func bpeVocab(files map[string][]byte, vocab int, pre string) ([]gguf.KV, error)
 	if len(t.Merges) > 0 {
 		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.merges", Value: gguf.Array(t.Merges)})
 	}
-	tail, err := tokenizerTail(files, vocab)
+	tail, err := tokenizerTail(files, -1)
 	if err != nil {
 		return nil, err
 	}

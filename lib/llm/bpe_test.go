@@ -84,10 +84,10 @@ func TestBPEKVs(t *testing.T) {
 		want := []string{"general.architecture", "general.type", "general.name", "general.size_label",
 			"qwen2.block_count", "qwen2.context_length", "qwen2.embedding_length", "qwen2.feed_forward_length",
 			"qwen2.attention.head_count", "qwen2.attention.head_count_kv", "qwen2.rope.freq_base",
-			"qwen2.attention.layer_norm_rms_epsilon", "general.file_type",
+			"qwen2.attention.layer_norm_rms_epsilon", "general.file_type", "general.quantization_version",
 			"tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
-			"tokenizer.ggml.merges", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.pad_token_id",
-			"tokenizer.ggml.add_bos_token", "tokenizer.chat_template", "general.quantization_version"}
+			"tokenizer.ggml.merges", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.padding_token_id",
+			"tokenizer.ggml.add_bos_token", "tokenizer.chat_template"}
 		if !slices.Equal(keys, want) {
 			t.Fatalf("keys\n%v\nwant\n%v", keys, want)
 		}

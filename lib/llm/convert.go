@@ -21,10 +21,39 @@ func (cp *Checkpoint) SetMetadata(md *container.Metadata) {
 	md.Extra[gguf.MetadataKey] = gguf.EncodeKVs(3, cp.KVs)
 }
 
+// Generated returns the tensors the converter computes from the config (Llama 3's
+// rope_freqs.weight), in llama.cpp's form: they come first in the stream, before the
+// checkpoint's own.
+func (cp *Checkpoint) Generated() []tensor.Tensor { return cp.generated }
+
+// Info returns the table entry of a checkpoint tensor in llama.cpp's form (see
+// Convert) without its data; skip reports a tensor the converter drops.
+func (cp *Checkpoint) Info(info container.TensorInfo) (container.TensorInfo, bool, error) {
+	g, _, skip, err := cp.Arch.GGUFName(info.Name)
+	if err != nil || skip {
+		return info, skip, err
+	}
+	info.Name = g
+	if info, _, err = cp.Arch.family().Transform(cp, info, nil); err != nil {
+		return info, false, err
+	}
+	if widened(info) {
+		info.DType = dtype.F32
+	}
+	return info, false, nil
+}
+
+// widened reports a 1-D float tensor (norms, biases) other than F32, which the
+// converter stores in F32 whatever the output type.
+func widened(info container.TensorInfo) bool {
+	return len(info.Shape) == 1 && info.DType.Info().Float && info.DType != dtype.F32
+}
+
 // Convert turns one tensor of the checkpoint into llama.cpp's form: its GGUF name,
-// the rows of Q and K permuted (one head at a time), and 1-D float
-// tensors (norms, biases) widened to F32, as the converter stores them whatever the
-// output type. skip reports a tensor the converter drops; its data is consumed.
+// the rows of Q and K permuted (one head at a time), the family's own transform
+// (Family.Transform, in the source dtype, as the converter's modify_tensors), then 1-D
+// float tensors (norms, biases) widened to F32. skip reports a tensor the converter
+// drops; its data is consumed.
 func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container.TensorInfo, io.Reader, bool, error) {
 	g, _, skip, err := cp.Arch.GGUFName(info.Name)
 	if err != nil {
@@ -34,31 +63,31 @@ func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container
 		_, err := io.Copy(io.Discard, r)
 		return info, nil, true, err
 	}
-	heads, perm := cp.Arch.permutedRows(g, cp.Hparams)
-	widen := len(info.Shape) == 1 && info.DType.Info().Float && info.DType != dtype.F32
-	if perm {
+	if heads, perm := cp.Arch.permutedRows(g, cp.Hparams); perm {
 		if r, err = permuteHeads(info.Name, info, heads, r, false); err != nil {
 			return info, nil, false, err
 		}
 	}
-	if !widen {
-		info.Name = g
-		return info, r, false, nil
-	}
-	// A 1-D tensor, small: widened whole.
-	size, err := dtype.Size(info.DType, info.Shape)
-	if err != nil {
-		return info, nil, false, tensor.Wrap(info.Name, err)
-	}
-	data := make([]byte, size)
-	if _, err := io.ReadFull(r, data); err != nil {
-		return info, nil, false, tensor.Wrap(info.Name, err)
-	}
-	t, err := stream.ToF32(tensor.Tensor{Name: info.Name, DType: info.DType, Shape: info.Shape, Data: data})
-	if err != nil {
+	hf := info.Name
+	info.Name = g
+	if info, r, err = cp.Arch.family().Transform(cp, info, r); err != nil {
 		return info, nil, false, err
 	}
-	info.DType, data = dtype.F32, t.Data
-	info.Name = g
-	return info, bytes.NewReader(data), false, nil
+	if widened(info) {
+		// A 1-D tensor, small: widened whole.
+		size, err := dtype.Size(info.DType, info.Shape)
+		if err != nil {
+			return info, nil, false, tensor.Wrap(hf, err)
+		}
+		data := make([]byte, size)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return info, nil, false, tensor.Wrap(hf, err)
+		}
+		t, err := stream.ToF32(tensor.Tensor{Name: hf, DType: info.DType, Shape: info.Shape, Data: data})
+		if err != nil {
+			return info, nil, false, err
+		}
+		info.DType, r = dtype.F32, bytes.NewReader(t.Data)
+	}
+	return info, r, false, nil
 }

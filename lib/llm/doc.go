@@ -11,8 +11,12 @@
 // keeps its own (docs/FORMAT.md, "The LLM description").
 //
 // A family is an entry of the architecture table (arch.go): its config.json names,
-// its GGUF name, its tensor names, whether Q/K are permuted and which biases it has.
-// Supported today: LlamaForCausalLM, MistralForCausalLM and Qwen2ForCausalLM
+// its GGUF name, its tensor names, whether Q/K are permuted and which biases it has;
+// a family whose conversion is more than renaming has a file of its own behind the
+// Family interface (family.go; llama.go for Llama 3's rope scaling, gemma.go for
+// Gemma 1-3). Supported today: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
+// Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM (and
+// Gemma3ForConditionalGeneration's text tower)
 // (grouped-query attention, tied or untied embeddings, sharded checkpoints), with a
 // SentencePiece tokenizer.model or a byte-level BPE tokenizer.json (bpe.go; llama.cpp's
 // pre-tokenizer named from the tokenizer's definition, preTable).

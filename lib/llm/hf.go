@@ -10,9 +10,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/tensor"
 )
 
 // Hparams are the hyperparameters of a transformer checkpoint, from its config.json.
@@ -21,6 +23,7 @@ type Hparams struct {
 	RopeTheta, RMSEps                                            float64
 	HasRopeTheta, HasRMSEps, HasHeadDim, HasContext, HasFFN      bool
 	TieEmbeddings                                                bool
+	rope                                                         rope
 }
 
 // config is a parsed config.json with typed lookups that name the field in errors.
@@ -105,7 +108,10 @@ func parseHparams(c config) (Hparams, error) {
 	if h.HeadDim%2 != 0 {
 		return h, fmt.Errorf("config.json: the head dimension %d is odd (rotary embeddings need pairs)", h.HeadDim)
 	}
-	if h.RopeTheta, h.HasRopeTheta, err = c.float("rope_theta"); err != nil {
+	if h.rope, err = parseRope(c); err != nil {
+		return h, err
+	}
+	if h.RopeTheta, h.HasRopeTheta, err = h.rope.float("rope_theta"); err != nil {
 		return h, err
 	}
 	if h.RMSEps, h.HasRMSEps, err = c.float("rms_norm_eps"); err != nil {
@@ -114,10 +120,23 @@ func parseHparams(c config) (Hparams, error) {
 	if t, ok := c["tie_word_embeddings"].(bool); ok {
 		h.TieEmbeddings = t
 	}
-	if rs, ok := c["rope_scaling"].(map[string]any); ok && rs != nil {
-		return h, fmt.Errorf("config.json: rope_scaling %v is not supported yet", rs)
-	}
 	return h, nil
+}
+
+// textConfig is config.json as the converter's TextModel reads it: a multimodal
+// model's text_config moved to the top level over the other fields (its
+// "architectures" too, where it has them).
+func textConfig(m map[string]any) config {
+	text, ok := m["text_config"].(map[string]any)
+	if !ok {
+		return config(m)
+	}
+	merged := maps.Clone(m)
+	maps.Copy(merged, text)
+	if _, ok := text["architectures"]; !ok {
+		merged["architectures"] = m["architectures"]
+	}
+	return config(merged)
 }
 
 // Architecture returns config.json's first "architectures" name ("LlamaForCausalLM"),
@@ -127,7 +146,7 @@ func Architecture(files map[string][]byte) string {
 	if err != nil {
 		return ""
 	}
-	list, _ := m["architectures"].([]any)
+	list, _ := textConfig(m)["architectures"].([]any)
 	if len(list) == 0 {
 		return ""
 	}
@@ -143,6 +162,15 @@ type Checkpoint struct {
 	// KVs are the GGUF key-values the converter writes, in its order, with
 	// general.file_type for the tensors as imported.
 	KVs []gguf.KV
+	// generated are the tensors the family computes from the config (Family.Generated).
+	generated []tensor.Tensor
+	// config is config.json as the converter reads it (textConfig); files are the
+	// checkpoint's kept files.
+	config config
+	files  map[string][]byte
+	// ropeFactors are the rope_freqs.weight of a model from a GGUF file, read on the
+	// way back to Hugging Face's layout (HFStream) for HFFiles.
+	ropeFactors []float32
 }
 
 // TensorShape is a tensor's name, dtype and shape (outermost dimension first), as the
@@ -180,7 +208,7 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	if err != nil {
 		return nil, false, err
 	}
-	c := config(m)
+	c := textConfig(m)
 	list, _ := c["architectures"].([]any)
 	if len(list) == 0 {
 		return nil, false, nil
@@ -194,19 +222,50 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	if err != nil {
 		return nil, false, err
 	}
-	cp := &Checkpoint{Arch: arch, Hparams: h}
+	cp := &Checkpoint{Arch: arch, Hparams: h, config: c, files: files}
+	if cp.generated, err = arch.family().Generated(cp); err != nil {
+		return nil, false, err
+	}
 	params, fileType, err := cp.check(tensors)
 	if err != nil {
 		return nil, false, err
 	}
-	tok, err := vocabKVs(files, h.Vocab, arch, opts)
+	hparams, err := cp.hparamKVs(fileType)
 	if err != nil {
 		return nil, false, err
 	}
-	cp.KVs = append(cp.generalKVs(dir, params), cp.hparamKVs(fileType)...)
-	cp.KVs = append(cp.KVs, tok...)
+	tok, err := vocabKVs(files, h.Vocab, arch, opts)
+	if err == nil {
+		tok, err = arch.family().Vocab(cp, tok)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	sampling, err := samplingKVs(files)
+	if err != nil {
+		return nil, false, err
+	}
+	cp.KVs = append(cp.generalKVs(dir, params, sampling), hparams...)
 	cp.KVs = append(cp.KVs, gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32(2)})
+	cp.KVs = dedupe(append(cp.KVs, tok...))
 	return cp, true, nil
+}
+
+// dedupe gives key-values written in order, some keys more than once, as the
+// converter's writer holds them: a Python dict, where a key written again keeps its
+// first place and takes the last value.
+func dedupe(kvs []gguf.KV) []gguf.KV {
+	at := map[string]int{}
+	out := kvs[:0:0]
+	for _, kv := range kvs {
+		if i, ok := at[kv.Key]; ok {
+			out[i] = kv
+			continue
+		}
+		at[kv.Key] = len(out)
+		out = append(out, kv)
+	}
+	return out
 }
 
 // check compares the tensors with the hyperparameters and returns the parameter count
@@ -226,6 +285,10 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 	maxLayer := -1
 	types := map[dtype.DType]int{}
 	have := map[string]bool{}
+	for _, t := range cp.generated {
+		n, _ := dtype.Elems(t.Shape)
+		params += n
+	}
 	for _, t := range tensors {
 		g, layer, skip, err := cp.Arch.GGUFName(t.Name)
 		if err != nil {
@@ -293,13 +356,14 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 }
 
 // generalKVs are the converter's general.* keys for a checkpoint directory without a
-// model card: the architecture, "model", a name from the directory's name (as gguf-py's
+// model card: the architecture, "model", the sampling keys, a name from the directory's name (as gguf-py's
 // Metadata.id_to_title makes it) and a size label from the parameter count.
-func (cp *Checkpoint) generalKVs(dir string, params int64) []gguf.KV {
+func (cp *Checkpoint) generalKVs(dir string, params int64, sampling []gguf.KV) []gguf.KV {
 	kvs := []gguf.KV{
 		{Key: "general.architecture", Value: gguf.String(cp.Arch.GGUF)},
 		{Key: "general.type", Value: gguf.String("model")},
 	}
+	kvs = append(kvs, sampling...)
 	if n := titleOf(filepath.Base(dir)); n != "" && dir != "" {
 		kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.String(n)})
 	}
@@ -316,11 +380,42 @@ var versionLike = regexp.MustCompile(`^(v\d+(?:\.\d+)*|\d.*)$`)
 func titleOf(s string) string {
 	words := strings.Fields(strings.ReplaceAll(s, "-", " "))
 	for i, w := range words {
-		if strings.ToLower(w) == w && !versionLike.MatchString(w) {
-			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		if pyIsLower(w) && !versionLike.MatchString(w) {
+			words[i] = pyTitle(w)
 		}
 	}
 	return strings.Join(words, " ")
+}
+
+// pyIsLower is Python's str.islower: a cased letter, and no upper-case one.
+func pyIsLower(s string) bool {
+	cased := false
+	for _, r := range s {
+		if unicode.IsUpper(r) || unicode.IsTitle(r) {
+			return false
+		}
+		cased = cased || unicode.IsLower(r)
+	}
+	return cased
+}
+
+// pyTitle is Python's str.title: each run of cased letters starts upper-case and goes
+// on lower-case ("mistral_nemo" is "Mistral_Nemo", "qwen3b" "Qwen3B").
+func pyTitle(s string) string {
+	var b strings.Builder
+	prevCased := false
+	for _, r := range s {
+		isCased := unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r)
+		switch {
+		case isCased && !prevCased:
+			r = unicode.ToTitle(r)
+		case isCased:
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+		prevCased = isCased
+	}
+	return b.String()
 }
 
 // SizeLabel writes a parameter count as llama.cpp's converter does: "1.4M", "7.2B",
@@ -341,7 +436,19 @@ func SizeLabel(n int64) string {
 	return fmt.Sprintf("%.*f%s", max(2-digits, 0), f, suffix)
 }
 
-func (cp *Checkpoint) hparamKVs(fileType uint32) []gguf.KV {
+// generates reports whether the family computes tensor name (Family.Generated).
+func (cp *Checkpoint) generates(name string) bool {
+	for _, t := range cp.generated {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// hparamKVs are the hyperparameter keys: the base converter's (TextModel's), then
+// the family's (Family.KVs).
+func (cp *Checkpoint) hparamKVs(fileType uint32) ([]gguf.KV, error) {
 	h, a := cp.Hparams, cp.Arch.GGUF
 	var kvs []gguf.KV
 	u32 := func(k string, v int) { kvs = append(kvs, gguf.KV{Key: a + "." + k, Value: gguf.Uint32(uint32(v))}) }
@@ -358,8 +465,18 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) []gguf.KV {
 	}
 	u32("attention.head_count", h.Heads)
 	u32("attention.head_count_kv", h.KVHeads)
+	scaling, err := h.rope.scalingKVs(a, cp.generates("rope_freqs.weight"))
+	if err != nil {
+		return nil, err
+	}
+	kvs = append(kvs, scaling...)
 	if h.HasRopeTheta {
 		f32("rope.freq_base", h.RopeTheta)
+	}
+	if swa, ok, err := h.rope.slidingTheta(); err != nil {
+		return nil, err
+	} else if ok {
+		f32("rope.freq_base_swa", swa)
 	}
 	if h.HasRMSEps {
 		f32("attention.layer_norm_rms_epsilon", h.RMSEps)
@@ -369,37 +486,17 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) []gguf.KV {
 		u32("attention.value_length", h.HeadDim)
 	}
 	kvs = append(kvs, gguf.KV{Key: "general.file_type", Value: gguf.Uint32(fileType)})
-	if cp.Arch.LlamaKVs {
-		u32("vocab_size", h.Vocab)
-		u32("rope.dimension_count", h.HeadDim)
-	}
-	return kvs
+	return cp.Arch.family().KVs(cp, kvs)
 }
 
-// vocabKVs builds the tokenizer.* keys: from tokenizer.model (SentencePiece) when the
-// checkpoint has one, as the converter prefers it, else from tokenizer.json (byte-level
-// BPE); then, for a family whose converter class does so (Llama's), add_space_prefix
-// from tokenizer_config.json's add_prefix_space.
+// vocabKVs builds the tokenizer.* keys: for a family whose converter class does so
+// (Llama's), add_space_prefix from tokenizer_config.json's add_prefix_space first, as
+// its set_vocab writes it before the vocabulary; then from tokenizer.model
+// (SentencePiece) when the checkpoint has one, as the converter prefers it, else from
+// tokenizer.json (byte-level BPE).
 func vocabKVs(files map[string][]byte, vocab int, arch *Arch, opts Options) ([]gguf.KV, error) {
 	var kvs []gguf.KV
-	var err error
-	_, spm := files["tokenizer.model"]
-	_, bpe := files["tokenizer.json"]
-	switch {
-	case spm:
-		if opts.TokenizerPre != "" {
-			return nil, fmt.Errorf("the tokenizer pre-tokenizer %q is for a BPE tokenizer.json; this checkpoint has a SentencePiece tokenizer.model", opts.TokenizerPre)
-		}
-		kvs, err = sentencePieceVocab(files, vocab)
-	case bpe:
-		kvs, err = bpeVocab(files, vocab, opts.TokenizerPre)
-	default:
-		return nil, fmt.Errorf("the checkpoint has no tokenizer (tokenizer.model or tokenizer.json)")
-	}
-	if err != nil || !arch.LlamaKVs {
-		return kvs, err
-	}
-	if b, ok := files["tokenizer_config.json"]; ok {
+	if b, ok := files["tokenizer_config.json"]; ok && arch.SpacePrefix {
 		tc, err := parseJSON("tokenizer_config.json", b)
 		if err != nil {
 			return nil, err
@@ -408,11 +505,23 @@ func vocabKVs(files map[string][]byte, vocab int, arch *Arch, opts Options) ([]g
 			kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_space_prefix", Value: gguf.Bool(add)})
 		}
 	}
-	return kvs, nil
+	var tok []gguf.KV
+	var err error
+	_, spm := files["tokenizer.model"]
+	_, bpe := files["tokenizer.json"]
+	switch {
+	case spm:
+		if opts.TokenizerPre != "" {
+			return nil, fmt.Errorf("the tokenizer pre-tokenizer %q is for a BPE tokenizer.json; this checkpoint has a SentencePiece tokenizer.model", opts.TokenizerPre)
+		}
+		tok, err = sentencePieceVocab(files, vocab)
+	case bpe:
+		tok, err = bpeVocab(files, vocab, opts.TokenizerPre)
+	default:
+		return nil, fmt.Errorf("the checkpoint has no tokenizer (tokenizer.model or tokenizer.json)")
+	}
+	return append(kvs, tok...), err
 }
-
-// specialTypes are the special tokens the converter looks for, in its order.
-var specialTypes = []string{"bos", "eos", "unk", "sep", "pad", "cls", "mask"}
 
 // sentencePieceVocab builds the tokenizer.* keys from tokenizer.model, as the
 // converter's SentencePiece path does: the pieces padded to vocab_size with
@@ -495,95 +604,15 @@ func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
 }
 
 // tokenizerTail are the keys gguf-py's SpecialVocab writes after the vocabulary, for
-// SentencePiece and BPE alike: the special token ids, add_bos/add_eos and the chat
-// template of tokenizer_config.json.
-func tokenizerTail(files map[string][]byte, vocab int) ([]gguf.KV, error) {
-	var tc map[string]any
-	if b, ok := files["tokenizer_config.json"]; ok {
-		var err error
-		if tc, err = parseJSON("tokenizer_config.json", b); err != nil {
-			return nil, err
-		}
-	}
-	var kvs []gguf.KV
-	ids, err := specialIDs(files, tc, vocab)
+// SentencePiece and BPE alike (specialVocab): the special token ids, add flags and chat
+// template. nVocab bounds the ids (-1: no bound, as the converter's BPE path passes
+// none).
+func tokenizerTail(files map[string][]byte, nVocab int) ([]gguf.KV, error) {
+	sv, err := newSpecialVocab(files, nVocab, specialTypes)
 	if err != nil {
 		return nil, err
 	}
-	for _, st := range ids {
-		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml." + st.typ + "_token_id", Value: gguf.Uint32(uint32(st.id))})
-	}
-	for _, typ := range specialTypes {
-		if add, ok := tc["add_"+typ+"_token"].(bool); ok {
-			kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_" + typ + "_token", Value: gguf.Bool(add)})
-		}
-	}
-	switch t := tc["chat_template"].(type) {
-	case nil:
-	case string:
-		kvs = append(kvs, gguf.KV{Key: "tokenizer.chat_template", Value: gguf.String(t)})
-	default:
-		return nil, fmt.Errorf("tokenizer_config.json: chat_template is a %T; only a single template string is supported yet", t)
-	}
-	return kvs, nil
-}
-
-type specialID struct {
-	typ string
-	id  int64
-}
-
-// specialIDs finds the special tokens as gguf-py's SpecialVocab does: first the
-// tokenizer_config.json entries ("bos_token": "<s>") found among tokenizer.json's
-// added tokens, then config.json's "bos_token_id" and the like for the types still
-// missing; ids outside the vocabulary are ignored.
-func specialIDs(files map[string][]byte, tc map[string]any, vocab int) ([]specialID, error) {
-	var out []specialID
-	seen := map[string]bool{}
-	set := func(typ string, v any) {
-		n, ok := v.(json.Number)
-		id, err := n.Int64()
-		if ok && err == nil && id >= 0 && id < int64(vocab) && !seen[typ] {
-			seen[typ] = true
-			out = append(out, specialID{typ, id})
-		}
-	}
-	if b, ok := files["tokenizer.json"]; ok && tc != nil {
-		var tj struct {
-			AddedTokens []struct {
-				ID      json.Number `json:"id"`
-				Content string      `json:"content"`
-			} `json:"added_tokens"`
-		}
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.UseNumber()
-		if err := d.Decode(&tj); err != nil {
-			return nil, fmt.Errorf("tokenizer.json: %w", err)
-		}
-		for _, typ := range specialTypes {
-			content, ok := tc[typ+"_token"].(string)
-			if m, isMap := tc[typ+"_token"].(map[string]any); isMap {
-				content, ok = m["content"].(string)
-			}
-			if !ok {
-				continue
-			}
-			for _, at := range tj.AddedTokens {
-				if at.Content == content {
-					set(typ, at.ID)
-					break
-				}
-			}
-		}
-	}
-	cfg, err := parseJSON("config.json", files["config.json"])
-	if err != nil {
-		return nil, err
-	}
-	for _, typ := range specialTypes {
-		set(typ, cfg[typ+"_token_id"])
-	}
-	return out, nil
+	return sv.kvs()
 }
 
 // looksSpecial is the converter's guess for added tokens not marked special.

@@ -82,19 +82,45 @@ func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) 
 		if t != "linear" || !ok {
 			return nil, fmt.Errorf("%s.rope.scaling.type %q: only linear rope scaling is written back yet", cp.Arch.GGUF, t)
 		}
-		rs := jsonObject{}
-		rs.set("type", "linear")
+		rs := jsonObject{} // transformers writes config.json with its keys sorted
 		rs.set("factor", f)
+		rs.set("rope_type", "linear")
+		cfg.set("rope_scaling", rs)
+	}
+	if cp.ropeFactors != nil {
+		theta, _ := g.archFloat("rope.freq_base")
+		dim, ok := g.archUint("rope.dimension_count")
+		if !ok {
+			return nil, fmt.Errorf("the GGUF has rope_freqs.weight but no %s.rope.dimension_count", cp.Arch.GGUF)
+		}
+		p, err := recoverLlama3(cp.ropeFactors, int(dim), theta.f)
+		if err != nil {
+			return nil, err
+		}
+		rs := jsonObject{} // transformers writes config.json with its keys sorted
+		rs.set("factor", jsonFloat{p.factor, 64})
+		rs.set("high_freq_factor", jsonFloat{p.high, 64})
+		rs.set("low_freq_factor", jsonFloat{p.low, 64})
+		rs.set("original_max_position_embeddings", int64(p.orig))
+		rs.set("rope_type", "llama3")
 		cfg.set("rope_scaling", rs)
 	}
 	cfg.set("hidden_act", "silu")
 	cfg.set("tie_word_embeddings", !hasHead)
+	if err := cp.Arch.family().HFConfig(cp, g, &cfg); err != nil {
+		return nil, err
+	}
 
 	gen := jsonObject{}
 	stm := jsonObject{}
 	tc := jsonObject{}
-	tc.set("add_bos_token", voc.addBOS)
-	tc.set("add_eos_token", voc.addEOS)
+	if _, ok := g.h.Get("tokenizer.ggml.add_bos_token"); ok {
+		tc.set("add_bos_token", voc.addBOS)
+	}
+	if _, ok := g.h.Get("tokenizer.ggml.add_eos_token"); ok {
+		tc.set("add_eos_token", voc.addEOS)
+	}
+	fromConfig := g.configSpecials()
 	for _, sp := range []struct {
 		typ string
 		id  int
@@ -106,9 +132,12 @@ func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) 
 			cfg.set(sp.typ+"_token_id", sp.id)
 			gen.set(sp.typ+"_token_id", sp.id)
 		}
-		tc.set(sp.typ+"_token", voc.texts[sp.id])
-		stm.set(sp.typ+"_token", voc.texts[sp.id])
+		if !fromConfig[sp.typ] {
+			tc.set(sp.typ+"_token", voc.texts[sp.id])
+			stm.set(sp.typ+"_token", voc.texts[sp.id])
+		}
 	}
+	g.setSampling(&gen)
 	cfg.set("torch_dtype", torchDType)
 	if n, ok := g.archUint("context_length"); ok {
 		tc.set("model_max_length", n)
@@ -204,10 +233,12 @@ func (g ggufKVs) uint(key string) (int64, bool) {
 
 func (g ggufKVs) archUint(key string) (int64, bool) { return g.uint(g.arch + "." + key) }
 
-// archFloat returns a float key as the shortest decimal of its own width (an f32
+func (g ggufKVs) archFloat(key string) (jsonFloat, bool) { return g.float(g.arch + "." + key) }
+
+// float returns a float key as the shortest decimal of its own width (an f32
 // 1e-5 is 1e-05, not 9.999999747378752e-06).
-func (g ggufKVs) archFloat(key string) (jsonFloat, bool) {
-	v, ok := g.h.Get(g.arch + "." + key)
+func (g ggufKVs) float(key string) (jsonFloat, bool) {
+	v, ok := g.h.Get(key)
 	f, isFloat := v.AsFloat64()
 	if !ok || !isFloat || math.IsNaN(f) || math.IsInf(f, 0) {
 		return jsonFloat{}, false
@@ -268,6 +299,33 @@ func (g ggufKVs) tokens() (texts []string, types []int32, err error) {
 		texts, types = texts[:n-1], types[:n-1]
 	}
 	return texts, types, nil
+}
+
+// configSpecials tells the special tokens the converter found in config.json rather
+// than in the tokenizer's files: gguf-py's SpecialVocab writes the ids it finds in the
+// tokenizer config first, in specialTypes order, then those of config.json, so a
+// type that comes before another earlier in that order starts the second run (Qwen's
+// EOS and padding, then its BOS, which only config.json names). Written back the same
+// way, they convert to the same key order.
+func (g ggufKVs) configSpecials() map[string]bool {
+	rank := map[string]int{}
+	for i, t := range specialTypes {
+		rank[specialKeys[t]] = i
+	}
+	out := map[string]bool{}
+	last, second := -1, false
+	for _, kv := range g.h.KVs {
+		r, ok := rank[kv.Key]
+		if !ok {
+			continue
+		}
+		second = second || r < last
+		last = r
+		if second {
+			out[specialTypes[r]] = true
+		}
+	}
+	return out
 }
 
 // specialIDs sets the ids of the unknown, BOS, EOS and padding tokens that the

@@ -68,12 +68,22 @@ func (cp *Checkpoint) HasVocab() bool {
 	return ok
 }
 
+// computed are the GGUF tensors the converter computes from config.json (Llama 3's
+// rope scaling factors) rather than reads from the checkpoint: on the way back they
+// are left out, and the config that makes them again must travel with the model.
+var computed = map[string]string{
+	"rope_freqs.weight": "Llama 3's rope scaling factors",
+}
+
 // HFStream returns s, a model in llama.cpp's form, in the Hugging Face layout it was
-// imported from: tensor names mapped back, the rows of Q and K permuted back, and 1-D
+// imported from: tensor names mapped back, the rows of Q and K permuted back, 1-D
 // F32 tensors narrowed to the dtype the checkpoint stored them in (the provenance's
-// source_dtypes; exact, since the import widened them). The GGUF key-values leave the
-// metadata: the checkpoint's own config files travel in it.
-func (cp *Checkpoint) HFStream(s stream.Stream) stream.Stream {
+// source_dtypes), the family's transforms undone first (Family.Untransform) and the
+// tensors the converter computes left out. The
+// GGUF key-values leave the metadata. withConfig says the checkpoint's own config
+// files travel in the metadata; without them (a model from a GGUF file) a computed
+// tensor is an error, since the config written back could not make it again.
+func (cp *Checkpoint) HFStream(s stream.Stream, withConfig bool) stream.Stream {
 	h := s.Header()
 	src, _ := h.Metadata.Provenance["source_dtypes"].(map[string]any)
 	extra := make(map[string]any, len(h.Metadata.Extra))
@@ -83,13 +93,22 @@ func (cp *Checkpoint) HFStream(s stream.Stream) stream.Stream {
 		}
 	}
 	h.Metadata.Extra = extra
-	hs := &hfStream{Stream: s, cp: cp, h: h, source: src}
+	hs := &hfStream{Stream: s, cp: cp, h: h, source: src, withConfig: withConfig}
+	if !withConfig {
+		hs.peekRopeFreqs()
+	}
 	if h.Table != nil {
 		h.Table = make([]container.TensorInfo, 0, len(h.Table))
 		for _, t := range s.Header().Table {
-			hf, err := cp.Arch.HFName(t.Name)
+			if _, ok := computed[t.Name]; ok && (withConfig || cp.ropeFactors != nil) {
+				continue
+			}
+			hf, err := hs.hfName(t.Name)
+			if err == nil {
+				t, _, err = cp.Arch.family().Untransform(cp, t, nil)
+			}
 			if err != nil {
-				h.Table = nil // Next reports the name it cannot map
+				h.Table = nil // Next reports the error
 				break
 			}
 			t.Name, t.DType = hf, hs.narrow(hf, t)
@@ -98,6 +117,14 @@ func (cp *Checkpoint) HFStream(s stream.Stream) stream.Stream {
 		hs.h.Table = h.Table
 	}
 	return hs
+}
+
+// hfName is the Hugging Face name of GGUF tensor g.
+func (s *hfStream) hfName(g string) (string, error) {
+	if what, ok := computed[g]; ok {
+		return "", fmt.Errorf("tensor %q holds %s, which the converter computes from config.json; a model from a GGUF file has no config.json to write them back into (apr-st export writes a checkpoint only where it can make the same GGUF again)", g, what)
+	}
+	return s.cp.Arch.HFName(g)
 }
 
 // narrow is the dtype tensor t (named hf in the checkpoint) had there: 1-D F32 tensors
@@ -113,33 +140,82 @@ func (s *hfStream) narrow(hf string, t container.TensorInfo) dtype.DType {
 
 type hfStream struct {
 	stream.Stream
-	cp     *Checkpoint
-	h      container.Header
-	source map[string]any
+	cp         *Checkpoint
+	h          container.Header
+	source     map[string]any
+	withConfig bool
+	peeked     *peeked // a tensor read ahead, given out first
+}
+
+type peeked struct {
+	info container.TensorInfo
+	r    io.Reader
+	err  error
+}
+
+// maxRopeFactors bounds the rope_freqs.weight read ahead: head_dim/2 values, and
+// the largest head dimension of a published model is 512.
+const maxRopeFactors = 4096
+
+// peekRopeFreqs reads the stream's first tensor and, when it is Llama 3's
+// rope_freqs.weight (the converter writes it first), keeps its factors in the
+// description so that HFFiles can write the config that makes them again; any other
+// tensor is given out first by Next.
+func (s *hfStream) peekRopeFreqs() {
+	info, r, err := s.Stream.Next()
+	if err != nil || info.Name != "rope_freqs.weight" || info.DType != dtype.F32 || len(info.Shape) != 1 || info.Shape[0] > maxRopeFactors {
+		s.peeked = &peeked{info, r, err}
+		return
+	}
+	data := make([]byte, 4*info.Shape[0])
+	if _, err := io.ReadFull(r, data); err != nil {
+		s.peeked = &peeked{info, nil, tensor.Wrap(info.Name, err)}
+		return
+	}
+	s.cp.ropeFactors = make([]float32, info.Shape[0])
+	for i := range s.cp.ropeFactors {
+		s.cp.ropeFactors[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+	}
+}
+
+// next is the stream's next tensor, the one read ahead first.
+func (s *hfStream) next() (container.TensorInfo, io.Reader, error) {
+	if p := s.peeked; p != nil {
+		s.peeked = nil
+		return p.info, p.r, p.err
+	}
+	return s.Stream.Next()
 }
 
 func (s *hfStream) Header() container.Header { return s.h }
 
 func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
-	info, r, err := s.Stream.Next()
+	info, r, err := s.next()
+	for err == nil && s.withConfig && computed[info.Name] != "" {
+		if _, err = io.Copy(io.Discard, r); err == nil {
+			info, r, err = s.next()
+		}
+	}
 	if err != nil {
 		return info, r, err
 	}
-	hf, err := s.cp.Arch.HFName(info.Name)
+	hf, err := s.hfName(info.Name)
 	if err != nil {
 		return info, nil, err
 	}
-	heads, perm := s.cp.Arch.permutedRows(info.Name, s.cp.Hparams)
+	if heads, perm := s.cp.Arch.permutedRows(info.Name, s.cp.Hparams); perm {
+		if r, err = permuteHeads(hf, info, heads, r, true); err != nil {
+			return info, nil, err
+		}
+	}
+	if info, r, err = s.cp.Arch.family().Untransform(s.cp, info, r); err != nil {
+		return info, nil, err
+	}
 	var narrow dtype.DType
 	if d := s.narrow(hf, info); d != info.DType {
 		narrow = d
 	}
 	info.Name = hf
-	if perm {
-		if r, err = permuteHeads(hf, info, heads, r, true); err != nil {
-			return info, nil, err
-		}
-	}
 	if narrow == dtype.Invalid {
 		return info, r, nil
 	}

@@ -2,13 +2,18 @@ package llm
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/gguf"
 )
 
 func TestPermuteInverts(t *testing.T) {
@@ -117,5 +122,83 @@ func TestPermuteHeadsStreams(t *testing.T) {
 	_, err := io.ReadAll(permuteHeads(bytes.NewReader(src[:len(src)-1]), false))
 	if err != io.ErrUnexpectedEOF {
 		t.Fatalf("a short tensor gave %v, want io.ErrUnexpectedEOF", err)
+	}
+}
+
+// TestSamplingKVs: generation_config.json's fields become general.sampling.* keys in
+// the converter's order and types; a null field is absent, a file that is not JSON
+// gives none (the converter ignores it), and a field of the wrong kind is an error.
+func TestSamplingKVs(t *testing.T) {
+	kvs, err := samplingKVs(map[string][]byte{"generation_config.json": []byte(
+		`{"temperature": 0.6, "top_k": 40, "do_sample": true, "top_p": null, "repetition_penalty": 1.1, "mirostat": true}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range kvs {
+		got = append(got, fmt.Sprintf("%s=%v", kv.Key, kv.Value))
+	}
+	want := []string{"general.sampling.top_k=40", "general.sampling.temp=0.6", "general.sampling.penalty_repeat=1.1", "general.sampling.mirostat=1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if v, _ := (&gguf.Header{KVs: kvs}).Get("general.sampling.top_k"); v.Type() != gguf.TypeInt32 {
+		t.Errorf("top_k is %v, want INT32", v.Type())
+	}
+	if kvs, err := samplingKVs(map[string][]byte{"generation_config.json": []byte(`{"temperature": `)}); err != nil || kvs != nil {
+		t.Errorf("a broken file: %v, %v; want no keys and no error", kvs, err)
+	}
+	for _, bad := range []string{`{"top_k": 40.5}`, `{"temperature": "hot"}`, `{"top_p": 1e39}`, `{"sequence": 3}`} {
+		if _, err := samplingKVs(map[string][]byte{"generation_config.json": []byte(bad)}); err == nil || !strings.Contains(err.Error(), "generation_config.json") {
+			t.Errorf("%s: error %v, want one naming generation_config.json", bad, err)
+		}
+	}
+}
+
+// TestRecoverLlama3: the rope scaling parameters written back for a GGUF's
+// rope_freqs.weight make the same factors: Meta's, and others solved from the blend.
+func TestRecoverLlama3(t *testing.T) {
+	for _, p := range []llama3Params{{32, 1, 4, 8192}, {8, 1, 4, 8192}, {16, 1, 6, 4096}} {
+		r := rope{params: map[string]any{"rope_theta": json.Number("500000"), "factor": json.Number(fmt.Sprint(p.factor)),
+			"low_freq_factor": json.Number("1"), "high_freq_factor": json.Number(fmt.Sprint(p.high)),
+			"original_max_position_embeddings": json.Number(fmt.Sprint(p.orig))}}
+		f, err := llama3RopeFreqs(r, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := recoverLlama3(f, 128, 500000)
+		if err != nil || got != p {
+			t.Errorf("%+v: recovered %+v, %v", p, got, err)
+		}
+	}
+	if _, err := recoverLlama3([]float32{1, 2, 3}, 8, 10000); err == nil {
+		t.Error("factors no Llama 3 scaling makes were recovered")
+	}
+}
+
+// TestRopeScalingErrors: a rope scaling apr does not convert, or malformed, is an
+// error naming config.json's field.
+func TestRopeScalingErrors(t *testing.T) {
+	for cfg, want := range map[string]string{
+		`{"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}`:    `rope_scaling.rope_type "dynamic"`,
+		`{"rope_scaling": {"type": "llama3", "factor": 8.0}}`:          `rope_scaling.rope_type "llama3"`,
+		`{"rope_scaling": "linear"}`:                                   `"rope_scaling" is linear, expected an object`,
+		`{"rope_scaling": {"rope_type": "linear", "factor": "x"}}`:     `rope_scaling.factor is x`,
+		`{"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}`:    `rope_parameters.original_max_position_embeddings`,
+		`{"rope_parameters": {"full_attention": {"rope_type": "su"}}}`: `rope_parameters.full_attention.rope_type "su"`,
+	} {
+		var c map[string]any
+		d := json.NewDecoder(strings.NewReader(cfg))
+		d.UseNumber()
+		if err := d.Decode(&c); err != nil {
+			t.Fatal(err)
+		}
+		r, err := parseRope(config(c))
+		if err == nil {
+			_, err = r.scalingKVs("qwen3", false)
+		}
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "config.json") {
+			t.Errorf("%s: error %v, want one with %q", cfg, err, want)
+		}
 	}
 }

@@ -145,7 +145,7 @@ func hfSource(src *Source, cp *llm.Checkpoint) (*Source, error) {
 		s = stream.FromReader(cr)
 		closer = closers{s, src.closer}
 	}
-	hs := cp.HFStream(s)
+	hs := cp.HFStream(s, HasFiles(src.hdr))
 	return &Source{hdr: hs.Header(), s: hs, closer: closer}, nil
 }
 

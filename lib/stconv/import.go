@@ -1,6 +1,7 @@
 package stconv
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,7 +16,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/apr-go/apr/lib/container"
-	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/internal/jsonobj"
 	"github.com/apr-go/apr/lib/llm"
 	"github.com/apr-go/apr/lib/modeltype"
@@ -170,6 +170,8 @@ type fileStream struct {
 	seen   map[string]string
 	closer func() error
 	llm    *llm.Checkpoint // a language model imported in llama.cpp's form, or nil
+	// generated counts the tensors of llm.Generated already given out
+	generated int
 }
 
 func newFileStream(shards []*safetensors.File, files map[string]any, opts ImportOptions) (*fileStream, error) {
@@ -208,25 +210,27 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 }
 
 // tableOf is the tensor table of the APR stream of the shards' tensors (in data
-// order, shard after shard), converted to llama.cpp's form by cp when it is not nil
-// (names mapped, tensors llama.cpp drops left out, 1-D floats widened to F32, as
-// llm.Convert does). A name cp cannot map gives no table: Next reports that error.
+// order, shard after shard), converted to llama.cpp's form by cp when it is not nil:
+// the tensors the converter computes first, then each tensor as cp.Info describes it,
+// those llama.cpp drops left out. A tensor cp cannot convert gives no table: Next
+// reports that error.
 func tableOf(shards [][]safetensors.TensorInfo, cp *llm.Checkpoint) []container.TensorInfo {
 	table := []container.TensorInfo{}
+	if cp != nil {
+		for _, t := range cp.Generated() {
+			table = append(table, container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape})
+		}
+	}
 	for _, tensors := range shards {
 		for _, t := range tensors {
 			info := containerInfo(t)
 			if cp != nil {
-				g, _, skip, err := cp.Arch.GGUFName(t.Name)
-				if err != nil {
+				var skip bool
+				var err error
+				if info, skip, err = cp.Info(info); err != nil {
 					return nil
-				}
-				if skip {
+				} else if skip {
 					continue
-				}
-				info.Name = g
-				if len(info.Shape) == 1 && info.DType.Info().Float && info.DType != dtype.F32 {
-					info.DType = dtype.F32
 				}
 			}
 			table = append(table, info)
@@ -262,6 +266,11 @@ func describeLLM(files map[string]any, shards []*safetensors.File, lo llm.Option
 func (s *fileStream) Header() container.Header { return s.h }
 
 func (s *fileStream) Next() (container.TensorInfo, io.Reader, error) {
+	if s.llm != nil && s.generated < len(s.llm.Generated()) {
+		t := s.llm.Generated()[s.generated]
+		s.generated++
+		return container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}, bytes.NewReader(t.Data), nil
+	}
 	for {
 		info, r, err := s.next1()
 		if err != nil || s.llm == nil {

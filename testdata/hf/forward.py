@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference forward pass of a Hugging Face Llama or Mistral checkpoint, in NumPy.
+"""Reference forward pass of a Hugging Face Llama, Mistral, Qwen3 or Gemma 1-3 checkpoint, in NumPy.
 
 Test-only peer for .ci/test-peers-forward. It reads the checkpoint directory as
 transformers would (config.json, model.safetensors or the shards named by
@@ -7,7 +7,14 @@ model.safetensors.index.json; BF16, F16 or F32) and shares no code with apr: the
 SafeTensors files are parsed here with json and numpy, and the model runs in the
 Hugging Face layout (rotate-half rotary embeddings on the Q and K rows as stored,
 before any converter permutes them). Everything is computed in float64, so the
-result is the checkpoint's exact function up to float64 rounding.
+result is the checkpoint's exact function up to float64 rounding. Written from the
+families' published definitions (transformers' modeling_llama, modeling_qwen3 and
+modeling_gemma/gemma2/gemma3): Qwen3's RMS norm of each head's queries and keys before
+the rotary embedding, Llama 3.1's rope scaling of the rotary frequencies (rope_type
+"llama3"), and Gemma's RMS norms scaling by 1 + weight, embeddings scaled by
+sqrt(hidden_size), GELU (tanh) feed-forward, queries scaled by query_pre_attn_scalar,
+Gemma 2's soft-capped attention and final logits and norms after attention and
+feed-forward, Gemma 3's q/k norms and its sliding layers' own rotary base.
 
     forward.py CKPT --tokens 1,450,... [--out ref.f64]
         the logits after every token, float64 [tokens, vocab] raw little-endian
@@ -83,6 +90,18 @@ def rotate_half(x):
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
+def llama3_inv_freq(inv_freq, s):
+    """Llama 3.1's rope scaling of the rotary frequencies: long wavelengths divided by
+    the factor, short ones kept, the band between blended smoothly."""
+    factor, low, high = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
+    old = s["original_max_position_embeddings"]
+    wavelen = 2 * np.pi / inv_freq
+    scaled = np.where(wavelen > old / low, inv_freq / factor, inv_freq)
+    smooth = (old / wavelen - low) / (high - low)
+    medium = (wavelen >= old / high) & (wavelen <= old / low)
+    return np.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
+
+
 def linear(x, w, bias=None):
     y = x @ w.T
     return y if bias is None else y + bias
@@ -90,10 +109,12 @@ def linear(x, w, bias=None):
 
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
-    if arch not in ("llama", "mistral"):
-        raise SystemExit(f"model_type {arch!r}: only llama and mistral")
-    if cfg.get("hidden_act", "silu") != "silu":
-        raise SystemExit(f"hidden_act {cfg['hidden_act']!r}: only silu")
+    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3"):
+        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3 and gemma 1-3")
+    gemma = arch.startswith("gemma")
+    act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
+    if act not in ("silu", "gelu_pytorch_tanh"):
+        raise SystemExit(f"hidden activation {act!r}: only silu and gelu_pytorch_tanh")
     dim = cfg["hidden_size"]
     n_head = cfg["num_attention_heads"]
     n_kv = cfg.get("num_key_value_heads") or n_head
@@ -103,56 +124,94 @@ def forward(cfg, w, tokens):
     T = len(tokens)
 
     pos = np.arange(T, dtype=np.float64)
+    inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    local = 1.0 / cfg.get("rope_local_base_freq", theta) ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
     scaling = cfg.get("rope_scaling")
     if scaling:
         kind = scaling.get("rope_type", scaling.get("type"))
-        if kind != "linear":
-            raise SystemExit(f"rope_scaling {kind!r}: only linear")
-        pos = pos / scaling["factor"]
+        if kind == "linear":
+            pos = pos / scaling["factor"]
+        elif kind == "llama3":
+            inv_freq = llama3_inv_freq(inv_freq, scaling)
+        else:
+            raise SystemExit(f"rope_scaling {kind!r}: only linear and llama3")
     window = cfg.get("sliding_window")
     if window is not None and T > window:
         raise SystemExit(f"{T} tokens exceed the sliding window {window}")
 
-    inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
-    angles = np.outer(pos, inv_freq)
-    angles = np.concatenate([angles, angles], axis=-1)  # [T, head_dim]
-    cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    def rotary(pos, inv_freq):
+        angles = np.outer(pos, inv_freq)
+        angles = np.concatenate([angles, angles], axis=-1)  # [T, head_dim]
+        return np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+
+    cos, sin = rotary(pos, inv_freq)
+    # Gemma 3's sliding layers (all but every sliding_window_pattern-th) rotate with
+    # their own base and without the global layers' scaling.
+    local_cos, local_sin = rotary(np.arange(T, dtype=np.float64), local)
+    pattern = cfg.get("sliding_window_pattern") if arch == "gemma3" else None
+    norm = (lambda x, wt: rms_norm(x, 1.0 + wt, eps)) if gemma else (lambda x, wt: rms_norm(x, wt, eps))
+    scale = cfg.get("query_pre_attn_scalar", head_dim) ** -0.5 if gemma else head_dim ** -0.5
+    attn_cap = cfg.get("attn_logit_softcapping") if arch == "gemma2" else None
+    final_cap = cfg.get("final_logit_softcapping") if arch in ("gemma2", "gemma3") else None
 
     causal = np.triu(np.full((T, T), -np.inf), k=1)
     group = n_head // n_kv  # query heads per key/value head (repeat_kv)
 
     h = w["model.embed_tokens.weight"][np.asarray(tokens)]
+    if gemma:
+        h = h * np.sqrt(dim)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
+        x = norm(h, w[p + "input_layernorm.weight"])
         q = linear(x, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
         k = linear(x, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
         v = linear(x, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
         q = q.reshape(T, n_head, head_dim)
         k = k.reshape(T, n_kv, head_dim)
         v = v.reshape(T, n_kv, head_dim)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        if arch in ("qwen3", "gemma3"):  # RMS norm over each head's dimensions, weights shared by the heads
+            q = norm(q, w[p + "self_attn.q_norm.weight"])
+            k = norm(k, w[p + "self_attn.k_norm.weight"])
+        c, sn = (local_cos, local_sin) if pattern and (i + 1) % pattern != 0 else (cos, sin)
+        q = q * c + rotate_half(q) * sn
+        k = k * c + rotate_half(k) * sn
         out = np.empty((T, n_head, head_dim))
         for hd in range(n_head):
             kh, vh = k[:, hd // group], v[:, hd // group]
-            s = q[:, hd] @ kh.T / np.sqrt(head_dim) + causal
+            s = q[:, hd] @ kh.T * scale
+            if attn_cap:
+                s = np.tanh(s / attn_cap) * attn_cap
+            s = s + causal
             s = np.exp(s - s.max(axis=-1, keepdims=True))
             out[:, hd] = (s / s.sum(axis=-1, keepdims=True)) @ vh
-        h = h + linear(out.reshape(T, n_head * head_dim), w[p + "self_attn.o_proj.weight"],
-                       w.get(p + "self_attn.o_proj.bias"))
-        x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
+        a = linear(out.reshape(T, n_head * head_dim), w[p + "self_attn.o_proj.weight"],
+                   w.get(p + "self_attn.o_proj.bias"))
+        if arch in ("gemma2", "gemma3"):  # norms after attention and around the feed-forward
+            h = h + norm(a, w[p + "post_attention_layernorm.weight"])
+            x = norm(h, w[p + "pre_feedforward_layernorm.weight"])
+        else:
+            h = h + a
+            x = norm(h, w[p + "post_attention_layernorm.weight"])
         g = linear(x, w[p + "mlp.gate_proj.weight"], w.get(p + "mlp.gate_proj.bias"))
         u = linear(x, w[p + "mlp.up_proj.weight"], w.get(p + "mlp.up_proj.bias"))
-        h = h + linear(g / (1.0 + np.exp(-g)) * u, w[p + "mlp.down_proj.weight"],
-                       w.get(p + "mlp.down_proj.bias"))
-    h = rms_norm(h, w["model.norm.weight"], eps)
+        if act == "silu":
+            g = g / (1.0 + np.exp(-g))
+        else:  # GELU, tanh approximation
+            g = 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
+        f = linear(g * u, w[p + "mlp.down_proj.weight"], w.get(p + "mlp.down_proj.bias"))
+        if arch in ("gemma2", "gemma3"):
+            f = norm(f, w[p + "post_feedforward_layernorm.weight"])
+        h = h + f
+    h = norm(h, w["model.norm.weight"])
     head = w.get("lm_head.weight")
     if head is None:
         if not cfg.get("tie_word_embeddings", False):
             raise SystemExit("no lm_head.weight and tie_word_embeddings is not true")
         head = w["model.embed_tokens.weight"]
-    return h @ head.T
+    logits = h @ head.T
+    if final_cap:
+        logits = np.tanh(logits / final_cap) * final_cap
+    return logits
 
 
 def check(ref, label, tol, path):

@@ -16,6 +16,11 @@
 // -arch Qwen2ForCausalLM adds Qwen2's Q, K and V biases. .ci/test-peers-gguf makes
 // checkpoints of npm's real Llama 3, Qwen2.5 and Mistral-Nemo tokenizers that way.
 //
+// With -tokenizer qwen2-bpe it writes a small synthetic byte-level BPE tokenizer.json
+// in Qwen2's form (bpe.go), with Qwen's special tokens and tokenizer_config.json, and
+// -arch Qwen3ForCausalLM gives each layer Qwen3's q_norm and k_norm. -rope-scaling and
+// -generation write config.json's rope_scaling and generation_config.json's fields.
+//
 // The benchmark (.ci/bench-llm) writes one of TinyLlama-1.1B's shape with flags:
 // -arch LlamaForCausalLM -vocab 32000 -hidden 2048 -ffn 5632 -layers 22 -heads 32
 // -kvheads 4 -headdim 0 -dtype bf16 -tied=false -shards 2.
@@ -24,14 +29,18 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/apr-go/apr/kernels"
@@ -54,10 +63,10 @@ const config = `{
   "num_key_value_heads": %d,%s
   "max_position_embeddings": 1024,
   "rms_norm_eps": 1e-06,
-  "rope_theta": 1000000.0,
+  "rope_theta": %s,%s
   "sliding_window": null,
   "hidden_act": "silu",
-  "tie_word_embeddings": %t,%s
+  "tie_word_embeddings": %t,%s%s
   "torch_dtype": "%s"
 }
 `
@@ -87,6 +96,10 @@ func main() {
 	dt := flag.String("dtype", "f16", "f16 or bf16")
 	tied := flag.Bool("tied", true, "tie_word_embeddings (no lm_head)")
 	shards := flag.Int64("shards", 2, "about how many shards (the last may be small)")
+	ropeTheta := flag.String("rope-theta", "1000000.0", "rope_theta, as written in config.json")
+	ropeScaling := flag.String("rope-scaling", "", "rope_scaling object written to config.json (JSON), none when empty")
+	extra := flag.String("extra", "", "more config.json fields (a JSON object), written before torch_dtype")
+	genConfig := flag.String("generation", `{"bos_token_id": 1, "eos_token_id": 2}`, "generation_config.json's fields (JSON)")
 	flag.Parse()
 	headDim := *headDimFlag
 	headDimJSON := fmt.Sprintf("\n  \"head_dim\": %d,", headDim)
@@ -105,8 +118,12 @@ func main() {
 	if *tok == "" || *out == "" {
 		log.Fatal("usage: genckpt -tokenizer FILE -o DIR")
 	}
-	spm, err := os.ReadFile(*tok)
-	if err != nil {
+	var spm []byte
+	var err error
+	var bos, eos int
+	if *tok == qwenBPE {
+		spm, bos, eos = syntheticBPE()
+	} else if spm, err = os.ReadFile(*tok); err != nil {
 		log.Fatal(err)
 	}
 	var specs []container.TensorInfo
@@ -129,10 +146,21 @@ func main() {
 		half(p+"mlp.gate_proj.weight", *ffn, *hidden)
 		half(p+"mlp.up_proj.weight", *ffn, *hidden)
 		half(p+"mlp.down_proj.weight", *hidden, *ffn)
-		if *arch == "Qwen2ForCausalLM" {
+		switch *arch {
+		case "Qwen2ForCausalLM":
 			half(p+"self_attn.q_proj.bias", *heads*headDim)
 			half(p+"self_attn.k_proj.bias", *kvHeads*headDim)
 			half(p+"self_attn.v_proj.bias", *kvHeads*headDim)
+		case "Qwen3ForCausalLM":
+			half(p+"self_attn.q_norm.weight", headDim)
+			half(p+"self_attn.k_norm.weight", headDim)
+		case "Gemma2ForCausalLM", "Gemma3ForCausalLM":
+			half(p+"pre_feedforward_layernorm.weight", *hidden)
+			half(p+"post_feedforward_layernorm.weight", *hidden)
+			if *arch == "Gemma3ForCausalLM" {
+				half(p+"self_attn.q_norm.weight", headDim)
+				half(p+"self_attn.k_norm.weight", headDim)
+			}
 		}
 	}
 	model := strings.ToLower(strings.TrimSuffix(*arch, "ForCausalLM"))
@@ -141,9 +169,13 @@ func main() {
 		"tokenizer.model":         spm,
 		"tokenizer_config.json":   []byte(tokenizerConfig),
 		"special_tokens_map.json": []byte("{\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n  \"unk_token\": \"<unk>\"\n}\n"),
-		"generation_config.json":  []byte("{\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2\n}\n"),
+		"generation_config.json":  indentJSON(*genConfig),
 	}
-	if strings.HasSuffix(*tok, ".json") {
+	if *tok == qwenBPE {
+		ids = fmt.Sprintf("\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,", bos, eos)
+		files = map[string]any{"tokenizer.json": spm, "tokenizer_config.json": []byte(qwenTokenizerConfig),
+			"generation_config.json": indentJSON(*genConfig)}
+	} else if strings.HasSuffix(*tok, ".json") {
 		tc, err := os.ReadFile(filepath.Join(filepath.Dir(*tok), "tokenizer_config.json"))
 		if err != nil {
 			log.Fatal(err)
@@ -151,8 +183,30 @@ func main() {
 		ids = ""
 		files = map[string]any{"tokenizer.json": spm, "tokenizer_config.json": tc}
 	}
-	files["config.json"] = []byte(fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
-		headDimJSON, *tied, ids, d.torch))
+	scaling := ""
+	if *ropeScaling != "" {
+		scaling = "\n  \"rope_scaling\": " + *ropeScaling + ","
+	}
+	more := ""
+	if *extra != "" {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(*extra), &fields); err != nil {
+			log.Fatalf("-extra: %v", err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			more += fmt.Sprintf("\n  %q: %s,", k, fields[k])
+		}
+	}
+	cfg := fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
+		headDimJSON, *ropeTheta, scaling, *tied, ids, more, d.torch)
+	for _, f := range []string{"sliding_window", "hidden_act"} { // -extra gives it: not twice
+		if strings.Contains(more, `"`+f+`":`) {
+			if loc := regexp.MustCompile(`\n  "`+f+`": [^,]*,`).FindStringIndex(cfg); loc != nil {
+				cfg = cfg[:loc[0]] + cfg[loc[1]:] // the template's, which comes first
+			}
+		}
+	}
+	files["config.json"] = []byte(cfg)
 	md := container.Metadata{Extra: map[string]any{stconv.KeyFiles: files}}
 	var total int64
 	for _, t := range specs {
@@ -164,7 +218,7 @@ func main() {
 	}
 	shard := int64(math.Ceil(float64(total) / float64(*shards)))
 	s := &genStream{h: container.Header{Type: modeltype.Custom, Metadata: md, Table: specs},
-		rng: rand.New(rand.NewPCG(2026, 11)), enc: d.enc}
+		rng: rand.New(rand.NewPCG(2026, 11)), enc: d.enc, normOffset: !strings.HasPrefix(*arch, "Gemma")}
 	if err := stconv.ExportDir(*out, stconv.StreamSource(s), stconv.ExportOptions{ShardSize: shard}); err != nil {
 		log.Fatal(err)
 	}
@@ -177,6 +231,9 @@ type genStream struct {
 	i   int
 	rng *rand.Rand
 	enc func(float32) uint16
+	// normOffset: 1-D tensors (norms) near one; Gemma's are near zero, its RMS norms
+	// scaling by 1 + weight.
+	normOffset bool
 }
 
 func (s *genStream) Header() container.Header { return s.h }
@@ -191,7 +248,7 @@ func (s *genStream) Next() (container.TensorInfo, io.Reader, error) {
 	b := make([]byte, n)
 	for i := 0; i < len(b); i += 2 {
 		v := float32(s.rng.NormFloat64() * 0.02)
-		if len(t.Shape) == 1 {
+		if len(t.Shape) == 1 && s.normOffset {
 			v = 1 + v // norms near one
 		}
 		binary.LittleEndian.PutUint16(b[i:], s.enc(v))

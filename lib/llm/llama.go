@@ -1,0 +1,98 @@
+package llm
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/tensor"
+)
+
+// llama is the Llama family's code (the converter's LlamaModel, which Mistral's
+// checkpoints also go through): {arch}.vocab_size and {arch}.rope.dimension_count after
+// the base keys, and Llama 3.1's rope scaling, whose per-frequency factors the
+// converter computes into an F32 rope_freqs.weight.
+type llama struct{ plain }
+
+func (llama) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
+	a, h := cp.Arch.GGUF, cp.Hparams
+	return append(base,
+		gguf.KV{Key: a + ".vocab_size", Value: gguf.Uint32(uint32(h.Vocab))},
+		gguf.KV{Key: a + ".rope.dimension_count", Value: gguf.Uint32(uint32(h.HeadDim))}), nil
+}
+
+func (llama) Generated(cp *Checkpoint) ([]tensor.Tensor, error) {
+	if t, err := cp.Hparams.rope.typ(); err != nil || t != "llama3" {
+		return nil, err
+	}
+	f, err := llama3RopeFreqs(cp.Hparams.rope, cp.Hparams.HeadDim)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, 4*len(f))
+	for i, v := range f {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+	}
+	return []tensor.Tensor{{Name: "rope_freqs.weight", DType: dtype.F32, Shape: []int64{int64(len(f))}, Data: data}}, nil
+}
+
+// llama3Params are the parameters of Llama 3.1's rope scaling.
+type llama3Params struct {
+	factor, low, high, orig float64
+}
+
+// recoverLlama3 finds the rope scaling parameters that make factors (a GGUF's
+// rope_freqs.weight) over head dimension headDim with rotary base theta, so that a
+// model from a GGUF file can be written back as a checkpoint whose config makes the
+// same tensor again. Meta's parameters for every Llama 3.x (low 1, high 4, 8192
+// positions) are tried first with the largest factor; else low is taken as 1 and high
+// and the original context solved from two values of the blend. Whatever is found
+// must reproduce every value bit for bit, or it is an error.
+func recoverLlama3(factors []float32, headDim int, theta float64) (llama3Params, error) {
+	if len(factors) != headDim/2 || len(factors) == 0 {
+		return llama3Params{}, fmt.Errorf("rope_freqs.weight has %d values, want head_dim/2 = %d", len(factors), headDim/2)
+	}
+	f := float64(slices.Max(factors))
+	try := []llama3Params{{f, 1, 4, 8192}}
+	var band []int
+	for i, v := range factors {
+		if v != 1 && float64(v) != f {
+			band = append(band, i)
+		}
+	}
+	if len(band) >= 2 && f > 1 {
+		// 1/v = 1/f + s(1 - 1/f) gives s; s(high-low) = orig/wavelen - low with low 1.
+		s := func(i int) float64 { return (1/float64(factors[i]) - 1/f) / (1 - 1/f) }
+		inv := func(i int) float64 { // 1/wavelen = freq/2π
+			return 1 / (2 * math.Pi * math.Pow(theta, float64(2*i)/float64(headDim)))
+		}
+		i, j := band[0], band[len(band)-1]
+		// s_i*H - orig*inv_i = -1, s_j*H - orig*inv_j = -1, with H = high-1.
+		det := s(i)*(-inv(j)) - (-inv(i))*s(j)
+		if det != 0 {
+			h := (-1*(-inv(j)) - (-inv(i))*(-1)) / det
+			orig := (s(i)*(-1) - (-1)*s(j)) / det
+			// The shortest decimal that works: configs hold round numbers.
+			for digits := 0; digits <= 6; digits++ {
+				scale := math.Pow(10, float64(digits))
+				try = append(try, llama3Params{f, 1, math.Round((1+h)*scale) / scale, math.Round(orig)})
+			}
+			try = append(try, llama3Params{f, 1, 1 + h, math.Round(orig)})
+		}
+	}
+	for _, p := range try {
+		r := rope{params: map[string]any{
+			"rope_theta": json.Number(fmt.Sprint(theta)), "factor": json.Number(fmt.Sprint(p.factor)),
+			"low_freq_factor": json.Number(fmt.Sprint(p.low)), "high_freq_factor": json.Number(fmt.Sprint(p.high)),
+			"original_max_position_embeddings": json.Number(fmt.Sprint(p.orig)),
+		}}
+		if again, err := llama3RopeFreqs(r, headDim); err == nil && slices.Equal(again, factors) {
+			return p, nil
+		}
+	}
+	return llama3Params{}, fmt.Errorf("rope_freqs.weight: no Llama 3 rope scaling apr can write into config.json makes these factors again")
+}

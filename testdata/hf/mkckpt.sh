@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# mkckpt.sh: rewrite the test checkpoints apr makes with genckpt (deterministic:
+# seeded weights), one per family the converter handles beyond renaming, and their
+# files' sums in NAME.sha256 (mkref.sh then adds the references). small-mistral's
+# command is in README.md.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+gen() { # name flags...
+	local name=$1
+	shift
+	rm -rf "testdata/hf/$name"
+	go run ./testdata/hf/genckpt "$@" -o "testdata/hf/$name"
+	(cd testdata/hf && sha256sum "$name"/* >"$name.sha256")
+}
+spm=testdata/hf/tiny-llama/tokenizer.model
+gemmagen='{"bos_token_id": 1, "eos_token_id": 2, "do_sample": true, "top_k": 64, "top_p": 0.95}'
+gen tiny-qwen3 -tokenizer qwen2-bpe -arch Qwen3ForCausalLM -vocab 320 -hidden 256 -ffn 320 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 96 -dtype bf16 -tied=true -shards 1 \
+	-generation '{"bos_token_id": 311, "do_sample": true, "eos_token_id": 313, "pad_token_id": 311, "temperature": 0.6, "top_k": 20, "top_p": 0.95}'
+gen tiny-llama3 -tokenizer "$spm" -arch LlamaForCausalLM -vocab 512 -hidden 256 -ffn 512 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 64 -dtype bf16 -tied=true -shards 1 -rope-theta 500000.0 \
+	-rope-scaling '{"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}' \
+	-generation '{"bos_token_id": 1, "do_sample": true, "eos_token_id": 2, "temperature": 0.6, "top_p": 0.9}'
+gen tiny-gemma -tokenizer "$spm" -arch GemmaForCausalLM -vocab 512 -hidden 256 -ffn 512 -layers 2 -heads 4 \
+	-kvheads 4 -headdim 64 -dtype bf16 -tied=true -shards 1 -rope-theta 10000.0 \
+	-extra '{"hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh"}' -generation "$gemmagen"
+gen tiny-gemma2 -tokenizer "$spm" -arch Gemma2ForCausalLM -vocab 512 -hidden 256 -ffn 320 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 64 -dtype f16 -tied=true -shards 1 -rope-theta 10000.0 \
+	-extra '{"hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096, "query_pre_attn_scalar": 64, "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0}' \
+	-generation "$gemmagen"
+gen tiny-gemma3 -tokenizer "$spm" -arch Gemma3ForCausalLM -vocab 512 -hidden 256 -ffn 320 -layers 2 -heads 4 \
+	-kvheads 1 -headdim 96 -dtype bf16 -tied=true -shards 1 -rope-scaling '{"factor": 8.0, "rope_type": "linear"}' \
+	-extra '{"hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 512, "sliding_window_pattern": 6, "rope_local_base_freq": 10000.0, "query_pre_attn_scalar": 96, "final_logit_softcapping": null, "attn_logit_softcapping": null}' \
+	-generation "$gemmagen"
