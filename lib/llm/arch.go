@@ -36,6 +36,14 @@ type Arch struct {
 	// Biases are the layer tensors the family must have beyond Llama's (Qwen2's Q, K
 	// and V biases), as names after "blk.N.".
 	Biases []string
+	// FusedUp: ffn_up holds the gate's rows then the up projection's (2 x
+	// intermediate_size), as Phi-3 stores them and llama.cpp takes them.
+	FusedUp bool
+	// PlainSPM: the family's converter builds a SentencePiece vocabulary itself
+	// (Phi3MiniModel.set_vocab): an added token is CONTROL only when marked special,
+	// keeps its U+2581, and tokenizer.json's added tokens count too; and a
+	// tokenizer_config.json naming GPT2Tokenizer takes the BPE path.
+	PlainSPM bool
 	// Back is the Hugging Face class and model_type a GGUF of this family is written
 	// back as (hfgen.go).
 	Back [2]string
@@ -109,6 +117,20 @@ var archs = []*Arch{
 		GGUF: "gemma3", Top: llamaTop, Layer: withLayer(gemma2Layer, qkNorm),
 		Skip: []string{"self_attn.rotary_emb.inv_freq"},
 		Back: [2]string{"Gemma3ForCausalLM", "gemma3"}, Family: gemma{version: 3},
+	},
+	{
+		HF:   []string{"Phi3ForCausalLM"},
+		GGUF: "phi3", Top: llamaTop, Layer: map[string]string{
+			"input_layernorm.weight":          "attn_norm.weight",
+			"self_attn.qkv_proj.weight":       "attn_qkv.weight",
+			"self_attn.o_proj.weight":         "attn_output.weight",
+			"post_attention_layernorm.weight": "ffn_norm.weight",
+			"mlp.gate_up_proj.weight":         "ffn_up.weight",
+			"mlp.down_proj.weight":            "ffn_down.weight",
+		},
+		Skip:     []string{"self_attn.rotary_emb.inv_freq"},
+		PlainSPM: true, FusedUp: true,
+		Back: [2]string{"Phi3ForCausalLM", "phi3"}, Family: phi3{},
 	},
 }
 

@@ -168,9 +168,13 @@ type Checkpoint struct {
 	// checkpoint's kept files.
 	config config
 	files  map[string][]byte
-	// ropeFactors are the rope_freqs.weight of a model from a GGUF file, read on the
-	// way back to Hugging Face's layout (HFStream) for HFFiles.
-	ropeFactors []float32
+	// earlyKVs are keys the family writes while it computes its tensors, before the
+	// converter writes the others (Phi-3's rope.scaling.attn_factor): they follow
+	// general.architecture.
+	earlyKVs []gguf.KV
+	// computedData are the computed tensors (see computed) of a model from a GGUF
+	// file, read on the way back to Hugging Face's layout (HFStream) for HFFiles.
+	computedData map[string][]float32
 }
 
 // TensorShape is a tensor's name, dtype and shape (outermost dimension first), as the
@@ -280,7 +284,8 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		"token_embd.weight": "vocab_size/hidden_size", "output.weight": "vocab_size/hidden_size",
 		"attn_q.weight": "num_attention_heads/head_dim", "attn_k.weight": "num_key_value_heads/head_dim",
 		"attn_v.weight": "num_key_value_heads/head_dim", "ffn_gate.weight": "intermediate_size",
-		"ffn_up.weight": "intermediate_size", "ffn_down.weight": "intermediate_size",
+		"attn_qkv.weight": "num_attention_heads/num_key_value_heads/head_dim",
+		"ffn_up.weight":   "intermediate_size", "ffn_down.weight": "intermediate_size",
 	}
 	maxLayer := -1
 	types := map[dtype.DType]int{}
@@ -322,9 +327,14 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			w = []int64{int64(h.Heads * h.HeadDim), int64(h.Hidden)}
 		case "attn_k.weight", "attn_v.weight":
 			w = []int64{int64(h.KVHeads * h.HeadDim), int64(h.Hidden)}
+		case "attn_qkv.weight":
+			w = []int64{int64((h.Heads + 2*h.KVHeads) * h.HeadDim), int64(h.Hidden)}
 		case "ffn_gate.weight", "ffn_up.weight":
 			if h.HasFFN {
 				w = []int64{int64(h.FFN), int64(h.Hidden)}
+			}
+			if h.HasFFN && cp.Arch.FusedUp && suffix == "ffn_up.weight" {
+				w = []int64{int64(2 * h.FFN), int64(h.Hidden)}
 			}
 		case "ffn_down.weight":
 			if h.HasFFN {
@@ -359,10 +369,8 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 // model card: the architecture, "model", the sampling keys, a name from the directory's name (as gguf-py's
 // Metadata.id_to_title makes it) and a size label from the parameter count.
 func (cp *Checkpoint) generalKVs(dir string, params int64, sampling []gguf.KV) []gguf.KV {
-	kvs := []gguf.KV{
-		{Key: "general.architecture", Value: gguf.String(cp.Arch.GGUF)},
-		{Key: "general.type", Value: gguf.String("model")},
-	}
+	kvs := append([]gguf.KV{{Key: "general.architecture", Value: gguf.String(cp.Arch.GGUF)}}, cp.earlyKVs...)
+	kvs = append(kvs, gguf.KV{Key: "general.type", Value: gguf.String("model")})
 	kvs = append(kvs, sampling...)
 	if n := titleOf(filepath.Base(dir)); n != "" && dir != "" {
 		kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.String(n)})
@@ -465,7 +473,7 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) ([]gguf.KV, error) {
 	}
 	u32("attention.head_count", h.Heads)
 	u32("attention.head_count_kv", h.KVHeads)
-	scaling, err := h.rope.scalingKVs(a, cp.generates("rope_freqs.weight"))
+	scaling, err := h.rope.scalingKVs(a, cp.generates("rope_freqs.weight"), cp.generates("rope_factors_long.weight"))
 	if err != nil {
 		return nil, err
 	}
@@ -509,12 +517,18 @@ func vocabKVs(files map[string][]byte, vocab int, arch *Arch, opts Options) ([]g
 	var err error
 	_, spm := files["tokenizer.model"]
 	_, bpe := files["tokenizer.json"]
+	if arch.PlainSPM {
+		if spm, err = plainSPM(files); err != nil {
+			return nil, err
+		}
+		bpe = !spm
+	}
 	switch {
 	case spm:
 		if opts.TokenizerPre != "" {
 			return nil, fmt.Errorf("the tokenizer pre-tokenizer %q is for a BPE tokenizer.json; this checkpoint has a SentencePiece tokenizer.model", opts.TokenizerPre)
 		}
-		tok, err = sentencePieceVocab(files, vocab)
+		tok, err = sentencePieceVocab(files, vocab, arch.PlainSPM)
 	case bpe:
 		tok, err = bpeVocab(files, vocab, opts.TokenizerPre)
 	default:
@@ -528,7 +542,7 @@ func vocabKVs(files map[string][]byte, vocab int, arch *Arch, opts Options) ([]g
 // "[PADn]" (UNUSED), added tokens from added_tokens.json and tokenizer_config.json's
 // added_tokens_decoder, special token ids from config.json, add_bos/add_eos and the
 // chat template from tokenizer_config.json.
-func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
+func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.KV, error) {
 	pieces, err := ParseSentencePiece(files["tokenizer.model"])
 	if err != nil {
 		return nil, err
@@ -539,6 +553,20 @@ func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
 	tokens := make([]string, vocab)
 	scores := make([]float32, vocab)
 	types := make([]int32, vocab)
+	// setAdded records an added token: CONTROL when special or, unless plain, when it
+	// looks special, else USER_DEFINED with U+2581 read as a space unless plain.
+	setAdded := func(id int, e map[string]any) {
+		content, _ := e["content"].(string)
+		if special, _ := e["special"].(bool); special || !plain && looksSpecial(content) {
+			types[id] = TokenControl
+		} else {
+			if !plain {
+				content = strings.ReplaceAll(content, "\u2581", " ")
+			}
+			types[id] = TokenUserDefined
+		}
+		tokens[id], scores[id] = content, -1000
+	}
 	for i := range tokens {
 		tokens[i], scores[i], types[i] = fmt.Sprintf("[PAD%d]", i), -10000, TokenUnused
 	}
@@ -579,14 +607,23 @@ func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
 				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder id %q is not in 0..%d", k, vocab-1)
 			}
 			e, _ := dec[k].(map[string]any)
-			content, _ := e["content"].(string)
-			if special, _ := e["special"].(bool); special || looksSpecial(content) {
-				types[id] = TokenControl
-			} else {
-				content = strings.ReplaceAll(content, "\u2581", " ")
-				types[id] = TokenUserDefined
+			setAdded(id, e)
+		}
+	}
+	if b, ok := files["tokenizer.json"]; ok && plain {
+		tj, err := decodeJSON("tokenizer.json", b)
+		if err != nil {
+			return nil, err
+		}
+		added, _ := tj["added_tokens"].([]any)
+		for i, a := range added {
+			e, _ := a.(map[string]any)
+			n, _ := e["id"].(json.Number)
+			id, err := n.Int64()
+			if err != nil || id < 0 || id >= int64(vocab) {
+				return nil, fmt.Errorf("tokenizer.json: added token %d has id %v, not in 0..%d", i, e["id"], vocab-1)
 			}
-			tokens[id], scores[id] = content, -1000
+			setAdded(int(id), e)
 		}
 	}
 	kvs := []gguf.KV{
@@ -601,6 +638,30 @@ func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
 		return nil, err
 	}
 	return append(kvs, tail...), nil
+}
+
+// plainSPM tells whether a family with its own SentencePiece reader (Arch.PlainSPM)
+// reads tokenizer.model: unless tokenizer_config.json names GPT2Tokenizer (Phi-4),
+// whose vocabulary goes the BPE way; the converter reads tokenizer_class whenever the
+// file is there, and needs tokenizer.model otherwise.
+func plainSPM(files map[string][]byte) (bool, error) {
+	if b, ok := files["tokenizer_config.json"]; ok {
+		tc, err := parseJSON("tokenizer_config.json", b)
+		if err != nil {
+			return false, err
+		}
+		class, ok := tc["tokenizer_class"].(string)
+		if !ok {
+			return false, fmt.Errorf("tokenizer_config.json: tokenizer_class is missing (the converter reads it to choose Phi-3's vocabulary)")
+		}
+		if class == "GPT2Tokenizer" {
+			return false, nil
+		}
+	}
+	if _, ok := files["tokenizer.model"]; !ok {
+		return false, fmt.Errorf("the checkpoint has no tokenizer.model, which its tokenizer_class needs")
+	}
+	return true, nil
 }
 
 // tokenizerTail are the keys gguf-py's SpecialVocab writes after the vocabulary, for

@@ -87,13 +87,13 @@ func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) 
 		rs.set("rope_type", "linear")
 		cfg.set("rope_scaling", rs)
 	}
-	if cp.ropeFactors != nil {
+	if f := cp.computedData["rope_freqs.weight"]; f != nil {
 		theta, _ := g.archFloat("rope.freq_base")
 		dim, ok := g.archUint("rope.dimension_count")
 		if !ok {
 			return nil, fmt.Errorf("the GGUF has rope_freqs.weight but no %s.rope.dimension_count", cp.Arch.GGUF)
 		}
-		p, err := recoverLlama3(cp.ropeFactors, int(dim), theta.f)
+		p, err := recoverLlama3(f, int(dim), theta.f)
 		if err != nil {
 			return nil, err
 		}

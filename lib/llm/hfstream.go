@@ -72,7 +72,9 @@ func (cp *Checkpoint) HasVocab() bool {
 // rope scaling factors) rather than reads from the checkpoint: on the way back they
 // are left out, and the config that makes them again must travel with the model.
 var computed = map[string]string{
-	"rope_freqs.weight": "Llama 3's rope scaling factors",
+	"rope_freqs.weight":         "Llama 3's rope scaling factors",
+	"rope_factors_long.weight":  "Phi-3's LongRoPE factors",
+	"rope_factors_short.weight": "Phi-3's LongRoPE factors",
 }
 
 // HFStream returns s, a model in llama.cpp's form, in the Hugging Face layout it was
@@ -95,12 +97,12 @@ func (cp *Checkpoint) HFStream(s stream.Stream, withConfig bool) stream.Stream {
 	h.Metadata.Extra = extra
 	hs := &hfStream{Stream: s, cp: cp, h: h, source: src, withConfig: withConfig}
 	if !withConfig {
-		hs.peekRopeFreqs()
+		hs.peekComputed()
 	}
 	if h.Table != nil {
 		h.Table = make([]container.TensorInfo, 0, len(h.Table))
 		for _, t := range s.Header().Table {
-			if _, ok := computed[t.Name]; ok && (withConfig || cp.ropeFactors != nil) {
+			if _, ok := computed[t.Name]; ok && (withConfig || cp.computedData[t.Name] != nil) {
 				continue
 			}
 			hf, err := hs.hfName(t.Name)
@@ -153,28 +155,34 @@ type peeked struct {
 	err  error
 }
 
-// maxRopeFactors bounds the rope_freqs.weight read ahead: head_dim/2 values, and
-// the largest head dimension of a published model is 512.
+// maxRopeFactors bounds a computed tensor read ahead: head_dim/2 values, and the
+// largest head dimension of a published model is 512.
 const maxRopeFactors = 4096
 
-// peekRopeFreqs reads the stream's first tensor and, when it is Llama 3's
-// rope_freqs.weight (the converter writes it first), keeps its factors in the
-// description so that HFFiles can write the config that makes them again; any other
-// tensor is given out first by Next.
-func (s *hfStream) peekRopeFreqs() {
-	info, r, err := s.Stream.Next()
-	if err != nil || info.Name != "rope_freqs.weight" || info.DType != dtype.F32 || len(info.Shape) != 1 || info.Shape[0] > maxRopeFactors {
-		s.peeked = &peeked{info, r, err}
-		return
-	}
-	data := make([]byte, 4*info.Shape[0])
-	if _, err := io.ReadFull(r, data); err != nil {
-		s.peeked = &peeked{info, nil, tensor.Wrap(info.Name, err)}
-		return
-	}
-	s.cp.ropeFactors = make([]float32, info.Shape[0])
-	for i := range s.cp.ropeFactors {
-		s.cp.ropeFactors[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+// peekComputed reads the tensors the converter computes (it writes them first) at
+// the head of the stream and keeps their values in the description, so that HFFiles
+// can write the config that makes them again; the first other tensor is given out
+// first by Next.
+func (s *hfStream) peekComputed() {
+	for {
+		info, r, err := s.Stream.Next()
+		if err != nil || computed[info.Name] == "" || info.DType != dtype.F32 || len(info.Shape) != 1 || info.Shape[0] > maxRopeFactors {
+			s.peeked = &peeked{info, r, err}
+			return
+		}
+		data := make([]byte, 4*info.Shape[0])
+		if _, err := io.ReadFull(r, data); err != nil {
+			s.peeked = &peeked{info, nil, tensor.Wrap(info.Name, err)}
+			return
+		}
+		v := make([]float32, info.Shape[0])
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+		if s.cp.computedData == nil {
+			s.cp.computedData = map[string][]float32{}
+		}
+		s.cp.computedData[info.Name] = v
 	}
 }
 
@@ -191,7 +199,7 @@ func (s *hfStream) Header() container.Header { return s.h }
 
 func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
 	info, r, err := s.next()
-	for err == nil && s.withConfig && computed[info.Name] != "" {
+	for err == nil && (s.withConfig || s.cp.computedData[info.Name] != nil) && computed[info.Name] != "" {
 		if _, err = io.Copy(io.Discard, r); err == nil {
 			info, r, err = s.next()
 		}

@@ -195,7 +195,7 @@ func TestRopeScalingErrors(t *testing.T) {
 		}
 		r, err := parseRope(config(c))
 		if err == nil {
-			_, err = r.scalingKVs("qwen3", false)
+			_, err = r.scalingKVs("qwen3", false, false)
 		}
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "config.json") {
 			t.Errorf("%s: error %v, want one with %q", cfg, err, want)

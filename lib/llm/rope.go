@@ -125,10 +125,10 @@ func (r rope) typ() (string, error) {
 }
 
 // scalingKVs are the rope.scaling.* keys of the base converter (after the head counts):
-// linear and yarn scaling with their factors; "default" and llama3 (whose factors are a
-// tensor, llama3RopeFreqs) give none. A type apr does not convert is an error, where
+// linear and yarn scaling with their factors; "default", llama3 (whose factors are a
+// tensor, llama3RopeFreqs) and Phi-3's LongRoPE (its own keys and tensors) give none. A type apr does not convert is an error, where
 // the converter would only warn and write a model that runs without the scaling.
-func (r rope) scalingKVs(arch string, llama3 bool) ([]gguf.KV, error) {
+func (r rope) scalingKVs(arch string, llama3, longrope bool) ([]gguf.KV, error) {
 	t, err := r.typ()
 	if err != nil {
 		return nil, err
@@ -179,6 +179,10 @@ func (r rope) scalingKVs(arch string, llama3 bool) ([]gguf.KV, error) {
 		return kvs, nil
 	case "llama3":
 		if llama3 {
+			return nil, nil
+		}
+	case "su", "longrope":
+		if longrope { // the family's own keys and tensors say it (Phi-3)
 			return nil, nil
 		}
 	}

@@ -198,7 +198,9 @@ func (m *llmModel) presetType(p preset, name string, rowLen int64) dtype.DType {
 		}
 	case name == "token_embd.weight":
 		// the presets apr offers keep the default type
-	case strings.Contains(name, "attn_v.weight"):
+	case strings.Contains(name, "attn_v.weight") || strings.Contains(name, "attn_qkv.weight") || strings.Contains(name, "attn_kv_b.weight"):
+		// llama.cpp's category_is_attn_v: fused QKV (Phi-3) and MLA's kv_b take V's
+		// rules since 2025 (b4747 had a rule of its own for attn_qkv)
 		switch {
 		case ft == "q2_k":
 			t = dtype.Q3_K
@@ -283,15 +285,6 @@ func (m *llmModel) presetType(p preset, name string, rowLen int64) dtype.DType {
 			t = dtype.Q4_K
 		case ft == "q3_k_l":
 			t = dtype.Q5_K
-		}
-	case strings.Contains(name, "attn_qkv.weight"):
-		switch ft {
-		case "q3_k_m", "q3_k_l":
-			t = dtype.Q4_K
-		case "q4_k_m":
-			t = dtype.Q5_K
-		case "q5_k_m":
-			t = dtype.Q6_K
 		}
 	}
 	return t

@@ -139,6 +139,13 @@ func main() {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		half(p+"input_layernorm.weight", *hidden)
 		half(p+"post_attention_layernorm.weight", *hidden)
+		if *arch == "Phi3ForCausalLM" { // Q, K and V fused, gate and up fused
+			half(p+"self_attn.qkv_proj.weight", (*heads+2**kvHeads)*headDim, *hidden)
+			half(p+"self_attn.o_proj.weight", *hidden, *heads*headDim)
+			half(p+"mlp.gate_up_proj.weight", 2**ffn, *hidden)
+			half(p+"mlp.down_proj.weight", *hidden, *ffn)
+			continue
+		}
 		half(p+"self_attn.q_proj.weight", *heads*headDim, *hidden)
 		half(p+"self_attn.k_proj.weight", *kvHeads*headDim, *hidden)
 		half(p+"self_attn.v_proj.weight", *kvHeads*headDim, *hidden)
