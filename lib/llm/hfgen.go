@@ -147,6 +147,20 @@ func (cp *Checkpoint) HFFiles(tensors []TensorShape) (map[string][]byte, error) 
 		tc.set("legacy", false)
 	}
 	tc.set("clean_up_tokenization_spaces", false)
+	if len(voc.added) > 0 {
+		dec := jsonObject{}
+		for i, p := range voc.added {
+			e := jsonObject{}
+			e.set("content", p.Text)
+			e.set("lstrip", false)
+			e.set("normalized", false)
+			e.set("rstrip", false)
+			e.set("single_word", false)
+			e.set("special", p.Type == TokenControl)
+			dec.set(strconv.Itoa(len(voc.texts)-len(voc.added)+i), e)
+		}
+		tc.set("added_tokens_decoder", dec)
+	}
 	if t, ok := g.str("tokenizer.chat_template"); ok {
 		tc.set("chat_template", t)
 	}
@@ -168,6 +182,27 @@ type hfVocabulary struct {
 	addBOS, addEOS     bool
 	class              string
 	files              map[string][]byte
+	// added are tokens the converter added to a SentencePiece vocabulary from the
+	// tokenizer config, which go back there (added_tokens_decoder).
+	added []Piece
+}
+
+// splitAdded takes off the end of the vocabulary the tokens the converter added
+// from tokenizer_config.json's added_tokens_decoder (or added_tokens.json), which
+// it scores -1000 and types USER_DEFINED or CONTROL, and returns them indexed from
+// the first: they are not pieces of tokenizer.model. The unknown token stays a piece.
+func (t *spmTokenizer) splitAdded() []Piece {
+	k := len(t.pieces)
+	for k > t.unk+1 {
+		p := t.pieces[k-1]
+		if p.Score != -1000 || p.Type != TokenUserDefined && p.Type != TokenControl {
+			break
+		}
+		k--
+	}
+	added := t.pieces[k:]
+	t.pieces = t.pieces[:k]
+	return added
 }
 
 // hfVocab writes the GGUF's tokenizer back: a SentencePiece tokenizer.model for
@@ -183,8 +218,9 @@ func (g ggufKVs) hfVocab() (*hfVocabulary, error) {
 		for i, p := range tok.pieces {
 			texts[i] = p.Text
 		}
+		added := tok.splitAdded()
 		return &hfVocabulary{texts: texts, unk: tok.unk, bos: tok.bos, eos: tok.eos, pad: tok.pad,
-			addBOS: tok.addBOS, addEOS: tok.addEOS, class: "LlamaTokenizer",
+			addBOS: tok.addBOS, addEOS: tok.addEOS, class: "LlamaTokenizer", added: added,
 			files: map[string][]byte{"tokenizer.model": tok.model()}}, nil
 	case "gpt2":
 		tok, err := g.bpeTokenizer()
@@ -444,6 +480,9 @@ func (t *spmTokenizer) model() []byte {
 		id                int
 	}{{40, 45, t.unk}, {41, 46, t.bos}, {42, 47, t.eos}, {43, 48, t.pad}}
 	for _, x := range ids {
+		if x.id >= len(t.pieces) {
+			x.id = -1 // an added token: the tokenizer config names it
+		}
 		ts.varint(x.field, uint64(int64(x.id))) // -1 as protobuf's ten-byte int32
 		if x.id >= 0 {
 			ts.str(x.pieceField, t.pieces[x.id].Text)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference forward pass of a Hugging Face Llama, Mistral, Qwen3 or Gemma 1-3 checkpoint, in NumPy.
+"""Reference forward pass of a Hugging Face Llama, Mistral, Qwen3, Gemma 1-3 or Phi-3 checkpoint, in NumPy.
 
 Test-only peer for .ci/test-peers-forward. It reads the checkpoint directory as
 transformers would (config.json, model.safetensors or the shards named by
@@ -14,7 +14,9 @@ the rotary embedding, Llama 3.1's rope scaling of the rotary frequencies (rope_t
 "llama3"), and Gemma's RMS norms scaling by 1 + weight, embeddings scaled by
 sqrt(hidden_size), GELU (tanh) feed-forward, queries scaled by query_pre_attn_scalar,
 Gemma 2's soft-capped attention and final logits and norms after attention and
-feed-forward, Gemma 3's q/k norms and its sliding layers' own rotary base.
+feed-forward, Gemma 3's q/k norms and its sliding layers' own rotary base; Phi-3's fused
+QKV and gate/up projections, partial rotary dimensions and LongRoPE (the short factors
+below the original context, with the attention factor on cos and sin).
 
     forward.py CKPT --tokens 1,450,... [--out ref.f64]
         the logits after every token, float64 [tokens, vocab] raw little-endian
@@ -109,8 +111,8 @@ def linear(x, w, bias=None):
 
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
-    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3"):
-        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3 and gemma 1-3")
+    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3"):
+        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3 and phi3")
     gemma = arch.startswith("gemma")
     act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
     if act not in ("silu", "gelu_pytorch_tanh"):
@@ -124,7 +126,9 @@ def forward(cfg, w, tokens):
     T = len(tokens)
 
     pos = np.arange(T, dtype=np.float64)
-    inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    rot = int(head_dim * cfg.get("partial_rotary_factor", 1.0))  # rotated dimensions of a head
+    inv_freq = 1.0 / theta ** (np.arange(0, rot, 2, dtype=np.float64) / rot)
+    mscale = 1.0
     local = 1.0 / cfg.get("rope_local_base_freq", theta) ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
     scaling = cfg.get("rope_scaling")
     if scaling:
@@ -133,21 +137,28 @@ def forward(cfg, w, tokens):
             pos = pos / scaling["factor"]
         elif kind == "llama3":
             inv_freq = llama3_inv_freq(inv_freq, scaling)
+        elif kind in ("longrope", "su"):
+            orig = cfg["original_max_position_embeddings"]
+            ext = scaling["long_factor"] if T > orig else scaling["short_factor"]
+            inv_freq = inv_freq / np.asarray(ext, dtype=np.float64)
+            factor = cfg["max_position_embeddings"] / orig
+            if factor > 1:
+                mscale = np.sqrt(1 + np.log(factor) / np.log(orig))
         else:
-            raise SystemExit(f"rope_scaling {kind!r}: only linear and llama3")
+            raise SystemExit(f"rope_scaling {kind!r}: only linear, llama3 and longrope")
     window = cfg.get("sliding_window")
     if window is not None and T > window:
         raise SystemExit(f"{T} tokens exceed the sliding window {window}")
 
-    def rotary(pos, inv_freq):
+    def rotary(pos, inv_freq, mscale=1.0):
         angles = np.outer(pos, inv_freq)
-        angles = np.concatenate([angles, angles], axis=-1)  # [T, head_dim]
-        return np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+        angles = np.concatenate([angles, angles], axis=-1)  # [T, rotated dimensions]
+        return mscale * np.cos(angles)[:, None, :], mscale * np.sin(angles)[:, None, :]
 
-    cos, sin = rotary(pos, inv_freq)
+    cos, sin = rotary(pos, inv_freq, mscale)
     # Gemma 3's sliding layers (all but every sliding_window_pattern-th) rotate with
     # their own base and without the global layers' scaling.
-    local_cos, local_sin = rotary(np.arange(T, dtype=np.float64), local)
+    local_cos, local_sin = rotary(np.arange(T, dtype=np.float64), local[: rot // 2])
     pattern = cfg.get("sliding_window_pattern") if arch == "gemma3" else None
     norm = (lambda x, wt: rms_norm(x, 1.0 + wt, eps)) if gemma else (lambda x, wt: rms_norm(x, wt, eps))
     scale = cfg.get("query_pre_attn_scalar", head_dim) ** -0.5 if gemma else head_dim ** -0.5
@@ -163,9 +174,13 @@ def forward(cfg, w, tokens):
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
         x = norm(h, w[p + "input_layernorm.weight"])
-        q = linear(x, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
-        k = linear(x, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
-        v = linear(x, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
+        if arch == "phi3":  # Q, K and V in one projection, in that order
+            qkv = linear(x, w[p + "self_attn.qkv_proj.weight"])
+            q, k, v = np.split(qkv, [n_head * head_dim, (n_head + n_kv) * head_dim], axis=-1)
+        else:
+            q = linear(x, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
+            k = linear(x, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
+            v = linear(x, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
         q = q.reshape(T, n_head, head_dim)
         k = k.reshape(T, n_kv, head_dim)
         v = v.reshape(T, n_kv, head_dim)
@@ -173,8 +188,9 @@ def forward(cfg, w, tokens):
             q = norm(q, w[p + "self_attn.q_norm.weight"])
             k = norm(k, w[p + "self_attn.k_norm.weight"])
         c, sn = (local_cos, local_sin) if pattern and (i + 1) % pattern != 0 else (cos, sin)
-        q = q * c + rotate_half(q) * sn
-        k = k * c + rotate_half(k) * sn
+        # only the first rot dimensions of each head rotate (all but Phi-3's partial rotary)
+        q = np.concatenate([q[..., :rot] * c + rotate_half(q[..., :rot]) * sn, q[..., rot:]], axis=-1)
+        k = np.concatenate([k[..., :rot] * c + rotate_half(k[..., :rot]) * sn, k[..., rot:]], axis=-1)
         out = np.empty((T, n_head, head_dim))
         for hd in range(n_head):
             kh, vh = k[:, hd // group], v[:, hd // group]
@@ -192,8 +208,11 @@ def forward(cfg, w, tokens):
         else:
             h = h + a
             x = norm(h, w[p + "post_attention_layernorm.weight"])
-        g = linear(x, w[p + "mlp.gate_proj.weight"], w.get(p + "mlp.gate_proj.bias"))
-        u = linear(x, w[p + "mlp.up_proj.weight"], w.get(p + "mlp.up_proj.bias"))
+        if arch == "phi3":  # gate then up in one projection
+            g, u = np.split(linear(x, w[p + "mlp.gate_up_proj.weight"]), 2, axis=-1)
+        else:
+            g = linear(x, w[p + "mlp.gate_proj.weight"], w.get(p + "mlp.gate_proj.bias"))
+            u = linear(x, w[p + "mlp.up_proj.weight"], w.get(p + "mlp.up_proj.bias"))
         if act == "silu":
             g = g / (1.0 + np.exp(-g))
         else:  # GELU, tanh approximation

@@ -32,8 +32,9 @@ gen tiny-gemma3 -tokenizer "$spm" -arch Gemma3ForCausalLM -vocab 512 -hidden 256
 	-kvheads 1 -headdim 96 -dtype bf16 -tied=true -shards 1 -rope-scaling '{"factor": 8.0, "rope_type": "linear"}' \
 	-extra '{"hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 512, "sliding_window_pattern": 6, "rope_local_base_freq": 10000.0, "query_pre_attn_scalar": 96, "final_logit_softcapping": null, "attn_logit_softcapping": null}' \
 	-generation "$gemmagen"
-gen tiny-phi3 -tokenizer "$spm" -arch Phi3ForCausalLM -vocab 512 -hidden 256 -ffn 320 -layers 2 -heads 4 \
+gen tiny-phi3 -tokenizer "$spm" -arch Phi3ForCausalLM -vocab 520 -hidden 256 -ffn 320 -layers 2 -heads 4 \
 	-kvheads 2 -headdim 0 -dtype bf16 -tied=false -shards 1 -rope-theta 10000.0 \
 	-rope-scaling '{"long_factor": [1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.35, 1.4, 1.45, 1.5, 1.55, 1.6, 1.65, 1.7, 1.75, 1.8, 1.85, 1.9, 1.95, 2.0, 2.05, 2.1, 2.15], "short_factor": [1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.07, 1.08, 1.09, 1.1, 1.11, 1.12, 1.13, 1.14, 1.15, 1.16, 1.17, 1.18, 1.19, 1.2, 1.21, 1.22, 1.23], "type": "longrope"}' \
 	-extra '{"partial_rotary_factor": 0.75, "original_max_position_embeddings": 256, "sliding_window": 262144}' \
-	-generation '{"bos_token_id": 1, "eos_token_id": 2}'
+	-generation '{"bos_token_id": 1, "eos_token_id": 2}' \
+	-tokenizer-config '{"added_tokens_decoder": {"512": {"content": "<|endoftext|>", "special": true}, "513": {"content": "<|assistant|>", "special": true}, "514": {"content": "<|end|>", "special": true}, "515": {"content": "<|user|>", "special": true}, "516": {"content": "my\u2581word", "special": false}}}'

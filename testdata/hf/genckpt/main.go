@@ -99,6 +99,7 @@ func main() {
 	ropeTheta := flag.String("rope-theta", "1000000.0", "rope_theta, as written in config.json")
 	ropeScaling := flag.String("rope-scaling", "", "rope_scaling object written to config.json (JSON), none when empty")
 	extra := flag.String("extra", "", "more config.json fields (a JSON object), written before torch_dtype")
+	tcExtra := flag.String("tokenizer-config", "", "more tokenizer_config.json fields (a JSON object), for a SentencePiece tokenizer")
 	genConfig := flag.String("generation", `{"bos_token_id": 1, "eos_token_id": 2}`, "generation_config.json's fields (JSON)")
 	flag.Parse()
 	headDim := *headDimFlag
@@ -174,7 +175,7 @@ func main() {
 	ids := "\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2,"
 	files := map[string]any{
 		"tokenizer.model":         spm,
-		"tokenizer_config.json":   []byte(tokenizerConfig),
+		"tokenizer_config.json":   []byte(withFields(tokenizerConfig, *tcExtra)),
 		"special_tokens_map.json": []byte("{\n  \"bos_token\": \"<s>\",\n  \"eos_token\": \"</s>\",\n  \"unk_token\": \"<unk>\"\n}\n"),
 		"generation_config.json":  indentJSON(*genConfig),
 	}
@@ -229,6 +230,26 @@ func main() {
 	if err := stconv.ExportDir(*out, stconv.StreamSource(s), stconv.ExportOptions{ShardSize: shard}); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// withFields appends the fields of the JSON object extra to the JSON object doc (a
+// file as transformers writes it, closing brace last).
+func withFields(doc, extra string) string {
+	if extra == "" {
+		return doc
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(extra), &fields); err != nil {
+		log.Fatalf("%s: %v", extra, err)
+	}
+	end := strings.LastIndex(doc, "\n}")
+	var b strings.Builder
+	b.WriteString(doc[:end])
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		fmt.Fprintf(&b, ",\n  %q: %s", k, fields[k])
+	}
+	b.WriteString(doc[end:])
+	return b.String()
 }
 
 // genStream makes each tensor's seeded values when it is asked for, so a checkpoint
