@@ -209,7 +209,7 @@ func main() {
 		headDimJSON, *ropeTheta, scaling, *tied, ids, more, d.torch)
 	for _, f := range []string{"sliding_window", "hidden_act"} { // -extra gives it: not twice
 		if strings.Contains(more, `"`+f+`":`) {
-			if loc := regexp.MustCompile(`\n  "`+f+`": [^,]*,`).FindStringIndex(cfg); loc != nil {
+			if loc := regexp.MustCompile(`\n  "` + f + `": [^,]*,`).FindStringIndex(cfg); loc != nil {
 				cfg = cfg[:loc[0]] + cfg[loc[1]:] // the template's, which comes first
 			}
 		}
