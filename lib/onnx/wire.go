@@ -38,7 +38,7 @@ const (
 	MaxEntries = 1 << 18
 	// MaxMetadata caps the metadata_props of a file, all entries together: 1 MiB.
 	// Their values are read as JSON, which costs about 30 times their size in memory
-	// and time (a 200 MiB array took 5.3 GB and 79 s); the metadata apr's Export
+	// (a 200 MiB array took over 5 GB and a minute); the metadata apr's Export
 	// writes, and other producers', is kilobytes.
 	MaxMetadata = 1 << 20
 	// MaxName caps a name (of a node, an operator, a tensor, an attribute, an input or
