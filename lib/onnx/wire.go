@@ -177,16 +177,32 @@ func (d *decoder) full(p []byte, field string) error {
 	return nil
 }
 
+// fixed reads n bytes from the buffer, without a copy (they are valid until the next
+// read): an unpacked float costs no allocation.
+func (d *decoder) fixed(n int, field string) ([]byte, error) {
+	b, err := d.r.Peek(n)
+	k, _ := d.r.Discard(len(b))
+	d.pos += int64(k)
+	if err != nil {
+		return nil, d.readErr(field, err)
+	}
+	return b, nil
+}
+
 func (d *decoder) fixed32(field string) (uint32, error) {
-	var b [4]byte
-	err := d.full(b[:], field)
-	return binary.LittleEndian.Uint32(b[:]), err
+	b, err := d.fixed(4, field)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint32(b), nil
 }
 
 func (d *decoder) fixed64(field string) (uint64, error) {
-	var b [8]byte
-	err := d.full(b[:], field)
-	return binary.LittleEndian.Uint64(b[:]), err
+	b, err := d.fixed(8, field)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b), nil
 }
 
 // length reads the length of a length-delimited field and checks it against what
@@ -267,7 +283,7 @@ func (d *decoder) fields(end int64, top bool, path string, f func(num, typ int, 
 			return nil
 		}
 		at := d.pos
-		tag, err := d.varint(path + " (a field's tag)")
+		tag, err := d.varint(path)
 		if err != nil {
 			return err
 		}
@@ -381,7 +397,7 @@ func (d *decoder) readModel() (*modelMsg, error) {
 			}
 			err = d.fields(end, false, path, func(num, typ int, at int64) (err error) {
 				if num == 1 || num == 2 {
-					p[num-1], err = d.stringField(typ, at, end, path+map[int]string{1: ".key", 2: ".value"}[num], MaxMetadata)
+					p[num-1], err = d.stringField(typ, at, end, path+[...]string{1: ".key", 2: ".value"}[num], MaxMetadata)
 					return err
 				}
 				return d.skip(typ, end, path)
@@ -459,7 +475,7 @@ func (d *decoder) readNode(n *nodeMsg, end int64, path string) error {
 		switch num {
 		case 1, 2:
 			var s string
-			field := map[int]string{1: ".input", 2: ".output"}[num]
+			field := [...]string{1: ".input", 2: ".output"}[num]
 			if err = d.entry(path + field); err == nil {
 				s, err = d.stringField(typ, at, end, path+field, MaxName)
 			}
@@ -583,6 +599,7 @@ func (d *decoder) readTensor(end int64, path string) (*tensorMsg, error) {
 	sizeErr := func(at int64, field, format string, args ...any) error {
 		return fmt.Errorf("%s: %s (byte %d, %s.%s)", name(), fmt.Sprintf(format, args...), at, path, field)
 	}
+	floatField, doubleField := path+".float_data", path+".double_data"
 	decodeType := func() int32 {
 		if t.dataType == int32(pb.TensorProto_FLOAT) || t.dataType == int32(pb.TensorProto_DOUBLE) {
 			return t.dataType
@@ -592,7 +609,7 @@ func (d *decoder) readTensor(end int64, path string) (*tensorMsg, error) {
 	err := d.fields(end, false, path, func(num, typ int, at int64) error {
 		switch num {
 		case 1, 2:
-			field := map[int]string{1: "dims", 2: "data_type"}[num]
+			field := [...]string{1: "dims", 2: "data_type"}[num]
 			if data {
 				return sizeErr(at, field, "%s after the tensor's data; expected before it, in field order", field)
 			}
@@ -640,44 +657,55 @@ func (d *decoder) readTensor(end int64, path string) (*tensorMsg, error) {
 			return d.floats(t.v, n, t.dataType == int32(pb.TensorProto_DOUBLE), path+".raw_data")
 		case 4, 10: // float_data, double_data: packed or not
 			data = true
-			field, wt, dt := "float_data", wireFixed32, pb.TensorProto_FLOAT
+			field, full, wt, dt := "float_data", floatField, wireFixed32, pb.TensorProto_FLOAT
 			if num == 10 {
-				field, wt, dt = "double_data", wireFixed64, pb.TensorProto_DOUBLE
+				field, full, wt, dt = "double_data", doubleField, wireFixed64, pb.TensorProto_DOUBLE
 			}
 			if t.dataType != int32(dt) {
-				return d.skip(typ, end, path+"."+field)
+				return d.skip(typ, end, full)
 			}
 			if typ == wireBytes {
-				n, err := d.length(end, path+"."+field)
+				n, err := d.length(end, full)
 				if err != nil {
 					return err
 				}
-				size := map[bool]int64{false: 4, true: 8}[num == 10]
+				size := int64(4)
+				if num == 10 {
+					size = 8
+				}
 				if n%size != 0 {
-					return d.wireErr(at, path+"."+field, "%d bytes, not a whole number of %d-byte values", n, size)
+					return d.wireErr(at, full, "%d bytes, not a whole number of %d-byte values", n, size)
 				}
 				if int64(len(typed))+n/size > count {
 					return sizeErr(at, field, "%d values for shape %v, expected %d", int64(len(typed))+n/size, t.dims, count)
 				}
 				k := len(typed)
 				typed = append(typed, make([]float32, n/size)...)
-				return d.floats(typed[k:], n, num == 10, path+"."+field)
+				return d.floats(typed[k:], n, num == 10, full)
 			}
-			if err := d.want(typ, wt, at, path+"."+field); err != nil {
+			if err := d.want(typ, wt, at, full); err != nil {
 				return err
 			}
 			if int64(len(typed)) == count {
 				return sizeErr(at, field, "more than %d values for shape %v", count, t.dims)
 			}
+			if typed == nil {
+				// room for the values the message can hold: each takes a tag and 4 or 8 bytes
+				per := int64(5)
+				if num == 10 {
+					per = 9
+				}
+				typed = make([]float32, 0, min(count, (end-d.pos)/per+1))
+			}
 			var f float32
 			if num == 4 {
-				u, err := d.fixed32(path + "." + field)
+				u, err := d.fixed32(full)
 				if err != nil {
 					return err
 				}
 				f = math.Float32frombits(u)
 			} else {
-				u, err := d.fixed64(path + "." + field)
+				u, err := d.fixed64(full)
 				if err != nil {
 					return err
 				}
