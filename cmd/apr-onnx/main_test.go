@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -121,6 +122,10 @@ func TestErrors(t *testing.T) {
 	truncated := write("cut.onnx", exported[:len(exported)/2])
 	cutAPR := write("cut.apr", mlp[:len(mlp)-10])
 	notONNX := write("text.onnx", []byte("hello, world\n"))
+	big := write("big.onnx", nil) // sparse: one byte over the cap, refused by its size
+	if err := os.Truncate(big, onnx.MaxSize+1); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "out")
 	cases := []struct {
 		args []string
@@ -130,6 +135,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"export", cutAPR, "-o", out}, "apr-onnx: " + cutAPR + ": "},
 		{[]string{"import", truncated, "-o", out}, "apr-onnx: " + truncated + ": "},
 		{[]string{"import", notONNX, "-o", out}, "apr-onnx: " + notONNX + ": not an ONNX model"},
+		{[]string{"import", big, "-o", out}, fmt.Sprintf("apr-onnx: %s: %d bytes, more than the cap of %d for an ONNX file", big, onnx.MaxSize+1, onnx.MaxSize)},
 	}
 	for _, c := range cases {
 		_, stderr, code := runIt(t, nil, c.args...)

@@ -116,7 +116,7 @@ func (c *predictCmd) Run(env *cli.Env) error {
 		return err
 	}
 	defer in.Close()
-	rows, inFormat, release, err := predict.Open(in, fname, c.Array, c.TempDir)
+	rows, inFormat, release, err := predict.Open(in, fname, p.Features(), c.Array, c.TempDir)
 	if err != nil {
 		return err
 	}

@@ -221,7 +221,7 @@ func (c *predictCmd) serve(env *cli.Env) error {
 	if err := req.Record(c.ReplayDir); err != nil {
 		return fmt.Errorf("%s: %w", rname, err)
 	}
-	rows, inFormat, release, err := predict.Open(feats, rname, "", c.TempDir)
+	rows, inFormat, release, err := predict.Open(feats, rname, p.Features(), "", c.TempDir)
 	if err != nil {
 		return err
 	}

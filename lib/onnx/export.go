@@ -12,8 +12,9 @@
 // and Add, each layer followed by at most one of Relu, Tanh, Sigmoid and, last,
 // Softmax) into a NeuralSequential; any other operator is an error naming it.
 //
-// The messages are google.golang.org/protobuf's, generated from a subset of ONNX's
-// IR (internal/onnxpb).
+// Export builds google.golang.org/protobuf's messages, generated from a subset of
+// ONNX's IR (internal/onnxpb); Import reads the protobuf wire format itself, as a
+// stream with every length checked before it is used (wire.go).
 //
 // Layer: models to and from a file format, like lib/modelfile: on lib/model and the
 // metadata of lib/container.

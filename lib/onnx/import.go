@@ -1,16 +1,16 @@
 package onnx
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/internal/jsonobj"
@@ -21,13 +21,15 @@ import (
 // SourceFormat is the "source_format" provenance of an imported model.
 const SourceFormat = "onnx"
 
-// MaxSize is the largest ONNX file Import reads: protobuf's own limit on a message.
-const MaxSize = 2<<30 - 1
-
 // ErrNotONNX is wrapped by the error for bytes that are not an ONNX model.
 var ErrNotONNX = errors.New("not an ONNX model")
 
-// Import reads an ONNX multilayer perceptron into a NeuralSequential model, with the
+// Import reads an ONNX model held in memory; see Read.
+func Import(b []byte) (*model.NeuralSequentialModel, container.Metadata, error) {
+	return Read(bytes.NewReader(b), int64(len(b)))
+}
+
+// Read reads an ONNX multilayer perceptron into a NeuralSequential model, with the
 // metadata its metadata_props carry (those apr's Export writes; a torch file has
 // none) and the provenance of the import. The graph must take one float input
 // [N, features] and be a chain of layers from it to its output: Gemm (transA 0), or
@@ -36,42 +38,49 @@ var ErrNotONNX = errors.New("not an ONNX model")
 // Identity and Flatten (axis 1) pass their input on. A graph with several outputs is
 // read up to "probabilities" (or "variable"), as Export writes them. Anything else is
 // an error naming the node, its operator and what was expected.
-func Import(b []byte) (*model.NeuralSequentialModel, container.Metadata, error) {
+//
+// src is read as a stream (see wire.go) and never held whole; size is its length when
+// known (a regular file), else -1. Inputs over MaxSize are refused.
+func Read(src io.Reader, size int64) (*model.NeuralSequentialModel, container.Metadata, error) {
 	var md container.Metadata
-	if len(b) > MaxSize {
-		return nil, md, fmt.Errorf("%w: %d bytes, over protobuf's limit of %d", ErrNotONNX, len(b), MaxSize)
+	if size > MaxSize {
+		return nil, md, fmt.Errorf("%d bytes, more than the cap of %d for an ONNX file", size, MaxSize)
 	}
-	var mp pb.ModelProto
-	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, &mp); err != nil {
-		return nil, md, fmt.Errorf("%w (truncated or damaged protobuf): %v", ErrNotONNX, err)
+	h := sha256.New()
+	d := &decoder{r: bufio.NewReaderSize(io.TeeReader(src, h), 64<<10), limit: MaxSize}
+	if size >= 0 {
+		d.limit, d.sized = size, true
 	}
-	if mp.IrVersion == nil || mp.Graph == nil {
+	mp, err := d.readModel()
+	if err != nil {
+		return nil, md, err
+	}
+	if !mp.hasIR || mp.graph == nil {
 		return nil, md, fmt.Errorf("%w: no ir_version or no graph (an empty, truncated or foreign file)", ErrNotONNX)
 	}
 	opset := int64(-1)
-	for _, o := range mp.OpsetImport {
-		if d := o.GetDomain(); d == "" || d == "ai.onnx" {
-			opset = o.GetVersion()
+	for _, o := range mp.opsets {
+		if o.domain == "" || o.domain == "ai.onnx" {
+			opset = o.version
 		}
 	}
 	if opset < 7 {
 		return nil, md, fmt.Errorf("the model imports no default operator set (ai.onnx) of version 7 or later (found %d)", opset)
 	}
-	r := &reader{g: mp.Graph, opset: opset, inits: map[string]*pb.TensorProto{}, producer: map[string]*pb.NodeProto{}}
+	r := &reader{g: mp.graph, opset: opset, inits: map[string]*tensorMsg{}, producer: map[string]*nodeMsg{}, uses: map[string]int{}}
 	m, err := r.read()
 	if err != nil {
 		return nil, md, err
 	}
-	md = metadataFrom(mp.MetadataProps)
+	md = metadataFrom(mp.props)
 	if md.Provenance == nil {
 		md.Provenance = map[string]any{}
 	}
-	sum := sha256.Sum256(b)
 	md.Provenance["source_format"] = SourceFormat
-	md.Provenance["source_sha256"] = hex.EncodeToString(sum[:])
+	md.Provenance["source_sha256"] = hex.EncodeToString(h.Sum(nil))
 	md.Provenance["source_opset"] = opset
-	md.Provenance["source_ir_version"] = mp.GetIrVersion()
-	if p := strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()); p != "" {
+	md.Provenance["source_ir_version"] = mp.irVer
+	if p := strings.TrimSpace(mp.producer[0] + " " + mp.producer[1]); p != "" {
 		md.Provenance["source_producer"] = p
 	}
 	return m, md, nil
@@ -79,42 +88,46 @@ func Import(b []byte) (*model.NeuralSequentialModel, container.Metadata, error) 
 
 // reader walks a graph backwards from its output to its input.
 type reader struct {
-	g        *pb.GraphProto
+	g        *graphMsg
 	opset    int64
-	inits    map[string]*pb.TensorProto
-	producer map[string]*pb.NodeProto
+	inits    map[string]*tensorMsg
+	producer map[string]*nodeMsg
+	uses     map[string]int // node inputs reading each tensor
 }
 
 // step is one layer's part found on the way: a dense transform or an activation.
 type step struct {
-	node  *pb.NodeProto
+	node  *nodeMsg
 	dense *model.DenseLayer // nil for an activation
 	act   model.Activation
 }
 
-func nodeName(n *pb.NodeProto) string {
-	if n.GetName() != "" {
-		return fmt.Sprintf("node %q (%s)", n.GetName(), n.GetOpType())
+func nodeName(n *nodeMsg) string {
+	if n.name != "" {
+		return fmt.Sprintf("node %q (%s)", n.name, n.opType)
 	}
 	out := ""
-	if len(n.Output) > 0 {
-		out = n.Output[0]
+	if len(n.outputs) > 0 {
+		out = n.outputs[0]
 	}
-	return fmt.Sprintf("the %s node of output %q", n.GetOpType(), out)
+	return fmt.Sprintf("the %s node of output %q", n.opType, out)
 }
 
 func (r *reader) read() (*model.NeuralSequentialModel, error) {
-	for _, t := range r.g.Initializer {
-		r.inits[t.GetName()] = t
+	for _, t := range r.g.inits {
+		r.inits[t.name] = t
 	}
-	for _, n := range r.g.Node {
-		if d := n.GetDomain(); d != "" && d != "ai.onnx" {
-			return nil, fmt.Errorf("%s: operator %s of domain %q is not supported (only the default ai.onnx operators of an MLP)", nodeName(n), n.GetOpType(), d)
+	for _, n := range r.g.nodes {
+		if d := n.domain; d != "" && d != "ai.onnx" {
+			return nil, fmt.Errorf("%s: operator %s of domain %q is not supported (only the default ai.onnx operators of an MLP)", nodeName(n), n.opType, d)
 		}
-		for _, o := range n.Output {
+		for _, o := range n.outputs {
 			if o != "" {
 				r.producer[o] = n
 			}
+		}
+		for _, in := range n.inputs {
+			r.uses[in]++
 		}
 	}
 	in, features, err := r.input()
@@ -132,7 +145,7 @@ func (r *reader) read() (*model.NeuralSequentialModel, error) {
 		if n == nil {
 			return nil, fmt.Errorf("tensor %q is neither the input %q nor a node's output (a truncated graph?)", cur, in)
 		}
-		if visited > len(r.g.Node) {
+		if visited > len(r.g.nodes) {
 			return nil, fmt.Errorf("the nodes before output %q form a cycle", out)
 		}
 		var s step
@@ -140,13 +153,13 @@ func (r *reader) read() (*model.NeuralSequentialModel, error) {
 		if s, cur, err = r.step(n, top); err != nil {
 			return nil, err
 		}
-		head = head || top && n.GetOpType() == "Concat"
+		head = head || top && n.opType == "Concat"
 		if s.node != nil {
 			steps = append(steps, s)
 		}
 	}
 	m := &model.NeuralSequentialModel{}
-	var prev *pb.NodeProto
+	var prev *nodeMsg
 	for i := len(steps) - 1; i >= 0; i-- {
 		s := steps[i]
 		if s.dense != nil {
@@ -190,45 +203,44 @@ func (r *reader) read() (*model.NeuralSequentialModel, error) {
 // input is the graph's one input that is not an initializer: float, [N, features].
 // features is 0 when the dimension is symbolic.
 func (r *reader) input() (string, int, error) {
-	var ins []*pb.ValueInfoProto
+	var ins []*valueMsg
 	var names []string
-	for _, v := range r.g.Input {
-		if _, ok := r.inits[v.GetName()]; !ok {
+	for _, v := range r.g.inputs {
+		if _, ok := r.inits[v.name]; !ok {
 			ins = append(ins, v)
-			names = append(names, v.GetName())
+			names = append(names, v.name)
 		}
 	}
 	if len(ins) != 1 {
-		return "", 0, fmt.Errorf("the graph has %d inputs %q besides its initializers, expected one: the features", len(ins), names)
+		return "", 0, fmt.Errorf("the graph has %d inputs %q besides its initializers, expected one: the features", len(ins), firstNames(names))
 	}
 	v := ins[0]
-	tt := v.GetType().GetTensorType()
-	if tt == nil {
-		return "", 0, fmt.Errorf("input %q is not a tensor", v.GetName())
+	if !v.tensor {
+		return "", 0, fmt.Errorf("input %q is not a tensor", v.name)
 	}
-	if et := tt.GetElemType(); et != int32(pb.TensorProto_FLOAT) {
-		return "", 0, fmt.Errorf("input %q has element type %s, expected float (float32)", v.GetName(), elemName(et))
+	if v.elemType != int32(pb.TensorProto_FLOAT) {
+		return "", 0, fmt.Errorf("input %q has element type %s, expected float (float32)", v.name, elemName(v.elemType))
 	}
 	features := 0
-	if sh := tt.GetShape(); sh != nil {
-		if len(sh.Dim) != 2 {
-			return "", 0, fmt.Errorf("input %q has %d dimensions, expected 2: [batch, features]", v.GetName(), len(sh.Dim))
+	if v.hasShape {
+		if len(v.dims) != 2 {
+			return "", 0, fmt.Errorf("input %q has %d dimensions, expected 2: [batch, features]", v.name, len(v.dims))
 		}
-		if d, ok := sh.Dim[1].Value.(*pb.TensorShapeProto_Dimension_DimValue); ok {
-			if d.DimValue < 1 || d.DimValue > model.MaxNeuralWidth {
-				return "", 0, fmt.Errorf("input %q has %d features, expected [1,%d]", v.GetName(), d.DimValue, model.MaxNeuralWidth)
+		if d := v.dims[1]; d.hasValue {
+			if d.value < 1 || d.value > model.MaxNeuralWidth {
+				return "", 0, fmt.Errorf("input %q has %d features, expected [1,%d]", v.name, d.value, model.MaxNeuralWidth)
 			}
-			features = int(d.DimValue)
+			features = int(d.value)
 		}
 	}
-	return v.GetName(), features, nil
+	return v.name, features, nil
 }
 
 // output is the graph's one output, or "probabilities" (else "variable") of several.
 func (r *reader) output() (string, error) {
 	var names []string
-	for _, v := range r.g.Output {
-		names = append(names, v.GetName())
+	for _, v := range r.g.outputs {
+		names = append(names, v.name)
 	}
 	switch {
 	case len(names) == 1:
@@ -241,7 +253,16 @@ func (r *reader) output() (string, error) {
 			return want, nil
 		}
 	}
-	return "", fmt.Errorf("the graph has %d outputs %q, expected one (or %q among them)", len(names), names, OutputProbabilities)
+	return "", fmt.Errorf("the graph has %d outputs %q, expected one (or %q among them)", len(names), firstNames(names), OutputProbabilities)
+}
+
+// firstNames is the start of a list of names for an error: a file may hold
+// thousands.
+func firstNames(names []string) []string {
+	if len(names) > 8 {
+		return append(names[:8:8], "...")
+	}
+	return names
 }
 
 var activations = map[string]model.Activation{
@@ -250,9 +271,9 @@ var activations = map[string]model.Activation{
 
 // step reads node n, the producer of the tensor being walked back; it returns what
 // the node does and the tensor before it. top is whether n makes the graph's output.
-func (r *reader) step(n *pb.NodeProto, top bool) (step, string, error) {
-	op := n.GetOpType()
-	if len(n.Input) == 0 || n.Input[0] == "" {
+func (r *reader) step(n *nodeMsg, top bool) (step, string, error) {
+	op := n.opType
+	if len(n.inputs) == 0 || n.inputs[0] == "" {
 		return step{}, "", fmt.Errorf("%s has no input", nodeName(n))
 	}
 	if act, ok := activations[op]; ok {
@@ -269,16 +290,16 @@ func (r *reader) step(n *pb.NodeProto, top bool) (step, string, error) {
 				return step{}, "", fmt.Errorf("%s: axis %d, expected the class axis of [batch, classes] (1 or -1)", nodeName(n), axis)
 			}
 		}
-		return step{node: n, act: act}, n.Input[0], nil
+		return step{node: n, act: act}, n.inputs[0], nil
 	}
 	switch op {
 	case "Identity":
-		return step{}, n.Input[0], nil
+		return step{}, n.inputs[0], nil
 	case "Flatten":
 		if axis := attrI(n, "axis", 1); axis != 1 {
 			return step{}, "", fmt.Errorf("%s: axis %d, expected 1 (a no-op on [batch, features])", nodeName(n), axis)
 		}
-		return step{}, n.Input[0], nil
+		return step{}, n.inputs[0], nil
 	case "Gemm":
 		return r.gemm(n)
 	case "MatMul":
@@ -293,53 +314,53 @@ func (r *reader) step(n *pb.NodeProto, top bool) (step, string, error) {
 	return step{}, "", fmt.Errorf("%s: operator %s is not supported (an MLP of Gemm or MatMul+Add layers with Relu, Tanh, Sigmoid or a final Softmax)", nodeName(n), op)
 }
 
-func attrI(n *pb.NodeProto, name string, def int64) int64 {
-	for _, a := range n.Attribute {
-		if a.GetName() == name {
-			return a.GetI()
+func attrI(n *nodeMsg, name string, def int64) int64 {
+	for _, a := range n.attrs {
+		if a.name == name {
+			return a.i
 		}
 	}
 	return def
 }
 
-func attrF(n *pb.NodeProto, name string, def float32) float32 {
-	for _, a := range n.Attribute {
-		if a.GetName() == name {
-			return a.GetF()
+func attrF(n *nodeMsg, name string, def float32) float32 {
+	for _, a := range n.attrs {
+		if a.name == name {
+			return a.f
 		}
 	}
 	return def
 }
 
 // onlyAttrs refuses an attribute the importer does not know the meaning of.
-func (r *reader) onlyAttrs(n *pb.NodeProto, known ...string) error {
-	for _, a := range n.Attribute {
-		if !slices.Contains(known, a.GetName()) {
-			return fmt.Errorf("%s: attribute %q is not supported", nodeName(n), a.GetName())
+func (r *reader) onlyAttrs(n *nodeMsg, known ...string) error {
+	for _, a := range n.attrs {
+		if !slices.Contains(known, a.name) {
+			return fmt.Errorf("%s: attribute %q is not supported", nodeName(n), a.name)
 		}
 	}
 	return nil
 }
 
 // gemm reads Y = alpha·A·op(B) + beta·C with B (and C) initializers.
-func (r *reader) gemm(n *pb.NodeProto) (step, string, error) {
+func (r *reader) gemm(n *nodeMsg) (step, string, error) {
 	if err := r.onlyAttrs(n, "alpha", "beta", "transA", "transB"); err != nil {
 		return step{}, "", err
 	}
-	if len(n.Input) < 2 {
-		return step{}, "", fmt.Errorf("%s: %d inputs, expected A, B and an optional C", nodeName(n), len(n.Input))
+	if len(n.inputs) < 2 {
+		return step{}, "", fmt.Errorf("%s: %d inputs, expected A, B and an optional C", nodeName(n), len(n.inputs))
 	}
 	if attrI(n, "transA", 0) != 0 {
 		return step{}, "", fmt.Errorf("%s: transA=1, expected the features as A untransposed", nodeName(n))
 	}
 	transB := attrI(n, "transB", 0) != 0
 	alpha, beta := attrF(n, "alpha", 1), attrF(n, "beta", 1)
-	l, err := r.weight(n, n.Input[1], transB)
+	l, err := r.weight(n, n.inputs[1], transB)
 	if err != nil {
 		return step{}, "", err
 	}
-	if len(n.Input) > 2 && n.Input[2] != "" {
-		if l.Bias, err = r.bias(n, n.Input[2], l.Out); err != nil {
+	if len(n.inputs) > 2 && n.inputs[2] != "" {
+		if l.Bias, err = r.bias(n, n.inputs[2], l.Out); err != nil {
 			return step{}, "", err
 		}
 	}
@@ -353,15 +374,15 @@ func (r *reader) gemm(n *pb.NodeProto) (step, string, error) {
 			l.Bias[i] *= beta
 		}
 	}
-	return step{node: n, dense: l}, n.Input[0], nil
+	return step{node: n, dense: l}, n.inputs[0], nil
 }
 
 // matmul reads Y = A·B (+ bias, when add, its Add node, gave one).
-func (r *reader) matmul(n *pb.NodeProto, add *pb.NodeProto, bias *string) (step, string, error) {
-	if len(n.Input) != 2 {
-		return step{}, "", fmt.Errorf("%s: %d inputs, expected 2", nodeName(n), len(n.Input))
+func (r *reader) matmul(n *nodeMsg, add *nodeMsg, bias *string) (step, string, error) {
+	if len(n.inputs) != 2 {
+		return step{}, "", fmt.Errorf("%s: %d inputs, expected 2", nodeName(n), len(n.inputs))
 	}
-	l, err := r.weight(n, n.Input[1], false)
+	l, err := r.weight(n, n.inputs[1], false)
 	if err != nil {
 		return step{}, "", err
 	}
@@ -370,16 +391,16 @@ func (r *reader) matmul(n *pb.NodeProto, add *pb.NodeProto, bias *string) (step,
 			return step{}, "", err
 		}
 	}
-	return step{node: n, dense: l}, n.Input[0], nil
+	return step{node: n, dense: l}, n.inputs[0], nil
 }
 
 // add reads the bias Add after a MatMul: one input an initializer, the other the
 // MatMul's output.
-func (r *reader) add(n *pb.NodeProto) (step, string, error) {
-	if len(n.Input) != 2 {
-		return step{}, "", fmt.Errorf("%s: %d inputs, expected 2", nodeName(n), len(n.Input))
+func (r *reader) add(n *nodeMsg) (step, string, error) {
+	if len(n.inputs) != 2 {
+		return step{}, "", fmt.Errorf("%s: %d inputs, expected 2", nodeName(n), len(n.inputs))
 	}
-	x, b := n.Input[0], n.Input[1]
+	x, b := n.inputs[0], n.inputs[1]
 	if _, ok := r.inits[x]; ok {
 		x, b = b, x
 	}
@@ -387,7 +408,7 @@ func (r *reader) add(n *pb.NodeProto) (step, string, error) {
 		return step{}, "", fmt.Errorf("%s: neither input is an initializer; expected the bias of a MatMul layer (residual and other Adds are not supported)", nodeName(n))
 	}
 	mm := r.producer[x]
-	if mm == nil || mm.GetOpType() != "MatMul" {
+	if mm == nil || mm.opType != "MatMul" {
 		return step{}, "", fmt.Errorf("%s: adds initializer %q to %q, expected to a MatMul's output", nodeName(n), b, x)
 	}
 	return r.matmul(mm, n, &b)
@@ -395,13 +416,13 @@ func (r *reader) add(n *pb.NodeProto) (step, string, error) {
 
 // binaryHead reads probabilities = Concat(1 - p, p) over a one-unit Sigmoid p, the
 // two-column output Export writes for a binary classifier; the walk goes on from p.
-func (r *reader) binaryHead(n *pb.NodeProto) (step, string, error) {
-	if len(n.Input) == 2 {
+func (r *reader) binaryHead(n *nodeMsg) (step, string, error) {
+	if len(n.inputs) == 2 {
 		if axis := attrI(n, "axis", 0); axis == 1 || axis == -1 {
-			sub, p := r.producer[n.Input[0]], n.Input[1]
-			if sub != nil && sub.GetOpType() == "Sub" && len(sub.Input) == 2 && sub.Input[1] == p {
-				if one, err := r.floats(sub, sub.Input[0]); err == nil && len(one.v) == 1 && one.v[0] == 1 {
-					if sg := r.producer[p]; sg != nil && sg.GetOpType() == "Sigmoid" {
+			sub, p := r.producer[n.inputs[0]], n.inputs[1]
+			if sub != nil && sub.opType == "Sub" && len(sub.inputs) == 2 && sub.inputs[1] == p {
+				if one, err := r.floats(sub, sub.inputs[0]); err == nil && len(one.v) == 1 && one.v[0] == 1 {
+					if sg := r.producer[p]; sg != nil && sg.opType == "Sigmoid" {
 						return step{}, p, nil
 					}
 				}
@@ -413,34 +434,53 @@ func (r *reader) binaryHead(n *pb.NodeProto) (step, string, error) {
 
 // weight reads initializer name as a dense layer's weight: [out, in] when trans,
 // else [in, out] (MatMul's layout), into a layer with zero bias.
-func (r *reader) weight(n *pb.NodeProto, name string, trans bool) (*model.DenseLayer, error) {
+func (r *reader) weight(n *nodeMsg, name string, trans bool) (*model.DenseLayer, error) {
 	t, err := r.floats(n, name)
 	if err != nil {
 		return nil, err
 	}
-	if len(t.dims) != 2 {
-		return nil, fmt.Errorf("%s: weight initializer %q has shape %v, expected 2 dimensions", nodeName(n), name, t.dims)
+	// a zero dimension holds no data whatever the other: refused before a bias is made
+	if len(t.dims) != 2 || min(t.dims[0], t.dims[1]) < 1 || max(t.dims[0], t.dims[1]) > model.MaxNeuralWidth {
+		return nil, fmt.Errorf("%s: weight initializer %q has shape %v, expected 2 dimensions in [1,%d]", nodeName(n), name, t.dims, model.MaxNeuralWidth)
 	}
 	rows, cols := int(t.dims[0]), int(t.dims[1])
 	l := &model.DenseLayer{Activation: model.ActIdentity}
 	if trans {
 		l.Out, l.In, l.Weight = rows, cols, t.v
 	} else {
-		l.In, l.Out = rows, cols
-		l.Weight = make([]float32, len(t.v))
-		for i := 0; i < rows; i++ {
-			for j := 0; j < cols; j++ {
-				l.Weight[j*rows+i] = t.v[i*cols+j]
-			}
-		}
+		l.In, l.Out, l.Weight = rows, cols, transpose(t.v, rows, cols)
 	}
 	l.Bias = make([]float32, l.Out)
 	return l, nil
 }
 
+// transpose turns the rows x cols matrix a (row-major) into its transpose in place,
+// following each cycle of the permutation, so that a layer of a file near MaxSize is
+// not held twice.
+func transpose(a []float32, rows, cols int) []float32 {
+	n := len(a)
+	done := make([]uint64, (n+63)/64)
+	for start := range n {
+		if done[start/64]&(1<<(start%64)) != 0 {
+			continue
+		}
+		// the value at i = r*cols + c goes to c*rows + r
+		i, v := start, a[start]
+		for {
+			j := i%cols*rows + i/cols
+			done[j/64] |= 1 << (j % 64)
+			a[j], v = v, a[j]
+			if i = j; i == start {
+				break
+			}
+		}
+	}
+	return a
+}
+
 // bias reads initializer name as the bias of a layer of out units: [out], [1, out],
 // or one value for all.
-func (r *reader) bias(n *pb.NodeProto, name string, out int) ([]float32, error) {
+func (r *reader) bias(n *nodeMsg, name string, out int) ([]float32, error) {
 	t, err := r.floats(n, name)
 	if err != nil {
 		return nil, err
@@ -459,9 +499,10 @@ type floatTensor struct {
 	v    []float32
 }
 
-// floats decodes initializer name (float or double, raw_data or the typed field),
-// checking its size and that every value is finite.
-func (r *reader) floats(n *pb.NodeProto, name string) (floatTensor, error) {
+// floats returns initializer name's values (float or double, decoded and their count
+// checked as the file was read), checking that every value is finite. They are the
+// caller's to change (transpose, scale): a copy when several nodes read them.
+func (r *reader) floats(n *nodeMsg, name string) (floatTensor, error) {
 	t, ok := r.inits[name]
 	if !ok {
 		return floatTensor{}, fmt.Errorf("%s: input %q is not an initializer; expected constant weights", nodeName(n), name)
@@ -469,62 +510,22 @@ func (r *reader) floats(n *pb.NodeProto, name string) (floatTensor, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: initializer %q: %s", nodeName(n), name, fmt.Sprintf(format, args...))
 	}
-	if t.GetDataLocation() == pb.TensorProto_EXTERNAL {
+	if t.external {
 		return floatTensor{}, bad("its data is in an external file, which is not supported (save the model with its weights inside)")
 	}
-	count := int64(1)
-	for _, d := range t.Dims {
-		if d < 0 || d > model.MaxNeuralParams || count*d > model.MaxNeuralParams {
-			return floatTensor{}, bad("shape %v, expected at most %d values", t.Dims, model.MaxNeuralParams)
-		}
-		count *= d
-	}
-	var v []float32
-	switch dt := t.GetDataType(); dt {
-	case int32(pb.TensorProto_FLOAT):
-		switch {
-		case t.RawData != nil:
-			if int64(len(t.RawData)) != 4*count {
-				return floatTensor{}, bad("%d bytes of raw data for shape %v, expected %d", len(t.RawData), t.Dims, 4*count)
-			}
-			v = make([]float32, count)
-			for i := range v {
-				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.RawData[4*i:]))
-			}
-		case int64(len(t.FloatData)) == count:
-			v = append([]float32(nil), t.FloatData...)
-		default:
-			return floatTensor{}, bad("%d values for shape %v", len(t.FloatData), t.Dims)
-		}
-	case int32(pb.TensorProto_DOUBLE):
-		var d []float64
-		switch {
-		case t.RawData != nil:
-			if int64(len(t.RawData)) != 8*count {
-				return floatTensor{}, bad("%d bytes of raw data for shape %v, expected %d", len(t.RawData), t.Dims, 8*count)
-			}
-			d = make([]float64, count)
-			for i := range d {
-				d[i] = math.Float64frombits(binary.LittleEndian.Uint64(t.RawData[8*i:]))
-			}
-		case int64(len(t.DoubleData)) == count:
-			d = t.DoubleData
-		default:
-			return floatTensor{}, bad("%d values for shape %v", len(t.DoubleData), t.Dims)
-		}
-		v = make([]float32, count)
-		for i, f := range d {
-			v[i] = float32(f)
-		}
-	default:
+	if dt := t.dataType; dt != int32(pb.TensorProto_FLOAT) && dt != int32(pb.TensorProto_DOUBLE) {
 		return floatTensor{}, bad("element type %s, expected float or double", elemName(dt))
 	}
-	for i, f := range v {
+	for i, f := range t.v {
 		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 			return floatTensor{}, bad("value %d is %v, expected finite weights", i, f)
 		}
 	}
-	return floatTensor{dims: t.Dims, v: v}, nil
+	v := t.v
+	if r.uses[name] > 1 {
+		v = slices.Clone(v)
+	}
+	return floatTensor{dims: t.dims, v: v}, nil
 }
 
 func elemName(t int32) string {
@@ -537,11 +538,11 @@ func elemName(t int32) string {
 // metadataFrom reads back the metadata Export writes into metadata_props: strings
 // as they are, the maps from JSON; other keys go to Custom. The model type and
 // configuration are the imported model's own, so they are dropped.
-func metadataFrom(props []*pb.StringStringEntryProto) container.Metadata {
+func metadataFrom(props [][2]string) container.Metadata {
 	var md container.Metadata
 	other := map[string]any{}
 	for _, p := range props {
-		k, v := p.GetKey(), p.GetValue()
+		k, v := p[0], p[1]
 		mp, err := jsonobj.Decode(v)
 		isMap := err == nil
 		switch k {

@@ -2,11 +2,15 @@ package onnx
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -344,6 +348,9 @@ func TestImportTruncated(t *testing.T) {
 	}
 }
 
+// FuzzImport feeds the reader exports of every kind and the torch-written files of
+// testdata/onnx, mutated: no panics, a stream reads as the same bytes in memory do,
+// and whatever imports predicts.
 func FuzzImport(f *testing.F) {
 	for _, m := range fixtures(f) {
 		b, err := Marshal(m, testMeta)
@@ -352,8 +359,23 @@ func FuzzImport(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	files, err := filepath.Glob("../../testdata/onnx/*.onnx")
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed files in testdata/onnx: %v", err)
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, _, err := Import(b)
+		_, _, serr := Read(io.MultiReader(bytes.NewReader(b)), -1)
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("in memory: %v; as a stream: %v", err, serr)
+		}
 		if err != nil {
 			return
 		}
@@ -377,6 +399,9 @@ func TestImportTorchFile(t *testing.T) {
 	m, md, err := Import(b)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); md.Provenance["source_sha256"] != hex.EncodeToString(sum[:]) {
+		t.Errorf("source_sha256 %v, the file's is %x", md.Provenance["source_sha256"], sum)
 	}
 	if w := fmt.Sprint(m.Widths()); w != "[64 32 10]" || m.Layers[0].Activation != model.ActReLU || m.Layers[1].Activation != model.ActSoftmax {
 		t.Fatalf("widths %s, activations %s %s", w, m.Layers[0].Activation, m.Layers[1].Activation)

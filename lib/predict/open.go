@@ -12,8 +12,9 @@ import (
 // Open reads features from r in the format its first bytes show (Sniff): CSV,
 // .npy, or an .npz archive's member (see NPZRows), which needs random access: a
 // regular file is read in place, a pipe is spooled to a temporary file in tempDir
-// first. name is used in errors. close releases what Open holds (not r).
-func Open(r io.Reader, name, member, tempDir string) (rows Rows, f Format, close func(), err error) {
+// first. name is used in errors; features, the model's feature count, caps CSV lines
+// (NewCSVRows). close releases what Open holds (not r).
+func Open(r io.Reader, name string, features int, member, tempDir string) (rows Rows, f Format, close func(), err error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	prefix, _ := br.Peek(8)
 	f = Sniff(prefix)
@@ -26,7 +27,7 @@ func Open(r io.Reader, name, member, tempDir string) (rows Rows, f Format, close
 		rows, err = NewNPYRows(br, name)
 		return rows, f, nop, err
 	case CSV:
-		c, err := NewCSVRows(br)
+		c, err := NewCSVRows(br, features)
 		if err != nil {
 			return nil, f, nil, fmt.Errorf("%s: %w", name, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"unicode"
 
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/model"
@@ -69,23 +70,48 @@ type Rows interface {
 	Next(dst model.Matrix, max int) (model.Matrix, error)
 }
 
-// MaxCSVLine caps one CSV line.
-const MaxCSVLine = 64 << 20
+// CSV caps (docs/SECURITY.md). A line holds at most the model's features, each a
+// number, which the usual writers put in at most 25 bytes (-1.2345678901234567e-308,
+// or NumPy's %.18e with a sign); a line may take 64 bytes a feature, over twice that,
+// and 64 KiB more for a header of long names or padding, but never more than
+// MaxCSVLine: a row of over a million features wants .npy. So memory follows the
+// model, not the input: the line (about 8 times the row's float64s at most), and the
+// fields cut from it, no more than the model's.
+const (
+	// MaxCSVLine caps any CSV line, whatever the model.
+	MaxCSVLine = 64 << 20
+	// CSVFeatureBytes and CSVLineSlack make a model's line cap (CSVLineCap).
+	CSVFeatureBytes = 64
+	CSVLineSlack    = 64 << 10
+)
+
+// CSVLineCap is the longest CSV line, newline excluded, read for a model of
+// features features.
+func CSVLineCap(features int) int {
+	return min(MaxCSVLine, CSVLineSlack+CSVFeatureBytes*max(features, 0))
+}
 
 // CSVRows reads comma-separated (or space-separated, as lib/model's ReadCSV) rows of
 // numbers, one per line, plain or gzip. A first line that is not all numbers is a
 // header and is skipped. Blank lines are skipped.
 type CSVRows struct {
-	sc     *bufio.Scanner
-	line   int
-	cols   int
-	Header []string // the header's fields, nil when there was none
-	first  []float64
-	fields [][]byte
+	sc       *bufio.Scanner
+	line     int
+	cols     int
+	features int // the most fields a line may have
+	lineCap  int
+	Header   []string // the header's fields, nil when there was none
+	first    []float64
+	fields   [][]byte
 }
 
-// NewCSVRows reads up to the first row (so Cols is known).
-func NewCSVRows(r io.Reader) (*CSVRows, error) {
+// NewCSVRows reads up to the first row (so Cols is known). features is the model's
+// feature count: a line of more fields is an error as soon as it is cut, and lines
+// are capped by CSVLineCap(features).
+func NewCSVRows(r io.Reader, features int) (*CSVRows, error) {
+	if features < 1 {
+		return nil, fmt.Errorf("csv: rows for a model of %d features", features)
+	}
 	br := bufio.NewReaderSize(r, 1<<16)
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -94,8 +120,9 @@ func NewCSVRows(r io.Reader) (*CSVRows, error) {
 		}
 		br = bufio.NewReaderSize(zr, 1<<16)
 	}
-	c := &CSVRows{sc: bufio.NewScanner(br)}
-	c.sc.Buffer(make([]byte, 0, 64<<10), MaxCSVLine)
+	c := &CSVRows{sc: bufio.NewScanner(br), features: features, lineCap: CSVLineCap(features)}
+	// the scanner's buffer holds a line and its newline
+	c.sc.Buffer(make([]byte, 0, min(64<<10, c.lineCap+1)), c.lineCap+1)
 	for {
 		fields, err := c.nextLine()
 		if err == io.EOF {
@@ -121,7 +148,8 @@ func NewCSVRows(r io.Reader) (*CSVRows, error) {
 	}
 }
 
-// nextLine returns the fields of the next non-blank line.
+// nextLine returns the fields of the next non-blank line, refusing one of more
+// fields than the model's features as soon as they are counted.
 func (c *CSVRows) nextLine() ([][]byte, error) {
 	for c.sc.Scan() {
 		c.line++
@@ -130,24 +158,46 @@ func (c *CSVRows) nextLine() ([][]byte, error) {
 			continue
 		}
 		c.fields = c.fields[:0]
+		add := func(f []byte) error {
+			if len(c.fields) == c.features {
+				return fmt.Errorf("csv: line %d: more than %d fields; the model takes %d features", c.line, c.features, c.features)
+			}
+			c.fields = append(c.fields, f)
+			return nil
+		}
 		if bytes.IndexByte(text, ',') >= 0 {
 			for {
 				i := bytes.IndexByte(text, ',')
 				if i < 0 {
-					c.fields = append(c.fields, text)
+					i = len(text)
+				}
+				if err := add(text[:i]); err != nil {
+					return nil, err
+				}
+				if i == len(text) {
 					break
 				}
-				c.fields = append(c.fields, text[:i])
 				text = text[i+1:]
 			}
 		} else {
-			c.fields = append(c.fields, bytes.Fields(text)...)
+			// runs of white space, as bytes.Fields cuts (text is trimmed)
+			for len(text) > 0 {
+				i := bytes.IndexFunc(text, unicode.IsSpace)
+				if i < 0 {
+					i = len(text)
+				}
+				if err := add(text[:i]); err != nil {
+					return nil, err
+				}
+				text = bytes.TrimLeftFunc(text[i:], unicode.IsSpace)
+			}
 		}
 		return c.fields, nil
 	}
 	if err := c.sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("csv: line %d is longer than %d MiB, the cap for one row", c.line+1, MaxCSVLine>>20)
+			return nil, fmt.Errorf("csv: line %d is longer than %d bytes, the cap for a row of %d features (%d KiB and %d bytes a feature, at most %d MiB)",
+				c.line+1, c.lineCap, c.features, CSVLineSlack>>10, CSVFeatureBytes, MaxCSVLine>>20)
 		}
 		return nil, fmt.Errorf("csv: after line %d: %w", c.line, err)
 	}

@@ -66,7 +66,7 @@ func load(model, key []byte) (*predict.Predictor, error) {
 
 // run predicts every CSV row of r (header optional) onto w, one line per row.
 func run(w io.Writer, r io.Reader, p *predict.Predictor, proba bool) error {
-	rows, err := predict.NewCSVRows(r)
+	rows, err := predict.NewCSVRows(r, p.Features())
 	if err != nil {
 		return err
 	}

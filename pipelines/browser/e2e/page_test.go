@@ -340,7 +340,7 @@ func native(t *testing.T, file []byte, rows string) ([]int64, [][]float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := predict.NewCSVRows(strings.NewReader(rows))
+	src, err := predict.NewCSVRows(strings.NewReader(rows), p.Features())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ type Prediction struct {
 // Predict reads CSV rows (header optional; commas or runs of spaces and tabs, as
 // apr-predict reads them) and predicts each.
 func (l *Loaded) Predict(text string) ([]Prediction, error) {
-	rows, err := predict.NewCSVRows(strings.NewReader(text))
+	rows, err := predict.NewCSVRows(strings.NewReader(text), l.Features)
 	if errors.Is(err, io.EOF) {
 		return nil, &Error{KindInput, errNoRows}
 	}

@@ -55,7 +55,7 @@ func TestLoadPredict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := predict.NewCSVRows(strings.NewReader(rows))
+	src, err := predict.NewCSVRows(strings.NewReader(rows), l.Features)
 	if err != nil {
 		t.Fatal(err)
 	}
