@@ -15,6 +15,7 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/internal/regfile"
 	"github.com/apr-go/apr/lib/quant"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
@@ -463,7 +464,7 @@ func ExportFile(w io.Writer, path string, o ExportOptions) error {
 			return exportPlain(w, path, info.Info)
 		}
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return err
 	}
@@ -555,7 +556,7 @@ func exportPlain(w io.Writer, path string, info *container.Info) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	vf, err := os.Open(path)
+	vf, err := regfile.Open(path)
 	if err != nil {
 		return err
 	}
@@ -593,7 +594,7 @@ func exportPlain(w io.Writer, path string, info *container.Info) error {
 		}
 		return nil
 	}
-	src, err := os.Open(path)
+	src, err := regfile.Open(path)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/internal/regfile"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
 )
@@ -166,7 +167,7 @@ func ExportSplitFile(prefix, path string, o ExportOptions, so SplitOptions) (*Sp
 			return nil, fmt.Errorf("%s: tensor %q is sealed; unseal the file first", path, e.Name)
 		}
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

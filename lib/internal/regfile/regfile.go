@@ -70,6 +70,9 @@ func Open(path string) (*os.File, error) {
 	// checks the file it got (the path may have changed in between).
 	st, err := os.Stat(path)
 	if err != nil {
+		if pe, ok := err.(*fs.PathError); ok {
+			pe.Op = "open" // as os.Open says it
+		}
 		return nil, explain(path, err)
 	}
 	if !st.Mode().IsRegular() {
