@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -574,8 +575,10 @@ func sentencePieceVocab(files map[string][]byte, vocab int) ([]gguf.KV, error) {
 		}
 		dec, _ := tc["added_tokens_decoder"].(map[string]any)
 		for _, k := range slices.Sorted(maps.Keys(dec)) {
-			var id int
-			if _, err := fmt.Sscan(k, &id); err != nil || id < 0 || id >= vocab {
+			// Decimal, as the converter's int(token_id) reads it: fmt.Sscan took "010"
+			// for 8, "0x10" for 16 and "5abc" for 5.
+			id, err := strconv.Atoi(strings.TrimSpace(k))
+			if err != nil || id < 0 || id >= vocab {
 				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder id %q is not in 0..%d", k, vocab-1)
 			}
 			e, _ := dec[k].(map[string]any)
