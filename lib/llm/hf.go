@@ -94,6 +94,12 @@ func parseHparams(c config) (Hparams, error) {
 	if err != nil {
 		return h, err
 	}
+	// The vocabulary is built vocab_size long (padded as the converter pads it), so
+	// the size is capped before anything is: the embedding rows it is checked
+	// against may be missing (check), and the tokenizer holds at most MaxPieces.
+	if h.Vocab > MaxPieces {
+		return h, fmt.Errorf("config.json: vocab_size %d is over the cap of %d tokens (the largest published vocabularies hold about 260,000)", h.Vocab, MaxPieces)
+	}
 	if h.Heads == 0 || h.Hidden%h.Heads != 0 && !h.HasHeadDim {
 		return h, fmt.Errorf("config.json: hidden_size %d is not a multiple of num_attention_heads %d", h.Hidden, h.Heads)
 	}
@@ -335,6 +341,10 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		if w != nil && !slices.Equal(w, t.Shape) {
 			return 0, 0, fmt.Errorf("config.json: %s give tensor %q the shape %v, but it has %v", field[suffix], t.Name, w, t.Shape)
 		}
+	}
+	if !have["token_embd.weight"] {
+		hf, _ := cp.Arch.HFName("token_embd.weight")
+		return 0, 0, fmt.Errorf("config.json: vocab_size %d cannot be checked against the embedding rows: the checkpoint has no %q (which llama.cpp needs too)", h.Vocab, hf)
 	}
 	if maxLayer+1 != h.Layers {
 		return 0, 0, fmt.Errorf("config.json: num_hidden_layers is %d, but the checkpoint has %d layers", h.Layers, maxLayer+1)
