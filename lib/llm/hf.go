@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -31,11 +30,9 @@ type Hparams struct {
 type config map[string]any
 
 func parseJSON(name string, b []byte) (map[string]any, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
 	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if err := strictJSON(name, b, &m); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
