@@ -445,9 +445,24 @@ func plainData(entries []container.Entry) bool {
 // a tensor's bytes reach w before its CRC is known, and the caller discards the output
 // on error.
 func ExportFile(w io.Writer, path string, o ExportOptions) error {
+	if f, ok, err := openStreamPath(path); ok || err != nil {
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		s, err := stream.Open(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		defer s.Close()
+		if err := Export(w, s, o); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	}
 	info, err := stream.Inspect(path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return withPath(path, err)
 	}
 	if err := checkArchitecture(*info.Metadata, o); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -680,4 +695,24 @@ func copyData(out fileWriter, src *os.File, path string, gh *gguf.Header, spans 
 		return err
 	}
 	return pw.Flush()
+}
+
+// openStreamPath opens path when it is neither a regular file nor a directory (a
+// FIFO, as <(...) gives): such a path is read as stdin is, once, in order. ok is
+// false for any other path, which is opened as a file (regfile).
+func openStreamPath(path string) (f *os.File, ok bool, err error) {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() || st.IsDir() {
+		return nil, false, nil // the file's open reports any error
+	}
+	f, err = os.Open(path)
+	return f, true, err
+}
+
+// withPath names path in err unless err does already.
+func withPath(path string, err error) error {
+	if strings.Contains(err.Error(), path) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }

@@ -4,6 +4,7 @@ package ggufconv
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,4 +144,74 @@ func TestFIFOInput(t *testing.T) {
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
 		t.Errorf("the FIFO's import (%d bytes) differs from the same bytes' from a pipe (%d)", got.Len(), want.Len())
 	}
+}
+
+// TestFIFOExport: an APR path that is a FIFO (as <(...) gives) is exported as stdin
+// is, to the same GGUF; it was opened twice (to inspect, then to read), which read
+// nothing the second time ("file is 0 bytes"). A path that is a directory is named
+// once in the error.
+func TestFIFOExport(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
+	src := filepath.Join(testdata, "tiny-llama.f32.gguf")
+	want, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFile(src, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apr bytes.Buffer
+	if err := Import(&apr, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "in.apr")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	for _, split := range []bool{false, true} {
+		go func() {
+			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err != nil {
+				return
+			}
+			w.Write(apr.Bytes())
+			w.Close()
+		}()
+		var got bytes.Buffer
+		err := within(t, func() error {
+			if split {
+				_, err := ExportSplitFile(filepath.Join(dir, "out"), fifo, ExportOptions{TempDir: dir}, SplitOptions{MaxTensors: 1000})
+				if err == nil {
+					got.Write(mustRead(t, filepath.Join(dir, "out-00001-of-00001.gguf")))
+				}
+				return err
+			}
+			return ExportFile(&got, fifo, ExportOptions{TempDir: dir})
+		})
+		if err != nil {
+			t.Fatalf("split %v: %v", split, err)
+		}
+		if !split && !bytes.Equal(got.Bytes(), want) {
+			t.Errorf("the export of the FIFO (%d bytes) is not the GGUF imported (%d)", got.Len(), len(want))
+		}
+		if split && (!bytes.HasPrefix(got.Bytes(), []byte("GGUF")) || !bytes.Contains(got.Bytes(), []byte("split.count"))) {
+			t.Errorf("the part written (%d bytes) is not a GGUF part", got.Len())
+		}
+	}
+	err = ExportFile(io.Discard, dir, ExportOptions{})
+	if err == nil || strings.Count(err.Error(), dir) != 1 {
+		t.Errorf("a directory: %v, want its path named once", err)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
