@@ -182,6 +182,7 @@ func (a *Arch) GGUFName(hf string) (name string, layer int, skip bool, err error
 	if multimodal(hf) || slices.Contains(a.Skip, hf) {
 		return "", -1, true, nil
 	}
+	full := hf
 	hf = strings.Replace(hf, "language_model.", "", 1)
 	if g, ok := a.Top[hf]; ok {
 		return g, -1, false, nil
@@ -189,7 +190,7 @@ func (a *Arch) GGUFName(hf string) (name string, layer int, skip bool, err error
 	if m := layerName.FindStringSubmatch(hf); m != nil {
 		n, ok := layerNumber(m[1])
 		if !ok {
-			return "", -1, false, fmt.Errorf("tensor %q: layer number %q is not a decimal number below %d without leading zeros", hf, m[1], MaxLayers)
+			return "", -1, false, fmt.Errorf("tensor %q: layer number %q is not a decimal number below %d without leading zeros", full, m[1], MaxLayers)
 		}
 		for _, s := range a.Skip {
 			if m[2] == s {

@@ -21,16 +21,17 @@ func TestLayerNumbers(t *testing.T) {
 		t.Fatal("no Llama")
 	}
 	for in, want := range map[string]string{
-		"model.layers.0.input_layernorm.weight":                "blk.0.attn_norm.weight",
-		"model.layers.10.input_layernorm.weight":               "blk.10.attn_norm.weight",
-		"model.layers.65535.mlp.up_proj.weight":                "blk.65535.ffn_up.weight",
-		"model.layers.00.input_layernorm.weight":               "",
-		"model.layers.01.input_layernorm.weight":               "",
-		"model.layers.010.input_layernorm.weight":              "",
-		"model.layers.65536.input_layernorm.weight":            "",
-		"model.layers.4294967296.mlp.up_proj.weight":           "",
-		"model.layers.99999999999999999999.mlp.up_proj.weight": "",
-		"model.layers.18446744073709551616.mlp.up_proj.weight": "",
+		"model.layers.0.input_layernorm.weight":                 "blk.0.attn_norm.weight",
+		"model.layers.10.input_layernorm.weight":                "blk.10.attn_norm.weight",
+		"model.layers.65535.mlp.up_proj.weight":                 "blk.65535.ffn_up.weight",
+		"model.layers.00.input_layernorm.weight":                "",
+		"model.layers.01.input_layernorm.weight":                "",
+		"model.layers.010.input_layernorm.weight":               "",
+		"model.language_model.layers.01.input_layernorm.weight": "",
+		"model.layers.65536.input_layernorm.weight":             "",
+		"model.layers.4294967296.mlp.up_proj.weight":            "",
+		"model.layers.99999999999999999999.mlp.up_proj.weight":  "",
+		"model.layers.18446744073709551616.mlp.up_proj.weight":  "",
 	} {
 		g, _, _, err := a.GGUFName(in)
 		switch {
