@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/apr-go/apr/lib/safetensors"
 )
 
 // vmLimitKB is the address-space limit (ulimit -v, KiB) the programs run under in
@@ -312,4 +314,75 @@ PW=secret apr-seal --passphrase-env PW model.apr -o sealed.apr
 	check(t, "apr-gguf import < file of 8M empty strings", stderr, code, -1)
 	stderr, code = run(t, bytes.NewReader(big), "apr-gguf", "import")
 	check(t, "apr-gguf import < pipe of 8M empty strings", stderr, code, -1)
+
+	// A checkpoint whose config.json gives a vocab_size far beyond its tokenizer, with
+	// the embeddings (which would contradict it) removed: the vocabulary was built
+	// vocab_size long before anything checked it (10^7 took 1.2 GB, 2^31 - 1 ran out
+	// of memory and left the -o file's temporary).
+	for _, vocab := range []string{"2147483647", "10000000", "100000000"} {
+		ck := hostileVocab(t, vocab)
+		out := t.TempDir()
+		stderr, code := run(t, strings.NewReader(""), "apr-st", "import", ck, "-o", filepath.Join(out, "out.apr"))
+		what := "apr-st import of vocab_size " + vocab + " without embeddings"
+		check(t, what, stderr, code, 1)
+		if !strings.Contains(stderr, "config.json: vocab_size "+vocab) {
+			t.Errorf("%s: %s, want config.json's vocab_size named", what, stderr)
+		}
+		if left, _ := os.ReadDir(out); len(left) != 0 {
+			t.Errorf("%s left %s beside its -o output", what, left[0].Name())
+		}
+	}
+}
+
+// hostileVocab copies testdata/hf/tiny-llama into a new directory with config.json's
+// vocab_size set to vocab and the embedding tensors removed.
+func hostileVocab(t *testing.T, vocab string) string {
+	t.Helper()
+	src := "../testdata/hf/tiny-llama"
+	dir := filepath.Join(t.TempDir(), "ck")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e.Name() {
+		case "config.json":
+			if !bytes.Contains(b, []byte(`"vocab_size": 512`)) {
+				t.Fatal("config.json has no vocab_size 512")
+			}
+			b = bytes.Replace(b, []byte(`"vocab_size": 512`), []byte(`"vocab_size": `+vocab), 1)
+		case "model.safetensors":
+			f, err := safetensors.NewReader(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := f.Header()
+			var keep []safetensors.Tensor
+			for _, ti := range h.Tensors {
+				if ti.Name != "model.embed_tokens.weight" && ti.Name != "lm_head.weight" {
+					d := b[h.DataStart()+ti.Begin : h.DataStart()+ti.End]
+					keep = append(keep, safetensors.Tensor{TensorSpec: ti.Spec(), Data: d})
+				}
+			}
+			if len(keep) != len(h.Tensors)-2 {
+				t.Fatal("tiny-llama's embeddings are not where the test expects them")
+			}
+			var out bytes.Buffer
+			if err := safetensors.Encode(&out, h.Metadata, keep); err != nil {
+				t.Fatal(err)
+			}
+			b = out.Bytes()
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

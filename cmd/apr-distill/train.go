@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -142,9 +140,7 @@ func loadInput(f *dataFlags, targets bool) (*input, error) {
 	if in.data, err = distill.LoadData(f.Data, distill.LoadOptions{LabelColumn: f.LabelColumn, Labels: f.Labels, Targets: targets}); err != nil {
 		return nil, err
 	}
-	if in.digest, err = fileSHA256(f.Data); err != nil {
-		return nil, err
-	}
+	in.digest = in.data.SHA256
 	data := in.data
 	if f.Scale != 1 {
 		for i := range data.X.Data {
@@ -251,19 +247,6 @@ func newStudent(f *trainFlags, data distill.Data, teachers []*distill.Teacher) (
 		}
 	}
 	return student, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func pct(v float64) string {

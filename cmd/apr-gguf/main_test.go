@@ -309,3 +309,16 @@ func TestExportSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestModelfileTemplateCap: a --template file over the cap is refused, not read into
+// memory whole (/dev/zero was read until memory ran out).
+func TestModelfileTemplateCap(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.tmpl")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("{{ .Prompt }}"), 1<<20/13+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runIt(t, nil, "modelfile", filepath.Join(testdata, "tiny-llama.Q4_0.gguf"), "--template", big)
+	if want := fmt.Sprintf("%s: larger than %d bytes", big, 1<<20); code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, %q; want exit 1 and %q", code, stderr, want)
+	}
+}

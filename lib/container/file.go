@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 
 	"github.com/apr-go/apr/lib/internal/mmap"
+	"github.com/apr-go/apr/lib/internal/regfile"
 )
 
 // File is an APR file opened for random access. Open reads the header, metadata, footer
@@ -33,7 +33,7 @@ type File struct {
 
 // Open opens the named file, memory-mapping it where the platform allows.
 func Open(path string, opts ...ReaderOption) (*File, error) {
-	fh, err := os.Open(path)
+	fh, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

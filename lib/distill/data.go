@@ -3,6 +3,8 @@ package distill
 import (
 	"bufio"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/internal/regfile"
 	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/npy"
 )
@@ -42,6 +45,9 @@ const maxDataBytes = 1 << 32
 // >= 0. Errors name the file, row and column.
 func LoadData(path string, opt LoadOptions) (Data, error) {
 	d, err := loadData(path, opt)
+	if err == nil && d.SHA256 == "" { // a .npy or .npz file: regular, read again
+		d.SHA256, err = fileSHA256(path)
+	}
 	if err != nil {
 		return Data{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -242,13 +248,19 @@ func labelOf(f float64) (int, error) {
 
 // loadCSV reads a CSV file, detecting a header line and splitting off the label
 // column.
+//
+// The file's SHA-256 is taken from the bytes as they are read: a path that is a
+// stream (--data <(...)) cannot be read a second time (it gave the digest of no
+// bytes).
 func loadCSV(path, labelColumn string, targets bool) (Data, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Data{}, err
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
+	h := sha256.New()
+	raw := io.TeeReader(f, h)
+	br := bufio.NewReader(raw)
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
@@ -293,8 +305,12 @@ func loadCSV(path, labelColumn string, targets bool) (Data, error) {
 	if err != nil {
 		return Data{}, err
 	}
+	if _, err := io.Copy(io.Discard, raw); err != nil { // what the parse left (after a gzip stream)
+		return Data{}, err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
 	if m.Rows == 0 {
-		return Data{}, nil
+		return Data{SHA256: sum}, nil
 	}
 	if names != nil && len(names) != m.Cols {
 		// Not column names (scikit-learn's "569,30,malignant,benign" line): skipped,
@@ -306,13 +322,13 @@ func loadCSV(path, labelColumn string, targets bool) (Data, error) {
 		return Data{}, err
 	}
 	if col < 0 {
-		return Data{X: m}, nil
+		return Data{X: m, SHA256: sum}, nil
 	}
 	x, yf, err := m.SplitTarget(col)
 	if err != nil {
 		return Data{}, err
 	}
-	d := Data{X: x}
+	d := Data{X: x, SHA256: sum}
 	if err := d.setLabels(yf, targets, col+1); err != nil {
 		return Data{}, err
 	}
@@ -427,4 +443,18 @@ func Split(d Data, frac float64, seed uint64) (train, val Data, err error) {
 		train.Y = []int{}
 	}
 	return train, val, nil
+}
+
+// fileSHA256 is the hex SHA-256 of the regular file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := regfile.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -208,6 +208,9 @@ type Data struct {
 	T []float64
 	// Name (a file name) is used in errors.
 	Name string
+	// SHA256 is the hex SHA-256 of the data file's bytes as LoadData read them (of
+	// the features file when the labels are in another), for the provenance.
+	SHA256 string
 }
 
 // EpochStats reports one epoch.

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/apr-go/apr/lib/internal/mmap"
+	"github.com/apr-go/apr/lib/internal/regfile"
 )
 
 // File is a GGUF file opened for random access.
@@ -31,7 +31,7 @@ func Open(path string) (*File, error) { return Limits{}.Open(path) }
 // missing) are not an error; f.DataOffset+f.DataSize() == f.Size() holds for a file
 // laid out exactly as llama.cpp writes it.
 func (l Limits) Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

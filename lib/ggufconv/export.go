@@ -15,6 +15,7 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/internal/regfile"
 	"github.com/apr-go/apr/lib/quant"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
@@ -444,9 +445,24 @@ func plainData(entries []container.Entry) bool {
 // a tensor's bytes reach w before its CRC is known, and the caller discards the output
 // on error.
 func ExportFile(w io.Writer, path string, o ExportOptions) error {
+	if f, ok, err := openStreamPath(path); ok || err != nil {
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		s, err := stream.Open(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		defer s.Close()
+		if err := Export(w, s, o); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	}
 	info, err := stream.Inspect(path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return withPath(path, err)
 	}
 	if err := checkArchitecture(*info.Metadata, o); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -463,7 +479,7 @@ func ExportFile(w io.Writer, path string, o ExportOptions) error {
 			return exportPlain(w, path, info.Info)
 		}
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return err
 	}
@@ -555,7 +571,7 @@ func exportPlain(w io.Writer, path string, info *container.Info) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	vf, err := os.Open(path)
+	vf, err := regfile.Open(path)
 	if err != nil {
 		return err
 	}
@@ -593,7 +609,7 @@ func exportPlain(w io.Writer, path string, info *container.Info) error {
 		}
 		return nil
 	}
-	src, err := os.Open(path)
+	src, err := regfile.Open(path)
 	if err != nil {
 		return err
 	}
@@ -679,4 +695,24 @@ func copyData(out fileWriter, src *os.File, path string, gh *gguf.Header, spans 
 		return err
 	}
 	return pw.Flush()
+}
+
+// openStreamPath opens path when it is neither a regular file nor a directory (a
+// FIFO, as <(...) gives): such a path is read as stdin is, once, in order. ok is
+// false for any other path, which is opened as a file (regfile).
+func openStreamPath(path string) (f *os.File, ok bool, err error) {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() || st.IsDir() {
+		return nil, false, nil // the file's open reports any error
+	}
+	f, err = os.Open(path)
+	return f, true, err
+}
+
+// withPath names path in err unless err does already.
+func withPath(path string, err error) error {
+	if strings.Contains(err.Error(), path) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }

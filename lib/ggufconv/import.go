@@ -10,6 +10,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/internal/regfile"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/version"
@@ -76,7 +77,7 @@ func OpenFile(path string, o ImportOptions) (stream.Stream, error) {
 	if o.Name == "" {
 		o.Name = path
 	}
-	f, err := os.Open(path)
+	f, err := openInput(path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +92,9 @@ func OpenFile(path string, o ImportOptions) (stream.Stream, error) {
 		return nil, err
 	}
 	s.closer, s.file = f, f
+	if !st.Mode().IsRegular() {
+		return pipedFile(s)
+	}
 	if set, ok, err := maybeSet(s, path, o, ""); ok || err != nil {
 		return set, err
 	}
@@ -103,6 +107,35 @@ func OpenFile(path string, o ImportOptions) (stream.Stream, error) {
 			return nil, fmt.Errorf("%s: %w", o.Name, err)
 		}
 		prov[ProvSHA256] = d
+	}
+	return s, nil
+}
+
+// openInput opens the GGUF file at path. A path that is not a regular file (a FIFO
+// such as <(...) makes) is read as stdin is (pipedFile), unless a digest is asked
+// for: that would be known only after the metadata has gone out, so the path is
+// then opened with regfile, which refuses it without waiting for a writer.
+func openInput(path string, o ImportOptions) (*os.File, error) {
+	if !o.Digest {
+		return os.Open(path)
+	}
+	f, err := regfile.Open(path)
+	if nr := (*regfile.NotRegularError)(nil); errors.As(err, &nr) {
+		return nil, fmt.Errorf("%w: a digest needs a file (a stream's would be known only after the metadata has gone out)", err)
+	}
+	return f, err
+}
+
+// pipedFile is the stream of a path that is not a regular file, checked as NewStream
+// checks stdin: no size in the provenance, and no split set (its other parts are
+// files found beside a first part that is one).
+func pipedFile(s *importStream) (stream.Stream, error) {
+	if si, ok, err := splitOf(s.gh); err != nil || ok {
+		s.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		return nil, fmt.Errorf("%s: holds part %d of a split GGUF set of %d parts (split.no, split.count), but is not a regular file: give the parts as files", s.name, si.no+1, si.count)
 	}
 	return s, nil
 }

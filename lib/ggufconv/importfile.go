@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/apr-go/apr/lib/container"
@@ -37,7 +36,7 @@ func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Opt
 	if o.Name == "" {
 		o.Name = path
 	}
-	f, err := os.Open(path)
+	f, err := openInput(path, o)
 	if err != nil {
 		return err
 	}

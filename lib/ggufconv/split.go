@@ -14,6 +14,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/internal/regfile"
 	"github.com/apr-go/apr/lib/stream"
 )
 
@@ -279,7 +280,7 @@ func openPart(path string, i, count int, o ImportOptions, budget, used int64) (*
 	if left <= 0 {
 		return nil, budgetErr("no bytes are left of the split set's header budget for its header")
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: a part of the split set is missing: %w", path, err)

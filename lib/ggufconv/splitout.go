@@ -14,6 +14,7 @@ import (
 	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/internal/regfile"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
 )
@@ -154,9 +155,25 @@ func ExportSplit(prefix string, s stream.Stream, o ExportOptions, so SplitOption
 // tensors too are written as they are read, through the verifying stream reader
 // (every record CRC and, before any part is renamed into place, the whole-file CRC).
 func ExportSplitFile(prefix, path string, o ExportOptions, so SplitOptions) (*SplitResult, error) {
+	if f, ok, err := openStreamPath(path); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		s, err := stream.Open(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer s.Close()
+		res, err := ExportSplit(prefix, s, o, so)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		return res, err
+	}
 	info, err := stream.Inspect(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, withPath(path, err)
 	}
 	if err := checkArchitecture(*info.Metadata, o); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -166,7 +183,7 @@ func ExportSplitFile(prefix, path string, o ExportOptions, so SplitOptions) (*Sp
 			return nil, fmt.Errorf("%s: tensor %q is sealed; unseal the file first", path, e.Name)
 		}
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

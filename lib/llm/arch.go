@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apr-go/apr/lib/container"
@@ -179,19 +180,40 @@ func Supported() []string {
 
 var layerName = regexp.MustCompile(`^model\.layers\.(\d+)\.(.+)$`)
 
+// MaxLayers caps the layer number N of a tensor name "model.layers.N." (or
+// "blk.N."): a checkpoint holds at most 65,536 tensors (safetensors.MaxTensors), so
+// it cannot have more layers.
+const MaxLayers = 1 << 16
+
+// layerNumber parses a layer number as the converter's name map takes it, which
+// lists "model.layers.{bid}." for each layer: canonical decimal only ("0", "17"; not
+// "00", "01", "+1"), here below MaxLayers.
+func layerNumber(s string) (int, bool) {
+	if s == "" || len(s) > 1 && s[0] == '0' || len(s) > len(strconv.Itoa(MaxLayers)) ||
+		strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n < MaxLayers
+}
+
 // GGUFName maps a Hugging Face tensor name to llama.cpp's; skip reports a tensor the
-// converter drops. A name the family does not know is an error naming it.
+// converter drops. A name the family does not know, or whose layer number is not
+// canonical decimal below MaxLayers, is an error naming it.
 func (a *Arch) GGUFName(hf string) (name string, layer int, skip bool, err error) {
 	if multimodal(hf) || slices.Contains(a.Skip, hf) {
 		return "", -1, true, nil
 	}
+	full := hf
 	hf = strings.Replace(hf, "language_model.", "", 1)
 	if g, ok := a.Top[hf]; ok {
 		return g, -1, false, nil
 	}
 	if m := layerName.FindStringSubmatch(hf); m != nil {
-		var n int
-		fmt.Sscan(m[1], &n)
+		n, ok := layerNumber(m[1])
+		if !ok {
+			return "", -1, false, fmt.Errorf("tensor %q: layer number %q is not a decimal number below %d without leading zeros", full, m[1], MaxLayers)
+		}
 		for _, s := range a.Skip {
 			if m[2] == s {
 				return "", n, true, nil
@@ -234,8 +256,8 @@ func (a *Arch) HFName(g string) (string, error) {
 	var n int
 	var rest string
 	if i := strings.IndexByte(strings.TrimPrefix(g, "blk."), '.'); strings.HasPrefix(g, "blk.") && i > 0 {
-		if _, err := fmt.Sscan(g[4:4+i], &n); err == nil {
-			rest = g[4+i+1:]
+		if l, ok := layerNumber(g[4 : 4+i]); ok {
+			n, rest = l, g[4+i+1:]
 		}
 	}
 	for hf, s := range a.Layer {

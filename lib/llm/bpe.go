@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -150,9 +149,8 @@ type typed struct {
 // error naming what was found.
 func ParseBPE(b []byte) (*BPE, error) {
 	var tj tokenizerJSON
-	d := json.NewDecoder(bytes.NewReader(b))
-	if err := d.Decode(&tj); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: %w", err)
+	if err := strictJSON("tokenizer.json", b, &tj); err != nil {
+		return nil, err
 	}
 	m := tj.Model
 	switch {

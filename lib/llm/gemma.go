@@ -233,7 +233,7 @@ func gemmaVocab(cp *Checkpoint) (int64, error) {
 	if _, ok := cp.files["tokenizer.model"]; ok {
 		return int64(cp.Hparams.Vocab), nil
 	}
-	tj, err := decodeJSON("tokenizer.json", cp.files["tokenizer.json"])
+	tj, err := parseJSON("tokenizer.json", cp.files["tokenizer.json"])
 	if err != nil {
 		return 0, err
 	}

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -9,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -30,11 +30,9 @@ type Hparams struct {
 type config map[string]any
 
 func parseJSON(name string, b []byte) (map[string]any, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
 	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if err := strictJSON(name, b, &m); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -92,6 +90,12 @@ func parseHparams(c config) (Hparams, error) {
 	get(&h.KVHeads, &hasKV, "num_key_value_heads", false)
 	if err != nil {
 		return h, err
+	}
+	// The vocabulary is built vocab_size long (padded as the converter pads it), so
+	// the size is capped before anything is: the embedding rows it is checked
+	// against may be missing (check), and the tokenizer holds at most MaxPieces.
+	if h.Vocab > MaxPieces {
+		return h, fmt.Errorf("config.json: vocab_size %d is over the cap of %d tokens (the largest published vocabularies hold about 260,000)", h.Vocab, MaxPieces)
 	}
 	if h.Heads == 0 || h.Hidden%h.Heads != 0 && !h.HasHeadDim {
 		return h, fmt.Errorf("config.json: hidden_size %d is not a multiple of num_attention_heads %d", h.Hidden, h.Heads)
@@ -344,6 +348,10 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		if w != nil && !slices.Equal(w, t.Shape) {
 			return 0, 0, fmt.Errorf("config.json: %s give tensor %q the shape %v, but it has %v", field[suffix], t.Name, w, t.Shape)
 		}
+	}
+	if !have["token_embd.weight"] {
+		hf, _ := cp.Arch.HFName("token_embd.weight")
+		return 0, 0, fmt.Errorf("config.json: vocab_size %d cannot be checked against the embedding rows: the checkpoint has no %q (which llama.cpp needs too)", h.Vocab, hf)
 	}
 	if maxLayer+1 != h.Layers {
 		return 0, 0, fmt.Errorf("config.json: num_hidden_layers is %d, but the checkpoint has %d layers", h.Layers, maxLayer+1)
@@ -602,8 +610,10 @@ func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.
 		}
 		dec, _ := tc["added_tokens_decoder"].(map[string]any)
 		for _, k := range slices.Sorted(maps.Keys(dec)) {
-			var id int
-			if _, err := fmt.Sscan(k, &id); err != nil || id < 0 || id >= vocab {
+			// Decimal, as the converter's int(token_id) reads it: fmt.Sscan took "010"
+			// for 8, "0x10" for 16 and "5abc" for 5.
+			id, err := strconv.Atoi(strings.TrimSpace(k))
+			if err != nil || id < 0 || id >= vocab {
 				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder id %q is not in 0..%d", k, vocab-1)
 			}
 			e, _ := dec[k].(map[string]any)
@@ -611,7 +621,7 @@ func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.
 		}
 	}
 	if b, ok := files["tokenizer.json"]; ok && plain {
-		tj, err := decodeJSON("tokenizer.json", b)
+		tj, err := parseJSON("tokenizer.json", b)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -41,11 +40,9 @@ func samplingKVs(files map[string][]byte) ([]gguf.KV, error) {
 	if !ok {
 		return nil, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
 	var gen map[string]any
-	if err := d.Decode(&gen); err != nil {
-		return nil, nil
+	if err := strictJSON("generation_config.json", raw, &gen); err != nil {
+		return nil, nil // as Python's json.load fails on it (not UTF-8, data after the object)
 	}
 	var kvs []gguf.KV
 	for _, f := range samplingFields {

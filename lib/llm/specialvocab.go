@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -98,16 +97,6 @@ func (sv *specialVocab) setAdd(typ string, v bool) {
 	sv.add = append(sv.add, addFlag{typ, v})
 }
 
-func decodeJSON(name string, b []byte) (map[string]any, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return m, nil
-}
-
 // truthy is Python's truth of a JSON value.
 func truthy(v any) bool {
 	switch x := v.(type) {
@@ -152,7 +141,7 @@ func (sv *specialVocab) fromTokenizer(files map[string][]byte) error {
 	var added []any
 	if b, ok := files["tokenizer.json"]; ok {
 		var err error
-		if tok, err = decodeJSON("tokenizer.json", b); err != nil {
+		if tok, err = parseJSON("tokenizer.json", b); err != nil {
 			return err
 		}
 		if n, ok := tok["normalizer"].(map[string]any); ok {
@@ -163,7 +152,7 @@ func (sv *specialVocab) fromTokenizer(files map[string][]byte) error {
 	var tc map[string]any
 	if b, ok := files["tokenizer_config.json"]; ok {
 		var err error
-		if tc, err = decodeJSON("tokenizer_config.json", b); err != nil {
+		if tc, err = parseJSON("tokenizer_config.json", b); err != nil {
 			return err
 		}
 	}
@@ -179,7 +168,7 @@ func (sv *specialVocab) fromTokenizer(files map[string][]byte) error {
 		if b, ok := files["chat_template.jinja"]; ok {
 			sv.template = string(b)
 		} else if b, ok := files["chat_template.json"]; ok {
-			ct, err := decodeJSON("chat_template.json", b)
+			ct, err := parseJSON("chat_template.json", b)
 			if err != nil {
 				return err
 			}
@@ -374,7 +363,7 @@ func (sv *specialVocab) fromConfig(files map[string][]byte) error {
 	if !ok {
 		return nil
 	}
-	cfg, err := decodeJSON("config.json", b)
+	cfg, err := parseJSON("config.json", b)
 	if err != nil {
 		return err
 	}

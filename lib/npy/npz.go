@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/internal/regfile"
 )
 
 // Limits applied to .npz archives.
@@ -173,7 +174,7 @@ type NPZFile struct {
 
 // OpenNPZFile opens the .npz archive at path.
 func OpenNPZFile(path string) (*NPZFile, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/internal/regfile"
 )
 
 // DataReader returns a reader of the h.DataSize data bytes that follow a header
@@ -235,7 +235,7 @@ func ReadAll(r io.Reader, name string, maxData int64) (Header, []byte, error) {
 // ReadFile reads a whole .npy file into memory, data little-endian. The array
 // may not announce more data than the file holds.
 func ReadFile(path string) (Header, []byte, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return Header{}, nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/internal/mmap"
+	"github.com/apr-go/apr/lib/internal/regfile"
 	"github.com/apr-go/apr/lib/tensor"
 )
 
@@ -36,7 +37,7 @@ type FileStream struct {
 // with apr.OpenStream instead, which also reports any error) when the file is not a
 // readable APR v2 file, holds compressed or sealed tensors, or cannot be mapped.
 func MapFile(path string) *FileStream {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil
 	}

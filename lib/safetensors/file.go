@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/apr-go/apr/lib/internal/mmap"
+	"github.com/apr-go/apr/lib/internal/regfile"
 )
 
 // File is an open SafeTensors file whose header has been read and fully checked
@@ -21,9 +22,11 @@ type File struct {
 	idx  map[string]int
 }
 
-// Open opens and checks the SafeTensors file at path.
+// Open opens and checks the SafeTensors file at path, following symbolic links; a
+// path that is not a regular file in the end (a FIFO, a device) is refused without
+// blocking (see regfile.Open).
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

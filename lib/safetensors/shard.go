@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apr-go/apr/lib/atomicfile"
+	"github.com/apr-go/apr/lib/internal/regfile"
 )
 
 // Hugging Face checkpoint file names.
@@ -251,7 +252,9 @@ func OpenCheckpoint(path string) (*Checkpoint, error) {
 	switch {
 	case st.IsDir():
 		indexPath = filepath.Join(path, IndexFileName)
-		if _, err := os.Stat(indexPath); err != nil {
+		// Lstat: an index that is a dangling link is an error of its own, not a
+		// checkpoint without an index.
+		if _, err := os.Lstat(indexPath); err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				return nil, err
 			}
@@ -311,7 +314,7 @@ func OpenCheckpoint(path string) (*Checkpoint, error) {
 }
 
 func readIndex(path string) (*Index, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/internal/jsonobj"
+	"github.com/apr-go/apr/lib/internal/regfile"
 	"github.com/apr-go/apr/lib/llm"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
@@ -501,7 +502,10 @@ func KeepFile(name string) bool {
 	return name == "merges.txt" || strings.HasPrefix(name, "vocab.")
 }
 
-// readFiles reads the kept files of dir into a name -> bytes map.
+// readFiles reads the kept files of dir into a name -> bytes map. Links are followed
+// (the Hugging Face cache keeps a checkpoint as links into its blobs); directories
+// are skipped, and a kept name that is anything else than a regular file in the end
+// (a FIFO, a device, a dangling link, a loop) is an error naming it.
 func readFiles(dir string) (map[string]any, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -511,11 +515,14 @@ func readFiles(dir string) (map[string]any, error) {
 	var total int64
 	var names []string
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !KeepFile(e.Name()) {
+		if e.IsDir() || !KeepFile(e.Name()) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		f, err := os.Open(path)
+		f, err := regfile.Open(path)
+		if nr := (*regfile.NotRegularError)(nil); errors.As(err, &nr) && nr.Mode.IsDir() {
+			continue // a link to a directory
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/apr-go/apr/lib/atomicfile"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/internal/jsonobj"
+	"github.com/apr-go/apr/lib/internal/regfile"
 	"github.com/apr-go/apr/lib/model"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/safetensors"
@@ -76,7 +76,7 @@ func fitted(m model.Model) error {
 // tensors of other dtypes (F16, BF16, F64) are converted to F32.
 func LoadModel[M model.Model](path string, want modeltype.Type) (M, error) {
 	var zero M
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return zero, err
 	}

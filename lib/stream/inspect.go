@@ -3,10 +3,10 @@ package stream
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/apr-go/apr/lib/aprender"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/internal/regfile"
 )
 
 // Info describes a model file without its weights.
@@ -26,7 +26,7 @@ func Inspect(path string) (*Info, error) {
 		}
 		return &Info{Format: "APR v2", Info: ci}, nil
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func InspectReader(r io.Reader) (*Info, error) {
 // IsAprenderFile reports whether the file at path starts like one of aprender's layouts; every
 // other file goes to the APR v2 reader, whose errors say what an APR file needs.
 func IsAprenderFile(path string) bool {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return false
 	}

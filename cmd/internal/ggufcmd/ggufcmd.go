@@ -200,6 +200,10 @@ type ModelfileCmd struct {
 	NoTemplate bool   `help:"Write no TEMPLATE (Ollama's default applies), for a chat template apr does not know."`
 }
 
+// MaxTemplate caps the --template file of `apr-gguf modelfile`: a template is text a
+// person writes, and the longest chat templates are tens of KiB.
+const MaxTemplate = 1 << 20
+
 // Run implements the command.
 func (c *ModelfileCmd) Run(env *cli.Env) error {
 	if c.Template != "" && c.NoTemplate {
@@ -210,7 +214,7 @@ func (c *ModelfileCmd) Run(env *cli.Env) error {
 	}
 	o := llm.ModelfileOptions{From: c.Model, NoTemplate: c.NoTemplate}
 	if c.Template != "" {
-		t, err := os.ReadFile(c.Template)
+		t, err := cli.ReadSmallFile(c.Template, MaxTemplate)
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ var Layer = map[string]int{
 	"lib/internal/peertest": 0, "lib/internal/argon2ref": 0, "lib/internal/layers": 0,
 	"lib/internal/ordered": 0, "lib/internal/mpwalk": 0, "lib/printable": 0, "lib/cleanup": 0,
 	"lib/internal/iocount": 0, "lib/internal/jsonobj": 0, "lib/onnx/internal/onnxpb": 0,
+	"lib/internal/regfile": 0,
 	// 1: the kernels and the in-memory tensor, on the dtype table; atomic output files.
 	"kernels": 1, "lib/tensor": 1, "lib/atomicfile": 1,
 	// 2: the file formats and the models; neither knows the other.
