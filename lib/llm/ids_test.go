@@ -19,7 +19,7 @@ func TestAddedTokenIDs(t *testing.T) {
 	vocab := func(id string) ([]string, error) {
 		files := map[string][]byte{"tokenizer.model": spm, "config.json": []byte(`{}`),
 			"tokenizer_config.json": []byte(`{"added_tokens_decoder": {"` + id + `": {"content": "<x>", "special": true}}}`)}
-		kvs, err := sentencePieceVocab(files, 512)
+		kvs, err := sentencePieceVocab(files, 512, false)
 		if err != nil {
 			return nil, err
 		}
