@@ -80,7 +80,10 @@ var llamaTop = map[string]string{
 // runs it in NeoX order) and only the converter's base hyperparameters. Qwen3 is
 // Qwen2's without the biases and with an RMS norm of each head's queries and keys
 // (q_norm, k_norm; head_dim, which need not be hidden_size/heads, gives the key
-// and value lengths). Gemma 1-3 have code of their own (gemma.go).
+// and value lengths). SmolLM3 is Llama's converter class under another name (llama.cpp
+// leaves out the rotary embedding of every fourth layer by itself). OLMo 2 normalizes
+// after attention and feed-forward only, its q/k norms over the whole projection.
+// Gemma 1-3, Phi-3 and OLMo 2's sliding window have code of their own.
 var archs = []*Arch{
 	{
 		HF:   []string{"LlamaForCausalLM", "MistralForCausalLM"},
@@ -132,6 +135,23 @@ var archs = []*Arch{
 		Skip:     []string{"self_attn.rotary_emb.inv_freq"},
 		PlainSPM: true, FusedUp: true,
 		Back: [2]string{"Phi3ForCausalLM", "phi3"}, Family: phi3{},
+	},
+	{
+		HF:   []string{"SmolLM3ForCausalLM"},
+		GGUF: "smollm3", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, SpacePrefix: true,
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"SmolLM3ForCausalLM", "smollm3"}, Family: llama{},
+	},
+	{
+		HF:   []string{"Olmo2ForCausalLM"},
+		GGUF: "olmo2", Top: llamaTop, Layer: withLayer(llamaLayer, map[string]string{
+			"post_attention_layernorm.weight":   "post_attention_norm.weight",
+			"post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+			"self_attn.q_norm.weight":           "attn_q_norm.weight",
+			"self_attn.k_norm.weight":           "attn_k_norm.weight",
+		}),
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"Olmo2ForCausalLM", "olmo2"}, Family: olmo2{},
 	},
 }
 

@@ -16,7 +16,9 @@ sqrt(hidden_size), GELU (tanh) feed-forward, queries scaled by query_pre_attn_sc
 Gemma 2's soft-capped attention and final logits and norms after attention and
 feed-forward, Gemma 3's q/k norms and its sliding layers' own rotary base; Phi-3's fused
 QKV and gate/up projections, partial rotary dimensions and LongRoPE (the short factors
-below the original context, with the attention factor on cos and sin).
+below the original context, with the attention factor on cos and sin); SmolLM3's layers
+without rotary embedding (no_rope_layers 0); OLMo 2's norms of the attention and
+feed-forward outputs only, and its q/k norms over the whole projections.
 
     forward.py CKPT --tokens 1,450,... [--out ref.f64]
         the logits after every token, float64 [tokens, vocab] raw little-endian
@@ -111,8 +113,8 @@ def linear(x, w, bias=None):
 
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
-    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3"):
-        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3 and phi3")
+    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2"):
+        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3 and olmo2")
     gemma = arch.startswith("gemma")
     act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
     if act not in ("silu", "gelu_pytorch_tanh"):
@@ -173,7 +175,7 @@ def forward(cfg, w, tokens):
         h = h * np.sqrt(dim)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        x = norm(h, w[p + "input_layernorm.weight"])
+        x = h if arch == "olmo2" else norm(h, w[p + "input_layernorm.weight"])
         if arch == "phi3":  # Q, K and V in one projection, in that order
             qkv = linear(x, w[p + "self_attn.qkv_proj.weight"])
             q, k, v = np.split(qkv, [n_head * head_dim, (n_head + n_kv) * head_dim], axis=-1)
@@ -181,6 +183,9 @@ def forward(cfg, w, tokens):
             q = linear(x, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
             k = linear(x, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
             v = linear(x, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
+        if arch == "olmo2":  # RMS norm over the whole projection, before the heads
+            q = norm(q, w[p + "self_attn.q_norm.weight"])
+            k = norm(k, w[p + "self_attn.k_norm.weight"])
         q = q.reshape(T, n_head, head_dim)
         k = k.reshape(T, n_kv, head_dim)
         v = v.reshape(T, n_kv, head_dim)
@@ -188,6 +193,8 @@ def forward(cfg, w, tokens):
             q = norm(q, w[p + "self_attn.q_norm.weight"])
             k = norm(k, w[p + "self_attn.k_norm.weight"])
         c, sn = (local_cos, local_sin) if pattern and (i + 1) % pattern != 0 else (cos, sin)
+        if arch == "smollm3" and not cfg["no_rope_layers"][i]:
+            c, sn = 1.0, 0.0  # this layer has no rotary embedding
         # only the first rot dimensions of each head rotate (all but Phi-3's partial rotary)
         q = np.concatenate([q[..., :rot] * c + rotate_half(q[..., :rot]) * sn, q[..., rot:]], axis=-1)
         k = np.concatenate([k[..., :rot] * c + rotate_half(k[..., :rot]) * sn, k[..., rot:]], axis=-1)
@@ -205,6 +212,9 @@ def forward(cfg, w, tokens):
         if arch in ("gemma2", "gemma3"):  # norms after attention and around the feed-forward
             h = h + norm(a, w[p + "post_attention_layernorm.weight"])
             x = norm(h, w[p + "pre_feedforward_layernorm.weight"])
+        elif arch == "olmo2":
+            h = h + norm(a, w[p + "post_attention_layernorm.weight"])
+            x = h
         else:
             h = h + a
             x = norm(h, w[p + "post_attention_layernorm.weight"])
@@ -218,7 +228,7 @@ def forward(cfg, w, tokens):
         else:  # GELU, tanh approximation
             g = 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
         f = linear(g * u, w[p + "mlp.down_proj.weight"], w.get(p + "mlp.down_proj.bias"))
-        if arch in ("gemma2", "gemma3"):
+        if arch in ("gemma2", "gemma3", "olmo2"):
             f = norm(f, w[p + "post_feedforward_layernorm.weight"])
         h = h + f
     h = norm(h, w["model.norm.weight"])

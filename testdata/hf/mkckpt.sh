@@ -38,3 +38,9 @@ gen tiny-phi3 -tokenizer "$spm" -arch Phi3ForCausalLM -vocab 520 -hidden 256 -ff
 	-extra '{"partial_rotary_factor": 0.75, "original_max_position_embeddings": 256, "sliding_window": 262144}' \
 	-generation '{"bos_token_id": 1, "eos_token_id": 2}' \
 	-tokenizer-config '{"added_tokens_decoder": {"512": {"content": "<|endoftext|>", "special": true}, "513": {"content": "<|assistant|>", "special": true}, "514": {"content": "<|end|>", "special": true}, "515": {"content": "<|user|>", "special": true}, "516": {"content": "my\u2581word", "special": false}}}'
+gen tiny-smollm3 -tokenizer "$spm" -arch SmolLM3ForCausalLM -vocab 512 -hidden 256 -ffn 512 -layers 4 -heads 4 \
+	-kvheads 1 -headdim 0 -dtype bf16 -tied=true -shards 1 -rope-theta 5000000.0 \
+	-extra '{"no_rope_layers": [1, 1, 1, 0], "no_rope_layer_interval": 4}'
+gen tiny-olmo2 -tokenizer qwen2-bpe -arch Olmo2ForCausalLM -vocab 320 -hidden 256 -ffn 320 -layers 2 -heads 4 \
+	-kvheads 4 -headdim 0 -dtype f16 -tied=false -shards 1 -rope-theta 500000.0 \
+	-extra '{"sliding_window": 4096}' -generation '{"bos_token_id": 311, "eos_token_id": 313, "pad_token_id": 311}'

@@ -138,7 +138,9 @@ func main() {
 	}
 	for l := range *layers {
 		p := fmt.Sprintf("model.layers.%d.", l)
-		half(p+"input_layernorm.weight", *hidden)
+		if *arch != "Olmo2ForCausalLM" { // OLMo 2 normalizes after attention and feed-forward only
+			half(p+"input_layernorm.weight", *hidden)
+		}
 		half(p+"post_attention_layernorm.weight", *hidden)
 		if *arch == "Phi3ForCausalLM" { // Q, K and V fused, gate and up fused
 			half(p+"self_attn.qkv_proj.weight", (*heads+2**kvHeads)*headDim, *hidden)
@@ -162,6 +164,10 @@ func main() {
 		case "Qwen3ForCausalLM":
 			half(p+"self_attn.q_norm.weight", headDim)
 			half(p+"self_attn.k_norm.weight", headDim)
+		case "Olmo2ForCausalLM": // q/k norms over the whole projection
+			half(p+"post_feedforward_layernorm.weight", *hidden)
+			half(p+"self_attn.q_norm.weight", *heads*headDim)
+			half(p+"self_attn.k_norm.weight", *kvHeads*headDim)
 		case "Gemma2ForCausalLM", "Gemma3ForCausalLM":
 			half(p+"pre_feedforward_layernorm.weight", *hidden)
 			half(p+"post_feedforward_layernorm.weight", *hidden)
