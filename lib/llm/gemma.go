@@ -76,9 +76,9 @@ func (g gemma) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
 		f32("attention.layer_norm_rms_epsilon", "rms_norm_eps")
 		u32("attention.key_length", "head_dim")
 		u32("attention.value_length", "head_dim")
-		theta, err := cp.Hparams.rope.floatOr("rope_theta", 1e6)
-		if err != nil {
-			return nil, err
+		theta, terr := cp.Hparams.rope.floatOr("rope_theta", 1e6)
+		if terr != nil {
+			return nil, terr
 		}
 		kvs = append(kvs, gguf.KV{Key: a + ".rope.freq_base", Value: gguf.Float32(float32(theta))})
 		if c["attn_logit_softcapping"] != nil {

@@ -356,11 +356,27 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 	if maxLayer+1 != h.Layers {
 		return 0, 0, fmt.Errorf("config.json: num_hidden_layers is %d, but the checkpoint has %d layers", h.Layers, maxLayer+1)
 	}
+	// Every layer holds the same tensors: the family's required biases, and whatever
+	// any layer holds (a layer short of one is a damaged checkpoint, which the
+	// converter would write as it is and llama.cpp refuse to load).
+	var kinds []string
+	for g := range have {
+		if rest, ok := strings.CutPrefix(g, "blk."); ok {
+			if i := strings.IndexByte(rest, '.'); i > 0 && !slices.Contains(kinds, rest[i+1:]) {
+				kinds = append(kinds, rest[i+1:])
+			}
+		}
+	}
+	slices.Sort(kinds)
+	kinds = append(slices.Clone(cp.Arch.Biases), kinds...)
 	for l := range h.Layers {
-		for _, b := range cp.Arch.Biases {
-			if g := fmt.Sprintf("blk.%d.%s", l, b); !have[g] {
+		for _, k := range kinds {
+			if g := fmt.Sprintf("blk.%d.%s", l, k); !have[g] {
 				hf, _ := cp.Arch.HFName(g)
-				return 0, 0, fmt.Errorf("%s checkpoints have %q, this one does not", strings.Join(cp.Arch.HF, "/"), hf)
+				if slices.Contains(cp.Arch.Biases, k) {
+					return 0, 0, fmt.Errorf("%s checkpoints have %q, this one does not", strings.Join(cp.Arch.HF, "/"), hf)
+				}
+				return 0, 0, fmt.Errorf("the checkpoint has no %q, which its other layers have", hf)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
+	"github.com/apr-go/apr/lib/safetensors"
 )
 
 func TestPermuteInverts(t *testing.T) {
@@ -200,5 +201,30 @@ func TestRopeScalingErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "config.json") {
 			t.Errorf("%s: error %v, want one with %q", cfg, err, want)
 		}
+	}
+}
+
+// TestLayerMissingTensor: a layer short of a tensor the other layers have is an error
+// naming it, before anything is converted.
+func TestLayerMissingTensor(t *testing.T) {
+	f, err := safetensors.Open("../../testdata/hf/tiny-llama/model.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	files := map[string][]byte{}
+	for _, n := range []string{"config.json", "tokenizer.model", "tokenizer_config.json"} {
+		if files[n], err = os.ReadFile("../../testdata/hf/tiny-llama/" + n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var shapes []TensorShape
+	for _, ti := range f.Header().Tensors {
+		if ti.Name != "model.layers.1.self_attn.k_proj.weight" {
+			shapes = append(shapes, TensorShape{Name: ti.Name, DType: ti.DType, Shape: ti.Shape})
+		}
+	}
+	if _, _, err := FromCheckpoint(files, "x", shapes); err == nil || !strings.Contains(err.Error(), `"model.layers.1.self_attn.k_proj.weight", which its other layers have`) {
+		t.Errorf("error %v, want one naming model.layers.1.self_attn.k_proj.weight", err)
 	}
 }

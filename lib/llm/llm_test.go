@@ -233,13 +233,19 @@ func TestHFLayout(t *testing.T) {
 // copyCheckpoint copies the checkpoint to a temporary directory with config.json
 // edited by edit.
 func copyCheckpoint(t *testing.T, edit func(string) string) string {
+	return copyCheckpointOf(t, checkpoint, edit)
+}
+
+// copyCheckpointOf copies checkpoint src to a temporary directory with config.json
+// edited by edit.
+func copyCheckpointOf(t *testing.T, src string, edit func(string) string) string {
 	dir := filepath.Join(t.TempDir(), "ckpt")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	entries, _ := os.ReadDir(checkpoint)
+	entries, _ := os.ReadDir(src)
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(checkpoint, e.Name()))
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,6 +257,41 @@ func copyCheckpoint(t *testing.T, edit func(string) string) string {
 		}
 	}
 	return dir
+}
+
+// TestFamilyErrors: a config.json that lacks what a family's converter needs, or
+// contradicts its tensors, or asks for a rope scaling apr does not convert, is an
+// error naming config.json's field, as the import starts (nothing is written).
+func TestFamilyErrors(t *testing.T) {
+	for _, c := range []struct{ ckpt, old, new, want string }{
+		{"tiny-gemma2", `"attn_logit_softcapping": 50.0,`, ``, `"attn_logit_softcapping" is missing`},
+		{"tiny-gemma3", `"sliding_window": 512,`, ``, `"sliding_window" is missing`},
+		{"tiny-phi3", `"original_max_position_embeddings": 256,`, ``, `original_max_position_embeddings is missing`},
+		{"tiny-phi3", `"long_factor": [1.0, 1.05,`, `"long_factor": [1.05,`, `rope_scaling.long_factor must be a list of 24 numbers`},
+		{"tiny-phi3", `"type": "longrope"`, `"type": "dynamic"`, `rope_scaling.rope_type "dynamic" is not a Phi-3 rope scaling`},
+		{"tiny-llama3", `"rope_type": "llama3"`, `"rope_type": "llama4"`, `rope_scaling.rope_type "llama4" is not a rope scaling apr converts`},
+		{"tiny-llama3", `"high_freq_factor": 4.0`, `"high_freq_factor": 1.0`, `high_freq_factor and low_freq_factor are both 1`},
+		{"tiny-qwen3", `"head_dim": 96`, `"head_dim": 64`, `num_key_value_heads/head_dim give tensor "model.layers.0.self_attn.k_proj.weight" the shape [128 256], but it has [192 256]`},
+		{"tiny-olmo2", `"sliding_window": 4096`, `"sliding_window": "x"`, `"sliding_window" is x, expected a non-negative integer`},
+		{"tiny-gemma", `"head_dim": 64,`, ``, `"head_dim" is missing`},
+	} {
+		t.Run(c.ckpt+"/"+c.want, func(t *testing.T) {
+			dir := copyCheckpointOf(t, "../../testdata/hf/"+c.ckpt, func(s string) string {
+				if !strings.Contains(s, c.old) {
+					t.Fatalf("config.json has no %s", c.old)
+				}
+				return strings.Replace(s, c.old, c.new, 1)
+			})
+			s, err := stconv.Open(dir, stconv.ImportOptions{})
+			if err == nil {
+				s.Close()
+				t.Fatal("imported")
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "config.json") {
+				t.Fatalf("error %q does not name config.json and say %q", err, c.want)
+			}
+		})
+	}
 }
 
 func TestCheckpointErrors(t *testing.T) {
