@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,7 +84,6 @@ mkdir seen
 `); code != 0 {
 		t.Fatal(stderr)
 	}
-	env := append(os.Environ(), "GOMAXPROCS=2")
 
 	// run runs argv under the limit in dir, stdin from in (an *os.File is a redirect);
 	// "{out}" in an argument is a fresh directory. It returns stderr, the exit code,
@@ -96,19 +94,7 @@ mkdir seen
 		for i, a := range argv {
 			argv[i] = strings.ReplaceAll(a, "{out}", out)
 		}
-		cmd := exec.Command("bash", append([]string{"-c", fmt.Sprintf(`ulimit -v %d && exec "$@"`, vmLimitKB), "bash"}, argv...)...)
-		cmd.Dir = dir
-		cmd.Env = append(env, "TMPDIR="+tmp)
-		cmd.Stdin, cmd.Stdout = in, io.Discard
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		stderr, code := runUnderLimit(t, dir, nil, tmp, in, argv...)
 		var left []string
 		for _, d := range []string{out, tmp} {
 			es, err := os.ReadDir(d)
@@ -119,7 +105,7 @@ mkdir seen
 				left = append(left, e.Name())
 			}
 		}
-		return stderr.String(), code, left
+		return stderr, code, left
 	}
 	// check asserts a clean failure: exit 1, the program's message containing want,
 	// no crash, nothing left behind.

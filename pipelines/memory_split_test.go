@@ -15,13 +15,14 @@ import (
 	"testing"
 )
 
-// runUnderLimit runs argv in dir under ulimit -v vmLimitKB (as TestHostileInputsUnderUlimit
-// does), stdin from in, and returns its stderr and exit code.
-func runUnderLimit(t *testing.T, dir string, in io.Reader, argv ...string) (string, int) {
+// runUnderLimit runs argv in dir under ulimit -v vmLimitKB (the hostile-input tests'
+// limit) with GOMAXPROCS=2, env added to the environment and TMPDIR tmp, stdin from in
+// (an *os.File is a redirect), and returns its stderr and exit code.
+func runUnderLimit(t *testing.T, dir string, env []string, tmp string, in io.Reader, argv ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command("bash", append([]string{"-c", fmt.Sprintf(`ulimit -v %d && exec "$@"`, vmLimitKB), "bash"}, argv...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=2", "TMPDIR="+t.TempDir())
+	cmd.Env = append(append(os.Environ(), "GOMAXPROCS=2", "TMPDIR="+tmp), env...)
 	cmd.Stdin, cmd.Stdout = in, io.Discard
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -115,7 +116,7 @@ mkdir ok && cp '`+split+`'/tiny-llama.Q4_K_M-0000?-of-00003.gguf ok/
 			{"apr-gguf", "import", "ok/tiny-llama.Q4_K_M-00001-of-00003.gguf", "-o", out},
 			{"apr-quant", "q4_k_m", "--imatrix", hf + "/ref/tiny-llama.imatrix.dat", "llama.apr", "-o", out},
 		} {
-			if stderr, code := runUnderLimit(t, dir, strings.NewReader(""), argv...); code != 0 {
+			if stderr, code := runUnderLimit(t, dir, nil, t.TempDir(), strings.NewReader(""), argv...); code != 0 {
 				t.Errorf("%s: exit %d: %s", strings.Join(argv, " "), code, stderr)
 			}
 			os.Remove(out)
@@ -172,7 +173,7 @@ mkdir ok && cp '`+split+`'/tiny-llama.Q4_K_M-0000?-of-00003.gguf ok/
 			}
 		}
 		before := dirNames(t, work)
-		stderr, code := runUnderLimit(t, dir, strings.NewReader(""), "apr-gguf", "import", name(1), "-o", out)
+		stderr, code := runUnderLimit(t, dir, nil, t.TempDir(), strings.NewReader(""), "apr-gguf", "import", name(1), "-o", out)
 		refusedCleanly(t, "apr-gguf import of the 30-part set", work, before, stderr, code,
 			name(3)+": part 3 of 30: its header is longer than the", "left of the split set's header budget",
 			"together may take 67108864 bytes", "gguf.Limits.MaxHeaderBytes")
@@ -224,7 +225,7 @@ mkdir ok && cp '`+split+`'/tiny-llama.Q4_K_M-0000?-of-00003.gguf ok/
 				in = strings.NewReader("")
 			}
 			before := dirNames(t, work)
-			stderr, code := runUnderLimit(t, dir, in, "apr-quant", "q4_k", "--imatrix", c.file, "llama.apr", "-o", out)
+			stderr, code := runUnderLimit(t, dir, nil, t.TempDir(), in, "apr-quant", "q4_k", "--imatrix", c.file, "llama.apr", "-o", out)
 			refusedCleanly(t, "apr-quant --imatrix: "+c.what, work, before, stderr, code, c.want...)
 		}
 	})

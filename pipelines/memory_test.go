@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,25 +92,11 @@ PW=secret apr-seal --passphrase-env PW model.apr -o sealed.apr
 `); code != 0 {
 		t.Fatal(stderr)
 	}
-	env := append(os.Environ(), "GOMAXPROCS=2", "PW=secret")
 
 	// run runs argv under the limit in dir, stdin from in (an *os.File is a redirect).
 	run := func(t *testing.T, in io.Reader, argv ...string) (string, int) {
 		t.Helper()
-		cmd := exec.Command("bash", append([]string{"-c", fmt.Sprintf(`ulimit -v %d && exec "$@"`, vmLimitKB), "bash"}, argv...)...)
-		cmd.Dir = dir
-		cmd.Env = append(env, "TMPDIR="+t.TempDir())
-		cmd.Stdin, cmd.Stdout = in, io.Discard
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return stderr.String(), code
+		return runUnderLimit(t, dir, []string{"PW=secret"}, t.TempDir(), in, argv...)
 	}
 	file := func(t *testing.T, name string, b []byte) *os.File {
 		t.Helper()
