@@ -137,6 +137,12 @@ var archs = []*Arch{
 		Back: [2]string{"Phi3ForCausalLM", "phi3"}, Family: phi3{},
 	},
 	{
+		HF:   []string{"GraniteForCausalLM"},
+		GGUF: "granite", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, SpacePrefix: true,
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"GraniteForCausalLM", "granite"}, Family: granite{},
+	},
+	{
 		HF:   []string{"SmolLM3ForCausalLM"},
 		GGUF: "smollm3", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, SpacePrefix: true,
 		Skip: []string{"self_attn.rotary_emb.inv_freq"},

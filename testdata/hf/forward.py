@@ -18,7 +18,8 @@ feed-forward, Gemma 3's q/k norms and its sliding layers' own rotary base; Phi-3
 QKV and gate/up projections, partial rotary dimensions and LongRoPE (the short factors
 below the original context, with the attention factor on cos and sin); SmolLM3's layers
 without rotary embedding (no_rope_layers 0); OLMo 2's norms of the attention and
-feed-forward outputs only, and its q/k norms over the whole projections.
+feed-forward outputs only, and its q/k norms over the whole projections; Granite's
+multipliers of the embeddings, attention scores, residual branches and logits.
 
     forward.py CKPT --tokens 1,450,... [--out ref.f64]
         the logits after every token, float64 [tokens, vocab] raw little-endian
@@ -113,8 +114,8 @@ def linear(x, w, bias=None):
 
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
-    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2"):
-        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3 and olmo2")
+    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2", "granite"):
+        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3, olmo2 and granite")
     gemma = arch.startswith("gemma")
     act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
     if act not in ("silu", "gelu_pytorch_tanh"):
@@ -164,6 +165,10 @@ def forward(cfg, w, tokens):
     pattern = cfg.get("sliding_window_pattern") if arch == "gemma3" else None
     norm = (lambda x, wt: rms_norm(x, 1.0 + wt, eps)) if gemma else (lambda x, wt: rms_norm(x, wt, eps))
     scale = cfg.get("query_pre_attn_scalar", head_dim) ** -0.5 if gemma else head_dim ** -0.5
+    granite = arch == "granite"
+    if granite:
+        scale = cfg.get("attention_multiplier") or scale
+    residual = cfg.get("residual_multiplier", 1.0) if granite else 1.0
     attn_cap = cfg.get("attn_logit_softcapping") if arch == "gemma2" else None
     final_cap = cfg.get("final_logit_softcapping") if arch in ("gemma2", "gemma3") else None
 
@@ -173,6 +178,8 @@ def forward(cfg, w, tokens):
     h = w["model.embed_tokens.weight"][np.asarray(tokens)]
     if gemma:
         h = h * np.sqrt(dim)
+    if granite:
+        h = h * cfg.get("embedding_multiplier", 1.0)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
         x = h if arch == "olmo2" else norm(h, w[p + "input_layernorm.weight"])
@@ -216,7 +223,7 @@ def forward(cfg, w, tokens):
             h = h + norm(a, w[p + "post_attention_layernorm.weight"])
             x = h
         else:
-            h = h + a
+            h = h + residual * a
             x = norm(h, w[p + "post_attention_layernorm.weight"])
         if arch == "phi3":  # gate then up in one projection
             g, u = np.split(linear(x, w[p + "mlp.gate_up_proj.weight"]), 2, axis=-1)
@@ -230,7 +237,7 @@ def forward(cfg, w, tokens):
         f = linear(g * u, w[p + "mlp.down_proj.weight"], w.get(p + "mlp.down_proj.bias"))
         if arch in ("gemma2", "gemma3", "olmo2"):
             f = norm(f, w[p + "post_feedforward_layernorm.weight"])
-        h = h + f
+        h = h + residual * f
     h = norm(h, w["model.norm.weight"])
     head = w.get("lm_head.weight")
     if head is None:
@@ -238,6 +245,8 @@ def forward(cfg, w, tokens):
             raise SystemExit("no lm_head.weight and tie_word_embeddings is not true")
         head = w["model.embed_tokens.weight"]
     logits = h @ head.T
+    if granite:
+        logits = logits / cfg.get("logits_scaling", 1.0)
     if final_cap:
         logits = np.tanh(logits / final_cap) * final_cap
     return logits
