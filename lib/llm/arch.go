@@ -83,7 +83,9 @@ var llamaTop = map[string]string{
 // and value lengths). SmolLM3 is Llama's converter class under another name (llama.cpp
 // leaves out the rotary embedding of every fourth layer by itself). OLMo 2 normalizes
 // after attention and feed-forward only, its q/k norms over the whole projection.
-// Gemma 1-3, Phi-3 and OLMo 2's sliding window have code of their own.
+// StarCoder2 is the base converter's, with LayerNorms and biases everywhere and a GELU
+// feed-forward of two projections (c_fc, c_proj). Gemma 1-3, Phi-3, Granite and OLMo
+// 2's sliding window have code of their own.
 var archs = []*Arch{
 	{
 		HF:   []string{"LlamaForCausalLM", "MistralForCausalLM"},
@@ -135,6 +137,41 @@ var archs = []*Arch{
 		Skip:     []string{"self_attn.rotary_emb.inv_freq"},
 		PlainSPM: true, FusedUp: true,
 		Back: [2]string{"Phi3ForCausalLM", "phi3"}, Family: phi3{},
+	},
+	{
+		HF:   []string{"GraniteForCausalLM"},
+		GGUF: "granite", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, SpacePrefix: true,
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"GraniteForCausalLM", "granite"}, Family: granite{},
+	},
+	{
+		HF:   []string{"Starcoder2ForCausalLM"},
+		GGUF: "starcoder2", Top: map[string]string{
+			"model.embed_tokens.weight": "token_embd.weight",
+			"model.norm.weight":         "output_norm.weight",
+			"model.norm.bias":           "output_norm.bias",
+			"lm_head.weight":            "output.weight",
+		},
+		Layer: map[string]string{
+			"input_layernorm.weight":          "attn_norm.weight",
+			"input_layernorm.bias":            "attn_norm.bias",
+			"self_attn.q_proj.weight":         "attn_q.weight",
+			"self_attn.q_proj.bias":           "attn_q.bias",
+			"self_attn.k_proj.weight":         "attn_k.weight",
+			"self_attn.k_proj.bias":           "attn_k.bias",
+			"self_attn.v_proj.weight":         "attn_v.weight",
+			"self_attn.v_proj.bias":           "attn_v.bias",
+			"self_attn.o_proj.weight":         "attn_output.weight",
+			"self_attn.o_proj.bias":           "attn_output.bias",
+			"post_attention_layernorm.weight": "ffn_norm.weight",
+			"post_attention_layernorm.bias":   "ffn_norm.bias",
+			"mlp.c_fc.weight":                 "ffn_up.weight",
+			"mlp.c_fc.bias":                   "ffn_up.bias",
+			"mlp.c_proj.weight":               "ffn_down.weight",
+			"mlp.c_proj.bias":                 "ffn_down.bias",
+		},
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"Starcoder2ForCausalLM", "starcoder2"}, Family: starcoder2{},
 	},
 	{
 		HF:   []string{"SmolLM3ForCausalLM"},

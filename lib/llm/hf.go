@@ -20,8 +20,9 @@ import (
 // Hparams are the hyperparameters of a transformer checkpoint, from its config.json.
 type Hparams struct {
 	Vocab, Hidden, FFN, Layers, Heads, KVHeads, Context, HeadDim int
-	RopeTheta, RMSEps                                            float64
-	HasRopeTheta, HasRMSEps, HasHeadDim, HasContext, HasFFN      bool
+	RopeTheta, RMSEps, NormEps                                   float64
+	HasRopeTheta, HasRMSEps, HasNormEps, HasHeadDim, HasContext  bool
+	HasFFN                                                       bool
 	TieEmbeddings                                                bool
 	rope                                                         rope
 }
@@ -64,6 +65,16 @@ func (c config) float(key string) (float64, bool, error) {
 		return 0, false, fmt.Errorf("config.json: %q is %v, expected a number", key, v)
 	}
 	return f, true, nil
+}
+
+// floatOf is the first of keys config.json has, as the converter's find_hparam takes it.
+func (c config) floatOf(keys ...string) (float64, bool, error) {
+	for _, k := range keys {
+		if _, ok := c[k]; ok {
+			return c.float(k)
+		}
+	}
+	return 0, false, nil
 }
 
 func parseHparams(c config) (Hparams, error) {
@@ -118,7 +129,10 @@ func parseHparams(c config) (Hparams, error) {
 	if h.RopeTheta, h.HasRopeTheta, err = h.rope.float("rope_theta"); err != nil {
 		return h, err
 	}
-	if h.RMSEps, h.HasRMSEps, err = c.float("rms_norm_eps"); err != nil {
+	if h.NormEps, h.HasNormEps, err = c.floatOf("layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"); err != nil {
+		return h, err
+	}
+	if h.RMSEps, h.HasRMSEps, err = c.floatOf("rms_norm_eps", "norm_eps"); err != nil {
 		return h, err
 	}
 	if t, ok := c["tie_word_embeddings"].(bool); ok {
@@ -512,6 +526,9 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) ([]gguf.KV, error) {
 	}
 	if h.HasRMSEps {
 		f32("attention.layer_norm_rms_epsilon", h.RMSEps)
+	}
+	if h.HasNormEps {
+		f32("attention.layer_norm_epsilon", h.NormEps)
 	}
 	if h.HasHeadDim {
 		u32("attention.key_length", h.HeadDim)

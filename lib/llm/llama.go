@@ -96,3 +96,76 @@ func recoverLlama3(factors []float32, headDim int, theta float64) (llama3Params,
 	}
 	return llama3Params{}, fmt.Errorf("rope_freqs.weight: no Llama 3 rope scaling apr can write into config.json makes these factors again")
 }
+
+// Vocab adds what LlamaModel.set_vocab writes after the vocabulary for two
+// vocabulary sizes: CodeLlama's (32016: a second SpecialVocab for its infill tokens,
+// of which only EOT, id 32010, has a GGUF key) and Granite's small models' (49152:
+// add_bos_token false). Keys written again keep their first place (dedupe).
+func (llama) Vocab(cp *Checkpoint, kvs []gguf.KV) ([]gguf.KV, error) {
+	switch cp.Hparams.Vocab {
+	case 32016:
+		types := []string{"prefix", "suffix", "middle", "eot"}
+		sv, err := newSpecialVocab(cp.files, -1, types)
+		if err != nil {
+			return nil, err
+		}
+		for typ, id := range map[string]int64{"prefix": 32007, "suffix": 32008, "middle": 32009, "eot": 32010} {
+			_ = sv.setID(typ, json.Number(fmt.Sprint(id)))
+		}
+		sv.ids = orderedIDs(sv.ids, types)
+		more, err := sv.kvs()
+		if err != nil {
+			return nil, err
+		}
+		kvs = append(kvs, more...)
+	case 49152:
+		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_bos_token", Value: gguf.Bool(false)})
+	}
+	return kvs, nil
+}
+
+// granite is IBM Granite 3's code (the converter's GraniteModel, a LlamaModel): Llama's
+// keys without head_dim, which it ignores (so the rotary dimensions are
+// hidden/heads), and its four multipliers as scales.
+type granite struct{ llama }
+
+func (g granite) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
+	a := cp.Arch.GGUF
+	var kvs []gguf.KV
+	for _, kv := range base {
+		if kv.Key != a+".attention.key_length" && kv.Key != a+".attention.value_length" {
+			kvs = append(kvs, kv)
+		}
+	}
+	h := cp.Hparams
+	h.HeadDim = h.Hidden / h.Heads
+	kvs = append(kvs,
+		gguf.KV{Key: a + ".vocab_size", Value: gguf.Uint32(uint32(h.Vocab))},
+		gguf.KV{Key: a + ".rope.dimension_count", Value: gguf.Uint32(uint32(h.HeadDim))})
+	for _, s := range []struct{ key, field string }{
+		{"attention.scale", "attention_multiplier"}, {"embedding_scale", "embedding_multiplier"},
+		{"residual_scale", "residual_multiplier"}, {"logit_scale", "logits_scaling"},
+	} {
+		f, ok, err := cp.config.float(s.field)
+		if err != nil {
+			return nil, err
+		}
+		if ok && f != 0 { // the converter writes a multiplier only when it is truthy
+			kvs = append(kvs, gguf.KV{Key: a + "." + s.key, Value: gguf.Float32(float32(f))})
+		}
+	}
+	return kvs, nil
+}
+
+// HFConfig writes Granite's multipliers back from their scales.
+func (granite) HFConfig(cp *Checkpoint, g ggufKVs, cfg *jsonObject) error {
+	for _, s := range []struct{ key, field string }{
+		{"attention.scale", "attention_multiplier"}, {"embedding_scale", "embedding_multiplier"},
+		{"residual_scale", "residual_multiplier"}, {"logit_scale", "logits_scaling"},
+	} {
+		if f, ok := g.archFloat(s.key); ok {
+			cfg.set(s.field, f)
+		}
+	}
+	return nil
+}

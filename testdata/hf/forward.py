@@ -18,7 +18,9 @@ feed-forward, Gemma 3's q/k norms and its sliding layers' own rotary base; Phi-3
 QKV and gate/up projections, partial rotary dimensions and LongRoPE (the short factors
 below the original context, with the attention factor on cos and sin); SmolLM3's layers
 without rotary embedding (no_rope_layers 0); OLMo 2's norms of the attention and
-feed-forward outputs only, and its q/k norms over the whole projections.
+feed-forward outputs only, and its q/k norms over the whole projections; Granite's
+multipliers of the embeddings, attention scores, residual branches and logits;
+StarCoder2's LayerNorms with biases, biased projections and GELU feed-forward of two.
 
     forward.py CKPT --tokens 1,450,... [--out ref.f64]
         the logits after every token, float64 [tokens, vocab] raw little-endian
@@ -113,8 +115,8 @@ def linear(x, w, bias=None):
 
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
-    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2"):
-        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3 and olmo2")
+    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2", "granite", "starcoder2"):
+        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3, olmo2, granite and starcoder2")
     gemma = arch.startswith("gemma")
     act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
     if act not in ("silu", "gelu_pytorch_tanh"):
@@ -163,7 +165,18 @@ def forward(cfg, w, tokens):
     local_cos, local_sin = rotary(np.arange(T, dtype=np.float64), local[: rot // 2])
     pattern = cfg.get("sliding_window_pattern") if arch == "gemma3" else None
     norm = (lambda x, wt: rms_norm(x, 1.0 + wt, eps)) if gemma else (lambda x, wt: rms_norm(x, wt, eps))
+    if arch == "starcoder2":  # LayerNorm: centered, with a bias (w[name + "bias"])
+        ln_eps = cfg["norm_epsilon"]
+
+        def norm(x, wt, bias=None):
+            c = x - x.mean(axis=-1, keepdims=True)
+            y = c / np.sqrt(np.mean(c * c, axis=-1, keepdims=True) + ln_eps) * wt
+            return y if bias is None else y + bias
     scale = cfg.get("query_pre_attn_scalar", head_dim) ** -0.5 if gemma else head_dim ** -0.5
+    granite = arch == "granite"
+    if granite:
+        scale = cfg.get("attention_multiplier") or scale
+    residual = cfg.get("residual_multiplier", 1.0) if granite else 1.0
     attn_cap = cfg.get("attn_logit_softcapping") if arch == "gemma2" else None
     final_cap = cfg.get("final_logit_softcapping") if arch in ("gemma2", "gemma3") else None
 
@@ -173,9 +186,14 @@ def forward(cfg, w, tokens):
     h = w["model.embed_tokens.weight"][np.asarray(tokens)]
     if gemma:
         h = h * np.sqrt(dim)
+    if granite:
+        h = h * cfg.get("embedding_multiplier", 1.0)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        x = h if arch == "olmo2" else norm(h, w[p + "input_layernorm.weight"])
+        if arch == "starcoder2":
+            x = norm(h, w[p + "input_layernorm.weight"], w[p + "input_layernorm.bias"])
+        else:
+            x = h if arch == "olmo2" else norm(h, w[p + "input_layernorm.weight"])
         if arch == "phi3":  # Q, K and V in one projection, in that order
             qkv = linear(x, w[p + "self_attn.qkv_proj.weight"])
             q, k, v = np.split(qkv, [n_head * head_dim, (n_head + n_kv) * head_dim], axis=-1)
@@ -215,9 +233,17 @@ def forward(cfg, w, tokens):
         elif arch == "olmo2":
             h = h + norm(a, w[p + "post_attention_layernorm.weight"])
             x = h
-        else:
+        elif arch == "starcoder2":
             h = h + a
+            x = norm(h, w[p + "post_attention_layernorm.weight"], w[p + "post_attention_layernorm.bias"])
+        else:
+            h = h + residual * a
             x = norm(h, w[p + "post_attention_layernorm.weight"])
+        if arch == "starcoder2":  # no gate: GELU of one projection, then the other
+            g = linear(x, w[p + "mlp.c_fc.weight"], w[p + "mlp.c_fc.bias"])
+            g = 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
+            h = h + linear(g, w[p + "mlp.c_proj.weight"], w[p + "mlp.c_proj.bias"])
+            continue
         if arch == "phi3":  # gate then up in one projection
             g, u = np.split(linear(x, w[p + "mlp.gate_up_proj.weight"]), 2, axis=-1)
         else:
@@ -230,14 +256,16 @@ def forward(cfg, w, tokens):
         f = linear(g * u, w[p + "mlp.down_proj.weight"], w.get(p + "mlp.down_proj.bias"))
         if arch in ("gemma2", "gemma3", "olmo2"):
             f = norm(f, w[p + "post_feedforward_layernorm.weight"])
-        h = h + f
-    h = norm(h, w["model.norm.weight"])
+        h = h + residual * f
+    h = norm(h, w["model.norm.weight"], w["model.norm.bias"]) if arch == "starcoder2" else norm(h, w["model.norm.weight"])
     head = w.get("lm_head.weight")
     if head is None:
         if not cfg.get("tie_word_embeddings", False):
             raise SystemExit("no lm_head.weight and tie_word_embeddings is not true")
         head = w["model.embed_tokens.weight"]
     logits = h @ head.T
+    if granite:
+        logits = logits / cfg.get("logits_scaling", 1.0)
     if final_cap:
         logits = np.tanh(logits / final_cap) * final_cap
     return logits

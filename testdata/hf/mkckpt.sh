@@ -44,3 +44,10 @@ gen tiny-smollm3 -tokenizer "$spm" -arch SmolLM3ForCausalLM -vocab 512 -hidden 2
 gen tiny-olmo2 -tokenizer qwen2-bpe -arch Olmo2ForCausalLM -vocab 320 -hidden 256 -ffn 320 -layers 2 -heads 4 \
 	-kvheads 4 -headdim 0 -dtype f16 -tied=false -shards 1 -rope-theta 500000.0 \
 	-extra '{"sliding_window": 4096}' -generation '{"bos_token_id": 311, "eos_token_id": 313, "pad_token_id": 311}'
+gen tiny-granite -tokenizer "$spm" -arch GraniteForCausalLM -vocab 512 -hidden 256 -ffn 512 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 0 -dtype bf16 -tied=true -shards 1 -rope-theta 10000.0 \
+	-extra '{"attention_multiplier": 0.015625, "embedding_multiplier": 12.0, "residual_multiplier": 0.22, "logits_scaling": 8.0}'
+gen tiny-starcoder2 -tokenizer qwen2-bpe -arch Starcoder2ForCausalLM -vocab 320 -hidden 256 -ffn 512 -layers 2 \
+	-heads 4 -kvheads 2 -headdim 0 -dtype bf16 -tied=true -shards 1 -rope-theta 100000.0 \
+	-extra '{"hidden_act": "gelu_pytorch_tanh", "norm_epsilon": 1e-05, "use_bias": true, "sliding_window": 4096}' \
+	-generation '{"bos_token_id": 311, "eos_token_id": 313}'

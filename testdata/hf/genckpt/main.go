@@ -133,6 +133,9 @@ func main() {
 	}
 	half("model.embed_tokens.weight", *vocab, *hidden)
 	half("model.norm.weight", *hidden)
+	if *arch == "Starcoder2ForCausalLM" {
+		half("model.norm.bias", *hidden)
+	}
 	if !*tied {
 		half("lm_head.weight", *vocab, *hidden)
 	}
@@ -142,6 +145,20 @@ func main() {
 			half(p+"input_layernorm.weight", *hidden)
 		}
 		half(p+"post_attention_layernorm.weight", *hidden)
+		if *arch == "Starcoder2ForCausalLM" { // biases everywhere, a GELU feed-forward of two projections
+			half(p+"input_layernorm.bias", *hidden)
+			half(p+"post_attention_layernorm.bias", *hidden)
+			for _, x := range []struct {
+				name     string
+				out, in_ int64
+			}{{"self_attn.q_proj", *heads * headDim, *hidden}, {"self_attn.k_proj", *kvHeads * headDim, *hidden},
+				{"self_attn.v_proj", *kvHeads * headDim, *hidden}, {"self_attn.o_proj", *hidden, *heads * headDim},
+				{"mlp.c_fc", *ffn, *hidden}, {"mlp.c_proj", *hidden, *ffn}} {
+				half(p+x.name+".weight", x.out, x.in_)
+				half(p+x.name+".bias", x.out)
+			}
+			continue
+		}
 		if *arch == "Phi3ForCausalLM" { // Q, K and V fused, gate and up fused
 			half(p+"self_attn.qkv_proj.weight", (*heads+2**kvHeads)*headDim, *hidden)
 			half(p+"self_attn.o_proj.weight", *hidden, *heads*headDim)
