@@ -109,6 +109,9 @@ func parseHparams(c config) (Hparams, error) {
 	if !h.HasHeadDim {
 		h.HeadDim = h.Hidden / h.Heads
 	}
+	if h.Hidden == 0 || h.HeadDim == 0 {
+		return h, fmt.Errorf("config.json: hidden_size %d and the head dimension %d must not be 0", h.Hidden, h.HeadDim)
+	}
 	if h.HeadDim%2 != 0 {
 		return h, fmt.Errorf("config.json: the head dimension %d is odd (rotary embeddings need pairs)", h.HeadDim)
 	}
@@ -290,6 +293,10 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		"attn_v.weight": "num_key_value_heads/head_dim", "ffn_gate.weight": "intermediate_size",
 		"attn_qkv.weight": "num_attention_heads/num_key_value_heads/head_dim",
 		"ffn_up.weight":   "intermediate_size", "ffn_down.weight": "intermediate_size",
+		"attn_q.bias": "num_attention_heads/head_dim", "attn_k.bias": "num_key_value_heads/head_dim",
+		"attn_v.bias": "num_key_value_heads/head_dim", "attn_q_norm.weight": "head_dim", "attn_k_norm.weight": "head_dim",
+		"attn_norm.weight": "hidden_size", "ffn_norm.weight": "hidden_size", "output_norm.weight": "hidden_size",
+		"post_attention_norm.weight": "hidden_size", "post_ffw_norm.weight": "hidden_size",
 	}
 	maxLayer := -1
 	types := map[dtype.DType]int{}
@@ -331,6 +338,14 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			w = []int64{int64(h.Heads * h.HeadDim), int64(h.Hidden)}
 		case "attn_k.weight", "attn_v.weight":
 			w = []int64{int64(h.KVHeads * h.HeadDim), int64(h.Hidden)}
+		case "attn_q.bias": // permuted by head as Q is (permuteHeads)
+			w = []int64{int64(h.Heads * h.HeadDim)}
+		case "attn_k.bias", "attn_v.bias":
+			w = []int64{int64(h.KVHeads * h.HeadDim)}
+		case "attn_q_norm.weight", "attn_k_norm.weight": // one norm a head, shared by the heads
+			w = []int64{int64(h.HeadDim)}
+		case "attn_norm.weight", "ffn_norm.weight", "output_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight":
+			w = []int64{int64(h.Hidden)}
 		case "attn_qkv.weight":
 			w = []int64{int64((h.Heads + 2*h.KVHeads) * h.HeadDim), int64(h.Hidden)}
 		case "ffn_gate.weight", "ffn_up.weight":
