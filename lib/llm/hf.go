@@ -579,7 +579,7 @@ func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.
 	// setAdded records an added token: CONTROL when special or, unless plain, when it
 	// looks special, else USER_DEFINED with U+2581 read as a space unless plain.
 	setAdded := func(id int, e map[string]any) {
-		content, _ := e["content"].(string)
+		content := e["content"].(string) // checked by addedEntry
 		if special, _ := e["special"].(bool); special || !plain && looksSpecial(content) {
 			types[id] = TokenControl
 		} else {
@@ -631,7 +631,10 @@ func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.
 			if err != nil || id < 0 || id >= vocab {
 				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder id %q is not in 0..%d", k, vocab-1)
 			}
-			e, _ := dec[k].(map[string]any)
+			e, err := addedEntry(dec[k])
+			if err != nil {
+				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder %q: %w", k, err)
+			}
 			setAdded(id, e)
 		}
 	}
@@ -642,7 +645,10 @@ func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.
 		}
 		added, _ := tj["added_tokens"].([]any)
 		for i, a := range added {
-			e, _ := a.(map[string]any)
+			e, err := addedEntry(a)
+			if err != nil {
+				return nil, fmt.Errorf("tokenizer.json: added_tokens[%d]: %w", i, err)
+			}
 			n, _ := e["id"].(json.Number)
 			id, err := n.Int64()
 			if err != nil || id < 0 || id >= int64(vocab) {
@@ -663,6 +669,20 @@ func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.
 		return nil, err
 	}
 	return append(kvs, tail...), nil
+}
+
+// addedEntry is an added token's entry, an object whose "content" is a string (one
+// that was not, or an entry that was not an object, became an empty token; the
+// converter fails on either).
+func addedEntry(v any) (map[string]any, error) {
+	e, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%v is not an object", v)
+	}
+	if _, ok := e["content"].(string); !ok {
+		return nil, fmt.Errorf("content is %v, expected a string", e["content"])
+	}
+	return e, nil
 }
 
 // plainSPM tells whether a family with its own SentencePiece reader (Arch.PlainSPM)

@@ -18,6 +18,12 @@ import (
 // (zero data), and returns the import's error.
 func hostileCheckpoint(t *testing.T, name string, set map[string]any, add map[string][]int64) error {
 	t.Helper()
+	return hostileFiles(t, name, set, add, nil)
+}
+
+// hostileFiles is hostileCheckpoint with files replaced by the contents given.
+func hostileFiles(t *testing.T, name string, set map[string]any, add map[string][]int64, files map[string]string) error {
+	t.Helper()
 	src := filepath.Join("../../testdata/hf", name)
 	dir := filepath.Join(t.TempDir(), name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -95,8 +101,18 @@ func hostileCheckpoint(t *testing.T, name string, set map[string]any, add map[st
 			}
 			b = append(append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...), data...)
 		}
+		if c, ok := files[e.Name()]; ok {
+			b = []byte(c)
+		}
 		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for n, c := range files { // new files
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	s, err := stconv.Open(dir, stconv.ImportOptions{})
@@ -194,6 +210,21 @@ func TestRopeFieldNames(t *testing.T) {
 	} {
 		if err := hostileCheckpoint(t, c.ckpt, c.set, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %v: error %v, want one with %q", c.ckpt, c.set, err, c.want)
+		}
+	}
+}
+
+// TestAddedTokenEntries: an added token whose entry is not an object, or whose
+// content is not a string, became an empty token with exit 0.
+func TestAddedTokenEntries(t *testing.T) {
+	for _, c := range []struct{ ckpt, file, body, want string }{
+		{"tiny-llama", "tokenizer_config.json", `{"added_tokens_decoder": {"5": {"content": 5}}}`, `added_tokens_decoder "5": content is 5, expected a string`},
+		{"tiny-llama", "tokenizer_config.json", `{"added_tokens_decoder": {"5": "x"}}`, `added_tokens_decoder "5": x is not an object`},
+		{"tiny-phi3", "tokenizer.json", `{"added_tokens": [{"id": 512, "content": ["x"]}]}`, `tokenizer.json: added_tokens[0]: content is [x], expected a string`},
+		{"tiny-phi3", "tokenizer_config.json", `{"tokenizer_class": "LlamaTokenizer", "added_tokens_decoder": {"512": {"special": true}}}`, `added_tokens_decoder "512": content is <nil>`},
+	} {
+		if err := hostileFiles(t, c.ckpt, nil, nil, map[string]string{c.file: c.body}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: error %v, want one with %q", c.ckpt, c.body, err, c.want)
 		}
 	}
 }
