@@ -370,6 +370,9 @@ func permuteHeads(name string, info container.TensorInfo, heads int, r io.Reader
 	if err != nil {
 		return nil, tensor.Wrap(name, err)
 	}
+	if len(info.Shape) == 0 || info.Shape[0] == 0 || heads <= 0 {
+		return nil, fmt.Errorf("tensor %q: shape %v has no rows to split into %d heads", name, info.Shape, heads)
+	}
 	rows := info.Shape[0]
 	if rows%int64(2*heads) != 0 {
 		return nil, fmt.Errorf("tensor %q: %d rows do not split into %d heads of pairs", name, rows, heads)

@@ -120,6 +120,9 @@ func parseHparams(c config) (Hparams, error) {
 	if !h.HasHeadDim {
 		h.HeadDim = h.Hidden / h.Heads
 	}
+	if h.Hidden == 0 || h.HeadDim == 0 {
+		return h, fmt.Errorf("config.json: hidden_size %d and the head dimension %d must not be 0", h.Hidden, h.HeadDim)
+	}
 	if h.HeadDim%2 != 0 {
 		return h, fmt.Errorf("config.json: the head dimension %d is odd (rotary embeddings need pairs)", h.HeadDim)
 	}
@@ -304,6 +307,10 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		"attn_v.weight": "num_key_value_heads/head_dim", "ffn_gate.weight": "intermediate_size",
 		"attn_qkv.weight": "num_attention_heads/num_key_value_heads/head_dim",
 		"ffn_up.weight":   "intermediate_size", "ffn_down.weight": "intermediate_size",
+		"attn_q.bias": "num_attention_heads/head_dim", "attn_k.bias": "num_key_value_heads/head_dim",
+		"attn_v.bias": "num_key_value_heads/head_dim", "attn_q_norm.weight": "head_dim", "attn_k_norm.weight": "head_dim",
+		"attn_norm.weight": "hidden_size", "ffn_norm.weight": "hidden_size", "output_norm.weight": "hidden_size",
+		"post_attention_norm.weight": "hidden_size", "post_ffw_norm.weight": "hidden_size",
 	}
 	maxLayer := -1
 	types := map[dtype.DType]int{}
@@ -345,6 +352,14 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			w = []int64{int64(h.Heads * h.HeadDim), int64(h.Hidden)}
 		case "attn_k.weight", "attn_v.weight":
 			w = []int64{int64(h.KVHeads * h.HeadDim), int64(h.Hidden)}
+		case "attn_q.bias": // permuted by head as Q is (permuteHeads)
+			w = []int64{int64(h.Heads * h.HeadDim)}
+		case "attn_k.bias", "attn_v.bias":
+			w = []int64{int64(h.KVHeads * h.HeadDim)}
+		case "attn_q_norm.weight", "attn_k_norm.weight": // one norm a head, shared by the heads
+			w = []int64{int64(h.HeadDim)}
+		case "attn_norm.weight", "ffn_norm.weight", "output_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight":
+			w = []int64{int64(h.Hidden)}
 		case "attn_qkv.weight":
 			w = []int64{int64((h.Heads + 2*h.KVHeads) * h.HeadDim), int64(h.Hidden)}
 		case "ffn_gate.weight", "ffn_up.weight":
@@ -597,7 +612,7 @@ func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.
 	// setAdded records an added token: CONTROL when special or, unless plain, when it
 	// looks special, else USER_DEFINED with U+2581 read as a space unless plain.
 	setAdded := func(id int, e map[string]any) {
-		content, _ := e["content"].(string)
+		content := e["content"].(string) // checked by addedEntry
 		if special, _ := e["special"].(bool); special || !plain && looksSpecial(content) {
 			types[id] = TokenControl
 		} else {
@@ -649,7 +664,10 @@ func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.
 			if err != nil || id < 0 || id >= vocab {
 				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder id %q is not in 0..%d", k, vocab-1)
 			}
-			e, _ := dec[k].(map[string]any)
+			e, err := addedEntry(dec[k])
+			if err != nil {
+				return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder %q: %w", k, err)
+			}
 			setAdded(id, e)
 		}
 	}
@@ -660,7 +678,10 @@ func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.
 		}
 		added, _ := tj["added_tokens"].([]any)
 		for i, a := range added {
-			e, _ := a.(map[string]any)
+			e, err := addedEntry(a)
+			if err != nil {
+				return nil, fmt.Errorf("tokenizer.json: added_tokens[%d]: %w", i, err)
+			}
 			n, _ := e["id"].(json.Number)
 			id, err := n.Int64()
 			if err != nil || id < 0 || id >= int64(vocab) {
@@ -681,6 +702,20 @@ func sentencePieceVocab(files map[string][]byte, vocab int, plain bool) ([]gguf.
 		return nil, err
 	}
 	return append(kvs, tail...), nil
+}
+
+// addedEntry is an added token's entry, an object whose "content" is a string (one
+// that was not, or an entry that was not an object, became an empty token; the
+// converter fails on either).
+func addedEntry(v any) (map[string]any, error) {
+	e, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%v is not an object", v)
+	}
+	if _, ok := e["content"].(string); !ok {
+		return nil, fmt.Errorf("content is %v, expected a string", e["content"])
+	}
+	return e, nil
 }
 
 // plainSPM tells whether a family with its own SentencePiece reader (Arch.PlainSPM)

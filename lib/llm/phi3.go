@@ -20,21 +20,46 @@ import (
 // factor written before any other key, where generate_extra_tensors writes it.
 type phi3 struct{ plain }
 
-// ropeDims is int(partial_rotary_factor * hidden) // heads, as the converter computes it.
+// ropeDims is int(partial_rotary_factor * hidden) // heads, as the converter computes it,
+// at most the head dimension (a negative or huge factor was written as a uint32 that
+// wrapped around; the converter's writer refuses a negative one).
 func (phi3) ropeDims(cp *Checkpoint) (int, error) {
-	pct, err := cp.Hparams.rope.floatOr("partial_rotary_factor", 1)
+	h := cp.Hparams
+	pct, err := h.rope.floatOr("partial_rotary_factor", 1)
 	if err != nil {
 		return 0, err
 	}
-	return int(pct*float64(cp.Hparams.Hidden)) / cp.Hparams.Heads, nil
+	p := pct * float64(h.Hidden)
+	dims := 0
+	if p >= 0 && p < math.MaxInt32 {
+		dims = int(p) / h.Heads
+	}
+	if p < 0 || p >= math.MaxInt32 || dims > h.HeadDim {
+		return 0, fmt.Errorf("config.json: %s %v gives int(%v x %d) / %d rotary dimensions a head, want 0 to the head dimension %d",
+			h.rope.name("partial_rotary_factor"), pct, pct, h.Hidden, h.Heads, h.HeadDim)
+	}
+	return dims, nil
+}
+
+// origContext is original_max_position_embeddings, which must be there: a positive
+// integer that fits GGUF's uint32 (-5 was written as 4294967291, 256.7 as 256, and 0
+// made LongRoPE's attention factor NaN; the converter's writer refuses the first two
+// and divides by it).
+func (phi3) origContext(cp *Checkpoint) (int, error) {
+	r := cp.Hparams.rope
+	orig, ok, err := r.float("original_max_position_embeddings")
+	if err == nil && !ok {
+		err = fmt.Errorf("config.json: original_max_position_embeddings is missing (Phi-3 needs it)")
+	}
+	if err == nil && (orig < 1 || orig > math.MaxUint32 || orig != math.Trunc(orig)) {
+		err = fmt.Errorf("config.json: %s is %v, expected a positive integer below 2^32", r.name("original_max_position_embeddings"), orig)
+	}
+	return int(orig), err
 }
 
 func (p phi3) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
 	a, h, c := cp.Arch.GGUF, cp.Hparams, cp.config
-	orig, ok, err := cp.Hparams.rope.float("original_max_position_embeddings")
-	if err == nil && !ok {
-		err = fmt.Errorf("config.json: original_max_position_embeddings is missing (Phi-3 needs it)")
-	}
+	orig, err := p.origContext(cp)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +77,7 @@ func (p phi3) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
 	u32 := func(k string, v int) gguf.KV { return gguf.KV{Key: a + "." + k, Value: gguf.Uint32(uint32(v))} }
 	return []gguf.KV{
 		u32("context_length", h.Context),
-		u32("rope.scaling.original_context_length", int(orig)),
+		u32("rope.scaling.original_context_length", orig),
 		u32("embedding_length", h.Hidden),
 		u32("feed_forward_length", h.FFN),
 		u32("block_count", h.Layers),
@@ -77,16 +102,16 @@ func (p phi3) Generated(cp *Checkpoint) ([]tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	orig, _, err := r.float("original_max_position_embeddings")
+	orig, err := p.origContext(cp)
 	if err != nil {
 		return nil, err
 	}
-	scale := float64(cp.Hparams.Context) / orig
+	scale := float64(cp.Hparams.Context) / float64(orig)
 	var attn float64 = 1
 	switch typ {
 	case "su", "longrope":
 		if scale > 1 {
-			attn = math.Sqrt(1 + math.Log(scale)/math.Log(orig))
+			attn = math.Sqrt(1 + math.Log(scale)/math.Log(float64(orig)))
 		}
 	case "yarn":
 		if scale > 1 {
@@ -94,6 +119,10 @@ func (p phi3) Generated(cp *Checkpoint) ([]tensor.Tensor, error) {
 		}
 	default:
 		return nil, fmt.Errorf("config.json: %s.rope_type %q is not a Phi-3 rope scaling (su, longrope, yarn)", r.field, typ)
+	}
+	if math.IsNaN(attn) || math.IsInf(attn, 0) {
+		return nil, fmt.Errorf("config.json: max_position_embeddings %d over %s %d gives the attention factor %v",
+			cp.Hparams.Context, r.name("original_max_position_embeddings"), orig, attn)
 	}
 	dims, err := p.ropeDims(cp)
 	if err != nil {

@@ -20,6 +20,18 @@ type rope struct {
 	// sliding are the parameters of the sliding-window layers (Gemma 2 and 3): the
 	// sliding_attention entry, or the top-level local rotary base mirrored in.
 	sliding map[string]any
+	// from names the top-level config.json field a parameter was mirrored from
+	// ("rope_theta" from "rope_theta", not rope_scaling.rope_theta), for errors.
+	from map[string]string
+}
+
+// name is how config.json spells parameter key: the top-level field it was mirrored
+// from, else field.key.
+func (r rope) name(key string) string {
+	if n, ok := r.from[key]; ok {
+		return n
+	}
+	return r.field + "." + key
 }
 
 // localThetaNames are the fields the converter takes the sliding-window layers'
@@ -30,7 +42,7 @@ var localThetaNames = []string{"local_rope_theta", "rope_local_theta", "rope_the
 var ropeThetaNames = []string{"global_rope_theta", "rope_global_theta", "rope_theta_global", "rope_theta", "rotary_emb_base"}
 
 func parseRope(c config) (rope, error) {
-	r := rope{params: map[string]any{}, field: "rope_parameters"}
+	r := rope{params: map[string]any{}, field: "rope_parameters", from: map[string]string{}}
 	src, has := c["rope_parameters"] // present but null counts, as in Python's dict.get
 	if !has {
 		src, r.field = c["rope_scaling"], "rope_scaling"
@@ -61,7 +73,7 @@ func parseRope(c config) (rope, error) {
 		}
 		for _, n := range names {
 			if v, has := c[n]; has {
-				r.params[key] = v
+				r.params[key], r.from[key] = v, n
 				return
 			}
 		}
@@ -70,13 +82,14 @@ func parseRope(c config) (rope, error) {
 		if v, has := c[n]; has {
 			if v != nil {
 				r.sliding = map[string]any{"rope_theta": v}
+				r.from["sliding_attention.rope_theta"] = n
 			}
 			break
 		}
 	}
 	mirror("rope_theta", ropeThetaNames...)
 	if _, has := r.params["rope_type"]; !has && r.params["type"] != nil {
-		r.params["rope_type"] = r.params["type"]
+		r.params["rope_type"], r.from["rope_type"] = r.params["type"], r.field+".type"
 	}
 	mirror("partial_rotary_factor", "partial_rotary_factor", "rope_pct", "rope_percent")
 	mirror("original_max_position_embeddings", "original_max_position_embeddings")
@@ -92,14 +105,18 @@ func (r rope) float(key string) (float64, bool, error) {
 	n, isNum := v.(json.Number)
 	f, err := n.Float64()
 	if !isNum || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, false, fmt.Errorf("config.json: %s.%s is %v, expected a number", r.field, key, v)
+		return 0, false, fmt.Errorf("config.json: %s is %v, expected a number", r.name(key), v)
 	}
 	return f, true, nil
 }
 
 // slidingTheta is the sliding-window layers' rotary base, when the config gives one.
 func (r rope) slidingTheta() (float64, bool, error) {
-	return rope{params: r.sliding, field: r.field + ".sliding_attention"}.float("rope_theta")
+	s := rope{params: r.sliding, field: r.field + ".sliding_attention", from: map[string]string{}}
+	if n, ok := r.from["sliding_attention.rope_theta"]; ok {
+		s.from["rope_theta"] = n
+	}
+	return s.float("rope_theta")
 }
 
 // floatOr returns parameter key, or def when it is absent.
@@ -119,7 +136,7 @@ func (r rope) typ() (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("config.json: %s.rope_type is %v, expected a string", r.field, v)
+		return "", fmt.Errorf("config.json: %s is %v, expected a string", r.name("rope_type"), v)
 	}
 	return s, nil
 }
@@ -158,7 +175,7 @@ func (r rope) scalingKVs(arch string, llama3, longrope bool) ([]gguf.KV, error) 
 			return nil, err
 		}
 		if !ok || orig < 0 || orig > math.MaxUint32 || orig != math.Trunc(orig) {
-			return nil, fmt.Errorf("config.json: yarn rope scaling needs %s.original_max_position_embeddings, a non-negative integer", r.field)
+			return nil, fmt.Errorf("config.json: yarn rope scaling needs %s, a non-negative integer", r.name("original_max_position_embeddings"))
 		}
 		kvs = append(kvs, gguf.KV{Key: arch + ".rope.scaling.original_context_length", Value: gguf.Uint32(uint32(orig))})
 		for _, p := range []struct{ key, alt, name string }{

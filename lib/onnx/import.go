@@ -122,6 +122,10 @@ func (r *reader) read() (*model.NeuralSequentialModel, error) {
 			return nil, fmt.Errorf("%s: operator %s of domain %q is not supported (only the default ai.onnx operators of an MLP)", nodeName(n), n.opType, d)
 		}
 		for _, o := range n.outputs {
+			if p := r.producer[o]; p != nil && o != "" {
+				// ONNX graphs are single static assignment; the last node won here
+				return nil, fmt.Errorf("%s and %s both write tensor %q (a graph names each tensor once)", nodeName(p), nodeName(n), o)
+			}
 			if o != "" {
 				r.producer[o] = n
 			}
@@ -332,11 +336,29 @@ func attrF(n *nodeMsg, name string, def float32) float32 {
 	return def
 }
 
-// onlyAttrs refuses an attribute the importer does not know the meaning of.
+// attrKinds are the attributes the importer reads: FLOAT (1) or INT (2), as the
+// operators define them.
+var attrKinds = map[string]int64{"alpha": 1, "beta": 1, "axis": 2, "transA": 2, "transB": 2}
+
+// onlyAttrs refuses an attribute the importer does not know the meaning of, one given
+// twice, and one of another type than its operator defines (an INT alpha was read as
+// 0, a FLOAT transB as 0: the weights zeroed or left untransposed, where onnxruntime
+// refuses the model).
 func (r *reader) onlyAttrs(n *nodeMsg, known ...string) error {
+	seen := map[string]bool{}
 	for _, a := range n.attrs {
 		if !slices.Contains(known, a.name) {
 			return fmt.Errorf("%s: attribute %q is not supported", nodeName(n), a.name)
+		}
+		if seen[a.name] {
+			return fmt.Errorf("%s: attribute %q is given twice", nodeName(n), a.name)
+		}
+		seen[a.name] = true
+		want := attrKinds[a.name]
+		has := a.hasF && want == 1 || a.hasI && want == 2
+		if !has || a.typ != 0 && a.typ != want {
+			kind := map[int64]string{1: "FLOAT", 2: "INT"}
+			return fmt.Errorf("%s: attribute %q is not %s (type %d, f set %v, i set %v)", nodeName(n), a.name, kind[want], a.typ, a.hasF, a.hasI)
 		}
 	}
 	return nil
@@ -364,14 +386,25 @@ func (r *reader) gemm(n *nodeMsg) (step, string, error) {
 			return step{}, "", err
 		}
 	}
-	if alpha != 1 {
-		for i := range l.Weight {
-			l.Weight[i] *= alpha
+	// A value checked finite may not stay so scaled (alpha 3e38 gave infinite weights,
+	// a NaN alpha NaN ones).
+	scale := func(v []float32, by float32, what, name string) error {
+		if by == 1 {
+			return nil
 		}
+		for i := range v {
+			if v[i] *= by; math.IsNaN(float64(v[i])) || math.IsInf(float64(v[i]), 0) {
+				return fmt.Errorf("%s: %s %v times value %d of initializer %q is %v, expected finite weights", nodeName(n), what, by, i, name, v[i])
+			}
+		}
+		return nil
 	}
-	if beta != 1 {
-		for i := range l.Bias {
-			l.Bias[i] *= beta
+	if err := scale(l.Weight, alpha, "alpha", n.inputs[1]); err != nil {
+		return step{}, "", err
+	}
+	if len(n.inputs) > 2 && n.inputs[2] != "" {
+		if err := scale(l.Bias, beta, "beta", n.inputs[2]); err != nil {
+			return step{}, "", err
 		}
 	}
 	return step{node: n, dense: l}, n.inputs[0], nil

@@ -3,6 +3,7 @@ package onnx
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -299,6 +300,37 @@ func TestImportErrors(t *testing.T) {
 			g.Node[1] = &pb.NodeProto{Name: proto.String("extra"), OpType: proto.String("Tanh"), Input: s.Input, Output: []string{"t"}}
 			s.Input = []string{"t"}
 		}, `node "layers.0.sigmoid" (Sigmoid): a second activation after node "extra" (Tanh)`},
+		// Found by the adversarial pass of issue 30: each was imported with exit 0.
+		{"alpha of type INT", reg, func(mp *pb.ModelProto) {
+			node(mp.Graph, "Gemm").Attribute = append(node(mp.Graph, "Gemm").Attribute, attrInt("alpha", 2))
+		}, `attribute "alpha" is not FLOAT`},
+		{"transB of type FLOAT", reg, func(mp *pb.ModelProto) {
+			g := node(mp.Graph, "Gemm")
+			for _, a := range g.Attribute {
+				if a.GetName() == "transB" {
+					a.Type, a.I, a.F = pb.AttributeProto_FLOAT.Enum(), nil, proto.Float32(1)
+				}
+			}
+		}, `attribute "transB" is not INT`},
+		{"attribute twice", reg, func(mp *pb.ModelProto) {
+			node(mp.Graph, "Gemm").Attribute = append(node(mp.Graph, "Gemm").Attribute, attrInt("transB", 0))
+		}, `attribute "transB" is given twice`},
+		{"alpha NaN", reg, func(mp *pb.ModelProto) {
+			node(mp.Graph, "Gemm").Attribute = append(node(mp.Graph, "Gemm").Attribute,
+				&pb.AttributeProto{Name: proto.String("alpha"), Type: pb.AttributeProto_FLOAT.Enum(), F: proto.Float32(float32(math.NaN()))})
+		}, `alpha NaN times value 0 of initializer "layers.0.weight" is NaN`},
+		{"alpha overflows", reg, func(mp *pb.ModelProto) {
+			node(mp.Graph, "Gemm").Attribute = append(node(mp.Graph, "Gemm").Attribute,
+				&pb.AttributeProto{Name: proto.String("alpha"), Type: pb.AttributeProto_FLOAT.Enum(), F: proto.Float32(math.MaxFloat32)})
+			w := mp.Graph.Initializer[0]
+			for i := 0; i < len(w.RawData); i += 4 {
+				binary.LittleEndian.PutUint32(w.RawData[i:], math.Float32bits(2))
+			}
+		}, `times value 0 of initializer "layers.0.weight" is +Inf, expected finite weights`},
+		{"two nodes write one tensor", reg, func(mp *pb.ModelProto) {
+			g := node(mp.Graph, "Gemm")
+			mp.Graph.Node = append(mp.Graph.Node, &pb.NodeProto{Name: proto.String("again"), OpType: g.OpType, Input: g.Input, Output: g.Output, Attribute: g.Attribute})
+		}, `and node "again" (Gemm) both write tensor`},
 		{"cycle", reg, func(mp *pb.ModelProto) {
 			mp.Graph.Node = append(mp.Graph.Node, &pb.NodeProto{OpType: proto.String("Identity"), Input: []string{"x"}, Output: []string{"x"}})
 			mp.Graph.Output[0].Name = proto.String("x")

@@ -75,9 +75,11 @@ type (
 		attrs                []attrMsg
 	}
 	attrMsg struct {
-		name string
-		f    float32
-		i    int64
+		name       string
+		f          float32
+		i          int64
+		typ        int64 // AttributeProto.type, 0 when absent
+		hasF, hasI bool
 	}
 	// valueMsg is a ValueInfoProto; tensor is false unless its type is a tensor type.
 	valueMsg struct {
@@ -502,10 +504,13 @@ func (d *decoder) readNode(n *nodeMsg, end int64, path string) error {
 						if err = d.want(typ, wireFixed32, at, apath+".f"); err == nil {
 							var u uint32
 							u, err = d.fixed32(apath + ".f")
-							a.f = math.Float32frombits(u)
+							a.f, a.hasF = math.Float32frombits(u), true
 						}
 					case 3:
 						a.i, err = d.int64Field(typ, at, apath+".i")
+						a.hasI = true
+					case 20:
+						a.typ, err = d.int64Field(typ, at, apath+".type")
 					default:
 						err = d.skip(typ, end, apath)
 					}

@@ -445,3 +445,30 @@ func TestCSVCaps(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVByteOrderMark: a UTF-8 byte order mark (Excel's "CSV UTF-8") before a first
+// row of numbers made that row a header, skipped with exit 0: one row fewer.
+func TestCSVByteOrderMark(t *testing.T) {
+	m, _ := diabetes(t)
+	p, _ := New(m)
+	row := "1,2,3,4,5,6,7,8,9,10\n"
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	zw.Write([]byte("\xef\xbb\xbf" + row + row))
+	zw.Close()
+	for name, in := range map[string]string{
+		"plain":         "\xef\xbb\xbf" + row + row,
+		"gzip":          zipped.String(),
+		"with a header": "\xef\xbb\xbfa,b,c,d,e,f,g,h,i,j\n" + row + row,
+	} {
+		rows, _, release, err := Open(strings.NewReader(in), "features", p.Features(), "", "")
+		var n int64
+		if err == nil {
+			n, err = Run(io.Discard, rows, p, Options{Format: CSV})
+			release()
+		}
+		if err != nil || n != 2 {
+			t.Errorf("%s: %d rows, error %v; want 2", name, n, err)
+		}
+	}
+}

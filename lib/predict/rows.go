@@ -93,7 +93,8 @@ func CSVLineCap(features int) int {
 
 // CSVRows reads comma-separated (or space-separated, as lib/model's ReadCSV) rows of
 // numbers, one per line, plain or gzip. A first line that is not all numbers is a
-// header and is skipped. Blank lines are skipped.
+// header and is skipped. Blank lines, and a UTF-8 byte order mark at the start, are
+// skipped.
 type CSVRows struct {
 	sc       *bufio.Scanner
 	line     int
@@ -119,6 +120,11 @@ func NewCSVRows(r io.Reader, features int) (*CSVRows, error) {
 			return nil, fmt.Errorf("csv: gzip: %w", err)
 		}
 		br = bufio.NewReaderSize(zr, 1<<16)
+	}
+	// A UTF-8 byte order mark (Excel's "CSV UTF-8") made the first line not numbers,
+	// so a first row of data was skipped as a header.
+	if bom, err := br.Peek(3); err == nil && string(bom) == "\xef\xbb\xbf" {
+		br.Discard(3)
 	}
 	c := &CSVRows{sc: bufio.NewScanner(br), features: features, lineCap: CSVLineCap(features)}
 	// the scanner's buffer holds a line and its newline
