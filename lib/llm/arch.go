@@ -37,6 +37,9 @@ type Arch struct {
 	// Biases are the layer tensors the family must have beyond Llama's (Qwen2's Q, K
 	// and V biases), as names after "blk.N.".
 	Biases []string
+	// WideQKNorm: the q/k norms span the whole Q and K projections (OLMo 2), not one
+	// head.
+	WideQKNorm bool
 	// FusedUp: ffn_up holds the gate's rows then the up projection's (2 x
 	// intermediate_size), as Phi-3 stores them and llama.cpp takes them.
 	FusedUp bool
@@ -187,8 +190,9 @@ var archs = []*Arch{
 			"self_attn.q_norm.weight":           "attn_q_norm.weight",
 			"self_attn.k_norm.weight":           "attn_k_norm.weight",
 		}),
-		Skip: []string{"self_attn.rotary_emb.inv_freq"},
-		Back: [2]string{"Olmo2ForCausalLM", "olmo2"}, Family: olmo2{},
+		Skip:       []string{"self_attn.rotary_emb.inv_freq"},
+		WideQKNorm: true,
+		Back:       [2]string{"Olmo2ForCausalLM", "olmo2"}, Family: olmo2{},
 	},
 }
 

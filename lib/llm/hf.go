@@ -345,6 +345,7 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			}
 		}
 		var w []int64
+		label := field[suffix]
 		switch suffix {
 		case "token_embd.weight", "output.weight":
 			w = want[suffix]
@@ -358,6 +359,12 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			w = []int64{int64(h.KVHeads * h.HeadDim)}
 		case "attn_q_norm.weight", "attn_k_norm.weight": // one norm a head, shared by the heads
 			w = []int64{int64(h.HeadDim)}
+			if cp.Arch.WideQKNorm { // OLMo 2's: over the whole projection
+				w, label = []int64{int64(h.Heads * h.HeadDim)}, "num_attention_heads/head_dim"
+				if suffix == "attn_k_norm.weight" {
+					w, label = []int64{int64(h.KVHeads * h.HeadDim)}, "num_key_value_heads/head_dim"
+				}
+			}
 		case "attn_norm.weight", "ffn_norm.weight", "output_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight":
 			w = []int64{int64(h.Hidden)}
 		case "attn_qkv.weight":
@@ -375,7 +382,7 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			}
 		}
 		if w != nil && !slices.Equal(w, t.Shape) {
-			return 0, 0, fmt.Errorf("config.json: %s give tensor %q the shape %v, but it has %v", field[suffix], t.Name, w, t.Shape)
+			return 0, 0, fmt.Errorf("config.json: %s give tensor %q the shape %v, but it has %v", label, t.Name, w, t.Shape)
 		}
 	}
 	if !have["token_embd.weight"] {

@@ -271,7 +271,7 @@ func TestFamilyErrors(t *testing.T) {
 		{"tiny-phi3", `"type": "longrope"`, `"type": "dynamic"`, `rope_scaling.rope_type "dynamic" is not a Phi-3 rope scaling`},
 		{"tiny-llama3", `"rope_type": "llama3"`, `"rope_type": "llama4"`, `rope_scaling.rope_type "llama4" is not a rope scaling apr converts`},
 		{"tiny-llama3", `"high_freq_factor": 4.0`, `"high_freq_factor": 1.0`, `high_freq_factor and low_freq_factor are both 1`},
-		{"tiny-qwen3", `"head_dim": 96`, `"head_dim": 64`, `num_key_value_heads/head_dim give tensor "model.layers.0.self_attn.k_proj.weight" the shape [128 256], but it has [192 256]`},
+		{"tiny-qwen3", `"head_dim": 96`, `"head_dim": 64`, `head_dim give tensor "model.layers.0.self_attn.k_norm.weight" the shape [64], but it has [96]`},
 		{"tiny-olmo2", `"sliding_window": 4096`, `"sliding_window": "x"`, `"sliding_window" is x, expected a non-negative integer`},
 		{"tiny-gemma", `"head_dim": 64,`, ``, `"head_dim" is missing`},
 	} {
