@@ -12,9 +12,10 @@ import (
 )
 
 // checkArchitecture refuses to export a Hugging Face language model that is not in
-// llama.cpp's form (an architecture lib/llm does not convert, or one imported with
-// HFLayout): its GGUF would carry Hugging Face tensor names and no hyperparameters,
-// which llama.cpp cannot run. ExportOptions.Generic writes it anyway.
+// llama.cpp's form (an architecture lib/llm does not convert, a config.json that names
+// none, or one imported with HFLayout): its GGUF would carry Hugging Face tensor names
+// and no hyperparameters, which llama.cpp cannot run. ExportOptions.Generic writes it
+// anyway.
 func checkArchitecture(md container.Metadata, o ExportOptions) error {
 	if o.Generic {
 		return nil
@@ -32,6 +33,11 @@ func checkArchitecture(md container.Metadata, o ExportOptions) error {
 	}
 	arch := llm.Architecture(map[string][]byte{"config.json": raw})
 	if arch == "" {
+		if _, ok := files["config.json"]; ok {
+			return fmt.Errorf(`config.json names no architecture ("architectures" is missing or not a list of names), ` +
+				"so apr cannot tell which model this is (llama.cpp's converter refuses it too); --generic writes a generic " +
+				"GGUF of the tensors under their own names, which llama.cpp cannot run")
+		}
 		return nil
 	}
 	if _, known := llm.LookupArch(arch); known {

@@ -184,12 +184,19 @@ var archs = []*Arch{
 	},
 	{
 		HF:   []string{"Olmo2ForCausalLM"},
-		GGUF: "olmo2", Top: llamaTop, Layer: withLayer(llamaLayer, map[string]string{
-			"post_attention_layernorm.weight":   "post_attention_norm.weight",
-			"post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+		GGUF: "olmo2", Top: llamaTop, Layer: map[string]string{
+			"self_attn.q_proj.weight":           "attn_q.weight",
+			"self_attn.k_proj.weight":           "attn_k.weight",
+			"self_attn.v_proj.weight":           "attn_v.weight",
+			"self_attn.o_proj.weight":           "attn_output.weight",
 			"self_attn.q_norm.weight":           "attn_q_norm.weight",
 			"self_attn.k_norm.weight":           "attn_k_norm.weight",
-		}),
+			"post_attention_layernorm.weight":   "post_attention_norm.weight",
+			"mlp.gate_proj.weight":              "ffn_gate.weight",
+			"mlp.up_proj.weight":                "ffn_up.weight",
+			"mlp.down_proj.weight":              "ffn_down.weight",
+			"post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+		},
 		Skip:       []string{"self_attn.rotary_emb.inv_freq"},
 		WideQKNorm: true,
 		Back:       [2]string{"Olmo2ForCausalLM", "olmo2"}, Family: olmo2{},
@@ -305,6 +312,19 @@ func multimodal(name string) bool {
 		}
 	}
 	return false
+}
+
+// required are the tensors every layer of the family holds (its layer names but
+// biases, which some checkpoints have and some not, or Biases says), after "blk.N.".
+func (a *Arch) required() []string {
+	var r []string
+	for _, g := range a.Layer {
+		if !strings.HasSuffix(g, ".bias") && !slices.Contains(r, g) {
+			r = append(r, g)
+		}
+	}
+	slices.Sort(r)
+	return r
 }
 
 // HFName is the inverse of GGUFName.

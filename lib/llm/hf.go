@@ -392,10 +392,14 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 	if maxLayer+1 != h.Layers {
 		return 0, 0, fmt.Errorf("config.json: num_hidden_layers is %d, but the checkpoint has %d layers", h.Layers, maxLayer+1)
 	}
-	// Every layer holds the same tensors: the family's required biases, and whatever
-	// any layer holds (a layer short of one is a damaged checkpoint, which the
-	// converter would write as it is and llama.cpp refuse to load).
-	var kinds []string
+	// Every layer holds the family's tensors (Arch.required and Biases) and whatever
+	// any other layer holds, and the model its final norm: a checkpoint short of one
+	// is damaged, and the converter would write it as it is for llama.cpp to refuse.
+	if !have["output_norm.weight"] {
+		hf, _ := cp.Arch.HFName("output_norm.weight")
+		return 0, 0, fmt.Errorf("the checkpoint has no %q (the final norm, which llama.cpp needs)", hf)
+	}
+	kinds := cp.Arch.required()
 	for g := range have {
 		if rest, ok := strings.CutPrefix(g, "blk."); ok {
 			if i := strings.IndexByte(rest, '.'); i > 0 && !slices.Contains(kinds, rest[i+1:]) {
@@ -412,7 +416,7 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 				if slices.Contains(cp.Arch.Biases, k) {
 					return 0, 0, fmt.Errorf("%s checkpoints have %q, this one does not", strings.Join(cp.Arch.HF, "/"), hf)
 				}
-				return 0, 0, fmt.Errorf("the checkpoint has no %q, which its other layers have", hf)
+				return 0, 0, fmt.Errorf("the checkpoint has no %q, which every layer of a %s model has", hf, strings.Join(cp.Arch.HF, "/"))
 			}
 		}
 	}

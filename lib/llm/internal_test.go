@@ -204,8 +204,8 @@ func TestRopeScalingErrors(t *testing.T) {
 	}
 }
 
-// TestLayerMissingTensor: a layer short of a tensor the other layers have is an error
-// naming it, before anything is converted.
+// TestLayerMissingTensor: a layer short of a tensor its family's layers have, or a
+// model without its final norm, is an error naming it, before anything is converted.
 func TestLayerMissingTensor(t *testing.T) {
 	f, err := safetensors.Open("../../testdata/hf/tiny-llama/model.safetensors")
 	if err != nil {
@@ -218,13 +218,27 @@ func TestLayerMissingTensor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var shapes []TensorShape
-	for _, ti := range f.Header().Tensors {
-		if ti.Name != "model.layers.1.self_attn.k_proj.weight" {
-			shapes = append(shapes, TensorShape{Name: ti.Name, DType: ti.DType, Shape: ti.Shape})
+	without := func(drop func(string) bool) []TensorShape {
+		var shapes []TensorShape
+		for _, ti := range f.Header().Tensors {
+			if !drop(ti.Name) {
+				shapes = append(shapes, TensorShape{Name: ti.Name, DType: ti.DType, Shape: ti.Shape})
+			}
 		}
+		return shapes
 	}
-	if _, _, err := FromCheckpoint(files, "x", shapes); err == nil || !strings.Contains(err.Error(), `"model.layers.1.self_attn.k_proj.weight", which its other layers have`) {
-		t.Errorf("error %v, want one naming model.layers.1.self_attn.k_proj.weight", err)
+	for _, c := range []struct {
+		drop func(string) bool
+		want string
+	}{
+		{func(n string) bool { return n == "model.layers.1.self_attn.k_proj.weight" },
+			`"model.layers.1.self_attn.k_proj.weight", which every layer of a LlamaForCausalLM/MistralForCausalLM model has`},
+		{func(n string) bool { return strings.HasSuffix(n, "post_attention_layernorm.weight") }, // in no layer
+			`"model.layers.0.post_attention_layernorm.weight", which every layer`},
+		{func(n string) bool { return n == "model.norm.weight" }, `no "model.norm.weight" (the final norm`},
+	} {
+		if _, _, err := FromCheckpoint(files, "x", without(c.drop)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one with %s", err, c.want)
+		}
 	}
 }

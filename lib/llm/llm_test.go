@@ -181,8 +181,9 @@ func TestHFRoundTrip(t *testing.T) {
 }
 
 // TestExportRefusesHFLayout: a language model apr cannot put into llama.cpp's form
-// (an unknown architecture, or imported with HFLayout) imports as it is, and GGUF
-// export refuses it, naming the architecture, unless asked for a generic GGUF.
+// (an unknown architecture, a config.json that names none, or imported with HFLayout)
+// imports as it is, and GGUF export refuses it, naming the architecture, unless asked
+// for a generic GGUF.
 func TestExportRefusesHFLayout(t *testing.T) {
 	unknown := copyCheckpoint(t, func(s string) string {
 		return strings.Replace(s, `"LlamaForCausalLM"`, `"GPT2LMHeadModel"`, 1)
@@ -194,6 +195,18 @@ func TestExportRefusesHFLayout(t *testing.T) {
 	}{
 		{unknown, stconv.ImportOptions{}, `architecture "GPT2LMHeadModel" (config.json) is not one apr converts for llama.cpp (supported: ` + strings.Join(llm.Supported(), ", ") + ")"},
 		{checkpoint, stconv.ImportOptions{HFLayout: true}, "this LlamaForCausalLM checkpoint was imported in its Hugging Face layout"},
+	}
+	for _, arch := range []string{`[]`, `[5]`, `"LlamaForCausalLM"`} {
+		dir := copyCheckpoint(t, func(s string) string {
+			return strings.Replace(s, `[
+    "LlamaForCausalLM"
+  ]`, arch, 1)
+		})
+		cases = append(cases, struct {
+			dir  string
+			opts stconv.ImportOptions
+			want string
+		}{dir, stconv.ImportOptions{}, "config.json names no architecture"})
 	}
 	for _, c := range cases {
 		for _, generic := range []bool{false, true} {
