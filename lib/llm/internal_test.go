@@ -242,3 +242,40 @@ func TestLayerMissingTensor(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFromCheckpoint: any config.json, tokenizer_config.json and generation_config.json
+// beside tiny-llama's tokenizer and tensors give a description or an error, never a
+// panic: every family's fields, rope scaling, special tokens and sampling keys are read
+// from them. Seeded with the test checkpoints' own files.
+func FuzzFromCheckpoint(f *testing.F) {
+	spm, err := os.ReadFile("../../testdata/hf/tiny-llama/tokenizer.model")
+	if err != nil {
+		f.Fatal(err)
+	}
+	st, err := safetensors.Open("../../testdata/hf/tiny-llama/model.safetensors")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var shapes []TensorShape
+	for _, ti := range st.Header().Tensors {
+		shapes = append(shapes, TensorShape{Name: ti.Name, DType: ti.DType, Shape: ti.Shape})
+	}
+	st.Close()
+	dirs, _ := os.ReadDir("../../testdata/hf")
+	for _, d := range dirs {
+		read := func(name string) []byte {
+			b, _ := os.ReadFile("../../testdata/hf/" + d.Name() + "/" + name)
+			return b
+		}
+		if cfg := read("config.json"); cfg != nil {
+			f.Add(cfg, read("tokenizer_config.json"), read("generation_config.json"))
+		}
+	}
+	f.Fuzz(func(t *testing.T, cfg, tc, gen []byte) {
+		files := map[string][]byte{"config.json": cfg, "tokenizer_config.json": tc, "generation_config.json": gen, "tokenizer.model": spm}
+		cp, ok, err := FromCheckpoint(files, "x", shapes)
+		if err == nil && ok && len(cp.KVs) == 0 {
+			t.Error("a description without key-values")
+		}
+	})
+}
