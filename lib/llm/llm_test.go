@@ -34,7 +34,8 @@ var checkpoints = []struct {
 	shard int64
 }{{"tiny-llama", 0}, {"small-mistral", 1096512}, {"tiny-qwen3", 0}, {"tiny-llama3", 0},
 	{"tiny-gemma", 0}, {"tiny-gemma2", 0}, {"tiny-gemma3", 0}, {"tiny-phi3", 0},
-	{"tiny-smollm3", 0}, {"tiny-olmo2", 0}, {"tiny-granite", 0}, {"tiny-starcoder2", 0}}
+	{"tiny-smollm3", 0}, {"tiny-olmo2", 0}, {"tiny-granite", 0}, {"tiny-starcoder2", 0},
+	{"tiny-glm4", 0}}
 
 // refSums reads a checkpoint's checksum list: path -> SHA-256.
 func refSums(t *testing.T, name string) map[string]string {

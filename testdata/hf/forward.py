@@ -20,7 +20,9 @@ below the original context, with the attention factor on cos and sin); SmolLM3's
 without rotary embedding (no_rope_layers 0); OLMo 2's norms of the attention and
 feed-forward outputs only, and its q/k norms over the whole projections; Granite's
 multipliers of the embeddings, attention scores, residual branches and logits;
-StarCoder2's LayerNorms with biases, biased projections and GELU feed-forward of two.
+StarCoder2's LayerNorms with biases, biased projections and GELU feed-forward of two;
+GLM-4's norms after attention and feed-forward besides before, fused gate/up, and its
+rotary embedding of interleaved pairs over half of each head.
 
     forward.py CKPT --tokens 1,450,... [--out ref.f64]
         the logits after every token, float64 [tokens, vocab] raw little-endian
@@ -89,6 +91,13 @@ def rms_norm(x, weight, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
 
 
+def rotate_pairs(x):
+    # GLM-4's layout: dimensions 2i and 2i+1 are a pair.
+    out = np.empty_like(x)
+    out[..., 0::2], out[..., 1::2] = -x[..., 1::2], x[..., 0::2]
+    return out
+
+
 def rotate_half(x):
     # Hugging Face's rotary layout: the first half of each head's dimensions pairs
     # with the second half (not adjacent pairs, which is ggml's).
@@ -115,8 +124,8 @@ def linear(x, w, bias=None):
 
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
-    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2", "granite", "starcoder2"):
-        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3, olmo2, granite and starcoder2")
+    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2", "granite", "starcoder2", "glm4"):
+        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3, olmo2, granite, starcoder2 and glm4")
     gemma = arch.startswith("gemma")
     act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
     if act not in ("silu", "gelu_pytorch_tanh"):
@@ -130,7 +139,7 @@ def forward(cfg, w, tokens):
     T = len(tokens)
 
     pos = np.arange(T, dtype=np.float64)
-    rot = int(head_dim * cfg.get("partial_rotary_factor", 1.0))  # rotated dimensions of a head
+    rot = int(head_dim * cfg.get("partial_rotary_factor", 0.5 if arch == "glm4" else 1.0))  # rotated dimensions
     inv_freq = 1.0 / theta ** (np.arange(0, rot, 2, dtype=np.float64) / rot)
     mscale = 1.0
     local = 1.0 / cfg.get("rope_local_base_freq", theta) ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
@@ -156,7 +165,10 @@ def forward(cfg, w, tokens):
 
     def rotary(pos, inv_freq, mscale=1.0):
         angles = np.outer(pos, inv_freq)
-        angles = np.concatenate([angles, angles], axis=-1)  # [T, rotated dimensions]
+        if arch == "glm4":  # each frequency on a pair of adjacent dimensions
+            angles = np.repeat(angles, 2, axis=-1)
+        else:
+            angles = np.concatenate([angles, angles], axis=-1)  # [T, rotated dimensions]
         return mscale * np.cos(angles)[:, None, :], mscale * np.sin(angles)[:, None, :]
 
     cos, sin = rotary(pos, inv_freq, mscale)
@@ -214,8 +226,9 @@ def forward(cfg, w, tokens):
         if arch == "smollm3" and not cfg["no_rope_layers"][i]:
             c, sn = 1.0, 0.0  # this layer has no rotary embedding
         # only the first rot dimensions of each head rotate (all but Phi-3's partial rotary)
-        q = np.concatenate([q[..., :rot] * c + rotate_half(q[..., :rot]) * sn, q[..., rot:]], axis=-1)
-        k = np.concatenate([k[..., :rot] * c + rotate_half(k[..., :rot]) * sn, k[..., rot:]], axis=-1)
+        turn = rotate_pairs if arch == "glm4" else rotate_half
+        q = np.concatenate([q[..., :rot] * c + turn(q[..., :rot]) * sn, q[..., rot:]], axis=-1)
+        k = np.concatenate([k[..., :rot] * c + turn(k[..., :rot]) * sn, k[..., rot:]], axis=-1)
         out = np.empty((T, n_head, head_dim))
         for hd in range(n_head):
             kh, vh = k[:, hd // group], v[:, hd // group]
@@ -233,6 +246,9 @@ def forward(cfg, w, tokens):
         elif arch == "olmo2":
             h = h + norm(a, w[p + "post_attention_layernorm.weight"])
             x = h
+        elif arch == "glm4":
+            h = h + norm(a, w[p + "post_self_attn_layernorm.weight"])
+            x = norm(h, w[p + "post_attention_layernorm.weight"])
         elif arch == "starcoder2":
             h = h + a
             x = norm(h, w[p + "post_attention_layernorm.weight"], w[p + "post_attention_layernorm.bias"])
@@ -244,7 +260,7 @@ def forward(cfg, w, tokens):
             g = 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
             h = h + linear(g, w[p + "mlp.c_proj.weight"], w[p + "mlp.c_proj.bias"])
             continue
-        if arch == "phi3":  # gate then up in one projection
+        if arch in ("phi3", "glm4"):  # gate then up in one projection
             g, u = np.split(linear(x, w[p + "mlp.gate_up_proj.weight"]), 2, axis=-1)
         else:
             g = linear(x, w[p + "mlp.gate_proj.weight"], w.get(p + "mlp.gate_proj.bias"))
@@ -256,6 +272,8 @@ def forward(cfg, w, tokens):
         f = linear(g * u, w[p + "mlp.down_proj.weight"], w.get(p + "mlp.down_proj.bias"))
         if arch in ("gemma2", "gemma3", "olmo2"):
             f = norm(f, w[p + "post_feedforward_layernorm.weight"])
+        if arch == "glm4":
+            f = norm(f, w[p + "post_mlp_layernorm.weight"])
         h = h + residual * f
     h = norm(h, w["model.norm.weight"], w["model.norm.bias"]) if arch == "starcoder2" else norm(h, w["model.norm.weight"])
     head = w.get("lm_head.weight")

@@ -51,3 +51,6 @@ gen tiny-starcoder2 -tokenizer qwen2-bpe -arch Starcoder2ForCausalLM -vocab 320 
 	-heads 4 -kvheads 2 -headdim 0 -dtype bf16 -tied=true -shards 1 -rope-theta 100000.0 \
 	-extra '{"hidden_act": "gelu_pytorch_tanh", "norm_epsilon": 1e-05, "use_bias": true, "sliding_window": 4096}' \
 	-generation '{"bos_token_id": 311, "eos_token_id": 313}'
+gen tiny-glm4 -tokenizer qwen2-bpe -specials "<|user|> <|assistant|>" -arch Glm4ForCausalLM -vocab 320 -hidden 256 \
+	-ffn 320 -layers 2 -heads 4 -kvheads 2 -headdim 64 -dtype bf16 -tied=false -shards 1 -rope-theta 10000.0 \
+	-extra '{"partial_rotary_factor": 0.5, "attention_bias": true}' -generation '{"bos_token_id": 311, "eos_token_id": 313}'

@@ -43,9 +43,9 @@ var syntheticMerges = []string{
 
 // syntheticBPE is a byte-level BPE tokenizer.json in Qwen2's form: the 256 byte tokens
 // in GPT-2's byte-to-character order, the merges above, then three added special
-// tokens; with the ids of <|endoftext|> (Qwen's BOS and padding) and <|im_end|> (its
-// EOS).
-func syntheticBPE() (tok []byte, endOfText, imEnd int) {
+// tokens and more; with the ids of <|endoftext|> (Qwen's BOS and padding) and
+// <|im_end|> (its EOS).
+func syntheticBPE(more ...string) (tok []byte, endOfText, imEnd int) {
 	vocab := map[string]int{}
 	var order []string
 	add := func(t string) {
@@ -70,7 +70,7 @@ func syntheticBPE() (tok []byte, endOfText, imEnd int) {
 		Special    bool   `json:"special"`
 	}
 	var specials []added
-	for _, s := range []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"} {
+	for _, s := range append([]string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}, more...) {
 		specials = append(specials, added{ID: len(order) + len(specials), Content: s, Special: true})
 	}
 	vocabJSON := &bytes.Buffer{}

@@ -99,6 +99,7 @@ func main() {
 	ropeTheta := flag.String("rope-theta", "1000000.0", "rope_theta, as written in config.json")
 	ropeScaling := flag.String("rope-scaling", "", "rope_scaling object written to config.json (JSON), none when empty")
 	extra := flag.String("extra", "", "more config.json fields (a JSON object), written before torch_dtype")
+	specials := flag.String("specials", "", "more special tokens (space-separated) after qwen2-bpe's own")
 	tcExtra := flag.String("tokenizer-config", "", "more tokenizer_config.json fields (a JSON object), for a SentencePiece tokenizer")
 	genConfig := flag.String("generation", `{"bos_token_id": 1, "eos_token_id": 2}`, "generation_config.json's fields (JSON)")
 	flag.Parse()
@@ -123,7 +124,7 @@ func main() {
 	var err error
 	var bos, eos int
 	if *tok == qwenBPE {
-		spm, bos, eos = syntheticBPE()
+		spm, bos, eos = syntheticBPE(strings.Fields(*specials)...)
 	} else if spm, err = os.ReadFile(*tok); err != nil {
 		log.Fatal(err)
 	}
@@ -157,6 +158,20 @@ func main() {
 				half(p+x.name+".weight", x.out, x.in_)
 				half(p+x.name+".bias", x.out)
 			}
+			continue
+		}
+		if *arch == "Glm4ForCausalLM" { // biased Q/K/V, fused gate/up, a norm after each sub-layer too
+			half(p+"self_attn.q_proj.weight", *heads*headDim, *hidden)
+			half(p+"self_attn.q_proj.bias", *heads*headDim)
+			half(p+"self_attn.k_proj.weight", *kvHeads*headDim, *hidden)
+			half(p+"self_attn.k_proj.bias", *kvHeads*headDim)
+			half(p+"self_attn.v_proj.weight", *kvHeads*headDim, *hidden)
+			half(p+"self_attn.v_proj.bias", *kvHeads*headDim)
+			half(p+"self_attn.o_proj.weight", *hidden, *heads*headDim)
+			half(p+"post_self_attn_layernorm.weight", *hidden)
+			half(p+"mlp.gate_up_proj.weight", 2**ffn, *hidden)
+			half(p+"mlp.down_proj.weight", *hidden, *ffn)
+			half(p+"post_mlp_layernorm.weight", *hidden)
 			continue
 		}
 		if *arch == "Phi3ForCausalLM" { // Q, K and V fused, gate and up fused
