@@ -142,6 +142,12 @@ var archs = []*Arch{
 		Back: [2]string{"Phi3ForCausalLM", "phi3"}, Family: phi3{},
 	},
 	{
+		HF:   []string{"Mistral3ForConditionalGeneration"},
+		GGUF: "mistral3", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, SpacePrefix: true,
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"MistralForCausalLM", "mistral"}, Family: mistral3{},
+	},
+	{
 		HF:   []string{"GraniteForCausalLM"},
 		GGUF: "granite", Top: llamaTop, Layer: llamaLayer, PermuteQK: true, SpacePrefix: true,
 		Skip: []string{"self_attn.rotary_emb.inv_freq"},

@@ -18,7 +18,8 @@
 // Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM (and
 // Gemma3ForConditionalGeneration's text tower), Phi3ForCausalLM (phi3.go),
 // GraniteForCausalLM (llama.go), Starcoder2ForCausalLM, Glm4ForCausalLM (glm4.go),
-// SmolLM3ForCausalLM and Olmo2ForCausalLM (olmo2.go)
+// SmolLM3ForCausalLM, Olmo2ForCausalLM (olmo2.go) and Mistral3ForConditionalGeneration's
+// text model
 // (grouped-query attention, tied or untied embeddings, sharded checkpoints), with a
 // SentencePiece tokenizer.model or a byte-level BPE tokenizer.json (bpe.go; llama.cpp's
 // pre-tokenizer named from the tokenizer's definition, preTable).

@@ -169,3 +169,17 @@ func (granite) HFConfig(cp *Checkpoint, g ggufKVs, cfg *jsonObject) error {
 	}
 	return nil
 }
+
+// mistral3 is the text model of Mistral Small 3.1 and 3.2 (Mistral3ForConditionalGeneration:
+// its text_config, its tensors under language_model., a vision tower left out), which
+// the converter writes as Llama's under the architecture mistral3. The same class
+// converts Ministral 3 (text model_type ministral3, with yarn keys of its own) and
+// Mistral 4 (a mixture of experts), which apr does not yet: refused by name.
+type mistral3 struct{ llama }
+
+func (m mistral3) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
+	if t, _ := cp.config["model_type"].(string); t == "ministral3" || t == "mistral4" {
+		return nil, fmt.Errorf("config.json: text model_type %q: apr converts Mistral 3's text model of model_type mistral only", t)
+	}
+	return m.llama.KVs(cp, base)
+}

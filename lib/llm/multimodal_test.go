@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/apr-go/apr/lib/stconv"
 )
 
 // TestGemma3Multimodal: Gemma 3's multimodal checkpoint (Gemma3ForConditionalGeneration:
@@ -16,13 +18,51 @@ import (
 // one llama.cpp's converter writes of it; for tiny-gemma3 made multimodal that is
 // tiny-gemma3's own (checked with today's converter on 2026-11-27).
 func TestGemma3Multimodal(t *testing.T) {
-	src := "../../testdata/hf/tiny-gemma3"
-	dir := filepath.Join(t.TempDir(), "tiny-gemma3")
+	dir := multimodal(t, "tiny-gemma3", "tiny-gemma3", "Gemma3ForConditionalGeneration", "gemma3", "gemma3_text")
+	want := refSums(t, "tiny-gemma3")["ref/tiny-gemma3.f32.gguf"]
+	if got := sha256Hex(toGGUF(t, dir, "f32")); got != want {
+		t.Errorf("SHA-256 %s, want tiny-gemma3's %s", got, want)
+	}
+}
+
+// TestMistral3Multimodal: Mistral Small 3.1's layout (Mistral3ForConditionalGeneration,
+// made here of tiny-llama3) converts to the GGUF today's converter writes of it: Llama's
+// form under the architecture mistral3. The sum is of that converter's --outtype f32
+// output of this directory, made on 2026-11-27 with testdata/hf/README.md's CONVERT.
+func TestMistral3Multimodal(t *testing.T) {
+	dir := multimodal(t, "tiny-llama3", "tiny-mistral3", "Mistral3ForConditionalGeneration", "mistral3", "mistral")
+	const want = "bd76dce6f8e18a1a4f0b3fd34a3e21345eaf40a52120dc31c259ab0217c7261c"
+	if got := sha256Hex(toGGUF(t, dir, "f32")); got != want {
+		t.Errorf("SHA-256 %s, today's converter wrote %s", got, want)
+	}
+	// Ministral 3 (its own yarn keys) and Mistral 4 (experts) are refused by name.
+	for _, mt := range []string{"ministral3", "mistral4"} {
+		dir := multimodal(t, "tiny-llama3", "tiny-"+mt, "Mistral3ForConditionalGeneration", "mistral3", mt)
+		if s, err := stconv.Open(dir, stconv.ImportOptions{}); err == nil {
+			s.Close()
+			t.Errorf("%s: imported", mt)
+		} else if !strings.Contains(err.Error(), mt) {
+			t.Errorf("%s: error %v", mt, err)
+		}
+	}
+}
+
+// multimodal writes checkpoint src of testdata/hf as a multimodal model's, in a folder
+// named name: config.json's fields under text_config (its model_type textType),
+// architectures arch and model_type top, the tensors under model.language_model., and a
+// vision tower and projector beside them.
+func multimodal(t *testing.T, src, name, arch, top, textType string) string {
+	t.Helper()
+	src = "../../testdata/hf/" + src
+	dir := filepath.Join(t.TempDir(), name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"tokenizer.model", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
+		if os.IsNotExist(err) {
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,8 +81,8 @@ func TestGemma3Multimodal(t *testing.T) {
 			text[k] = v
 		}
 	}
-	text["model_type"] = "gemma3_text"
-	mm, _ := json.Marshal(map[string]any{"architectures": []string{"Gemma3ForConditionalGeneration"}, "model_type": "gemma3",
+	text["model_type"] = textType
+	mm, _ := json.Marshal(map[string]any{"architectures": []string{arch}, "model_type": top,
 		"text_config": text, "vision_config": map[string]any{"hidden_size": 8, "model_type": "siglip_vision_model"}})
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), mm, 0o644); err != nil {
 		t.Fatal(err)
@@ -94,9 +134,5 @@ func TestGemma3Multimodal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), append(append(st, h...), data...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-
-	want := refSums(t, "tiny-gemma3")["ref/tiny-gemma3.f32.gguf"]
-	if got := sha256Hex(toGGUF(t, dir, "f32")); got != want {
-		t.Errorf("SHA-256 %s, want tiny-gemma3's %s", got, want)
-	}
+	return dir
 }
