@@ -148,16 +148,33 @@ func parseHparams(c config) (Hparams, error) {
 // model's text_config moved to the top level over the other fields (its
 // "architectures" too, where it has them).
 func textConfig(m map[string]any) config {
-	text, ok := m["text_config"].(map[string]any)
-	if !ok {
-		return config(m)
-	}
 	merged := maps.Clone(m)
-	maps.Copy(merged, text)
-	if _, ok := text["architectures"]; !ok {
-		merged["architectures"] = m["architectures"]
+	if text, ok := m["text_config"].(map[string]any); ok {
+		maps.Copy(merged, text)
+		if _, ok := text["architectures"]; !ok {
+			merged["architectures"] = m["architectures"]
+		}
+	}
+	if merged["model_type"] == "gemma3_text" {
+		for k, v := range gemma3TextDefaults {
+			if _, ok := merged[k]; !ok {
+				merged[k] = v
+			}
+		}
 	}
 	return config(merged)
+}
+
+// gemma3TextDefaults are the fields transformers' Gemma3TextConfig gives a Gemma 3 text
+// model whose config.json leaves them out (the multimodal releases' text_config holds
+// only the sizes): the converter, running with transformers, reads them through
+// AutoConfig. Only the fields the conversion reads are here.
+var gemma3TextDefaults = map[string]any{
+	"vocab_size": json.Number("262208"), "num_attention_heads": json.Number("8"),
+	"num_key_value_heads": json.Number("4"), "head_dim": json.Number("256"),
+	"max_position_embeddings": json.Number("131072"), "rms_norm_eps": json.Number("1e-06"),
+	"rope_theta": json.Number("1000000.0"), "rope_local_base_freq": json.Number("10000.0"),
+	"sliding_window": json.Number("4096"), "query_pre_attn_scalar": json.Number("256"),
 }
 
 // Architecture returns config.json's first "architectures" name ("LlamaForCausalLM"),

@@ -279,3 +279,48 @@ func FuzzFromCheckpoint(f *testing.F) {
 		}
 	})
 }
+
+// TestGemma3SparseTextConfig: a Gemma 3 multimodal release's config.json gives its text
+// model only its sizes; the rest are transformers' Gemma3TextConfig defaults, which the
+// converter reads through AutoConfig (heads 8 over 4 KV heads of 256, a context of
+// 131072, rotary bases 1e6 and 1e4).
+func TestGemma3SparseTextConfig(t *testing.T) {
+	spm, err := os.ReadFile("../../testdata/hf/tiny-llama/tokenizer.model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"tokenizer.model": spm, "config.json": []byte(`{"architectures": ["Gemma3ForConditionalGeneration"],
+		"model_type": "gemma3", "text_config": {"hidden_size": 16, "intermediate_size": 32, "model_type": "gemma3_text",
+		"num_hidden_layers": 1, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}}`)}
+	const vocab, hidden, heads, kv, hd = 262208, 16, 8, 4, 256
+	p := "model.language_model.layers.0."
+	shapes := []TensorShape{
+		{"model.language_model.embed_tokens.weight", dtype.BF16, []int64{vocab, hidden}},
+		{"model.language_model.norm.weight", dtype.BF16, []int64{hidden}},
+		{p + "input_layernorm.weight", dtype.BF16, []int64{hidden}},
+		{p + "post_attention_layernorm.weight", dtype.BF16, []int64{hidden}},
+		{p + "pre_feedforward_layernorm.weight", dtype.BF16, []int64{hidden}},
+		{p + "post_feedforward_layernorm.weight", dtype.BF16, []int64{hidden}},
+		{p + "self_attn.q_proj.weight", dtype.BF16, []int64{heads * hd, hidden}},
+		{p + "self_attn.k_proj.weight", dtype.BF16, []int64{kv * hd, hidden}},
+		{p + "self_attn.v_proj.weight", dtype.BF16, []int64{kv * hd, hidden}},
+		{p + "self_attn.o_proj.weight", dtype.BF16, []int64{hidden, heads * hd}},
+		{p + "self_attn.q_norm.weight", dtype.BF16, []int64{hd}},
+		{p + "self_attn.k_norm.weight", dtype.BF16, []int64{hd}},
+		{p + "mlp.gate_proj.weight", dtype.BF16, []int64{32, hidden}},
+		{p + "mlp.up_proj.weight", dtype.BF16, []int64{32, hidden}},
+		{p + "mlp.down_proj.weight", dtype.BF16, []int64{hidden, 32}},
+	}
+	cp, ok, err := FromCheckpoint(files, "x", shapes)
+	if err != nil || !ok {
+		t.Fatalf("%v, %v", ok, err)
+	}
+	h := gguf.Header{KVs: cp.KVs}
+	for key, want := range map[string]string{"gemma3.attention.head_count": "8", "gemma3.attention.head_count_kv": "4",
+		"gemma3.attention.key_length": "256", "gemma3.context_length": "131072", "gemma3.rope.freq_base": "1e+06",
+		"gemma3.rope.freq_base_swa": "10000", "gemma3.attention.sliding_window": "1024", "gemma3.rope.scaling.factor": "8"} {
+		if v, ok := h.Get(key); !ok || v.String() != want {
+			t.Errorf("%s = %v, want %s", key, v, want)
+		}
+	}
+}
