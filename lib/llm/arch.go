@@ -55,20 +55,25 @@ type Arch struct {
 	Family Family
 }
 
-var llamaLayer = map[string]string{
+// attnLayer are the attention projections most families name alike, with the Q, K
+// and V biases some have.
+var attnLayer = map[string]string{
+	"self_attn.q_proj.weight": "attn_q.weight",
+	"self_attn.k_proj.weight": "attn_k.weight",
+	"self_attn.v_proj.weight": "attn_v.weight",
+	"self_attn.o_proj.weight": "attn_output.weight",
+	"self_attn.q_proj.bias":   "attn_q.bias",
+	"self_attn.k_proj.bias":   "attn_k.bias",
+	"self_attn.v_proj.bias":   "attn_v.bias",
+}
+
+var llamaLayer = withLayer(attnLayer, map[string]string{
 	"input_layernorm.weight":          "attn_norm.weight",
-	"self_attn.q_proj.weight":         "attn_q.weight",
-	"self_attn.k_proj.weight":         "attn_k.weight",
-	"self_attn.v_proj.weight":         "attn_v.weight",
-	"self_attn.o_proj.weight":         "attn_output.weight",
-	"self_attn.q_proj.bias":           "attn_q.bias",
-	"self_attn.k_proj.bias":           "attn_k.bias",
-	"self_attn.v_proj.bias":           "attn_v.bias",
 	"post_attention_layernorm.weight": "ffn_norm.weight",
 	"mlp.gate_proj.weight":            "ffn_gate.weight",
 	"mlp.up_proj.weight":              "ffn_up.weight",
 	"mlp.down_proj.weight":            "ffn_down.weight",
-}
+})
 
 var llamaTop = map[string]string{
 	"model.embed_tokens.weight": "token_embd.weight",
@@ -161,16 +166,9 @@ var archs = []*Arch{
 			"model.norm.bias":           "output_norm.bias",
 			"lm_head.weight":            "output.weight",
 		},
-		Layer: map[string]string{
+		Layer: withLayer(attnLayer, map[string]string{
 			"input_layernorm.weight":          "attn_norm.weight",
 			"input_layernorm.bias":            "attn_norm.bias",
-			"self_attn.q_proj.weight":         "attn_q.weight",
-			"self_attn.q_proj.bias":           "attn_q.bias",
-			"self_attn.k_proj.weight":         "attn_k.weight",
-			"self_attn.k_proj.bias":           "attn_k.bias",
-			"self_attn.v_proj.weight":         "attn_v.weight",
-			"self_attn.v_proj.bias":           "attn_v.bias",
-			"self_attn.o_proj.weight":         "attn_output.weight",
 			"self_attn.o_proj.bias":           "attn_output.bias",
 			"post_attention_layernorm.weight": "ffn_norm.weight",
 			"post_attention_layernorm.bias":   "ffn_norm.bias",
@@ -178,27 +176,20 @@ var archs = []*Arch{
 			"mlp.c_fc.bias":                   "ffn_up.bias",
 			"mlp.c_proj.weight":               "ffn_down.weight",
 			"mlp.c_proj.bias":                 "ffn_down.bias",
-		},
+		}),
 		Skip: []string{"self_attn.rotary_emb.inv_freq"},
 		Back: [2]string{"Starcoder2ForCausalLM", "starcoder2"}, Family: starcoder2{},
 	},
 	{
 		HF:   []string{"Glm4ForCausalLM"},
-		GGUF: "glm4", Top: llamaTop, Layer: map[string]string{
+		GGUF: "glm4", Top: llamaTop, Layer: withLayer(attnLayer, map[string]string{
 			"input_layernorm.weight":          "attn_norm.weight",
-			"self_attn.q_proj.weight":         "attn_q.weight",
-			"self_attn.q_proj.bias":           "attn_q.bias",
-			"self_attn.k_proj.weight":         "attn_k.weight",
-			"self_attn.k_proj.bias":           "attn_k.bias",
-			"self_attn.v_proj.weight":         "attn_v.weight",
-			"self_attn.v_proj.bias":           "attn_v.bias",
-			"self_attn.o_proj.weight":         "attn_output.weight",
 			"post_self_attn_layernorm.weight": "post_attention_norm.weight",
 			"post_attention_layernorm.weight": "ffn_norm.weight",
 			"mlp.gate_up_proj.weight":         "ffn_up.weight",
 			"mlp.down_proj.weight":            "ffn_down.weight",
 			"post_mlp_layernorm.weight":       "post_ffw_norm.weight",
-		},
+		}),
 		Skip: []string{"self_attn.rotary_emb.inv_freq"}, FusedUp: true,
 		Back: [2]string{"Glm4ForCausalLM", "glm4"}, Family: glm4{},
 	},
@@ -210,11 +201,7 @@ var archs = []*Arch{
 	},
 	{
 		HF:   []string{"Olmo2ForCausalLM"},
-		GGUF: "olmo2", Top: llamaTop, Layer: map[string]string{
-			"self_attn.q_proj.weight":           "attn_q.weight",
-			"self_attn.k_proj.weight":           "attn_k.weight",
-			"self_attn.v_proj.weight":           "attn_v.weight",
-			"self_attn.o_proj.weight":           "attn_output.weight",
+		GGUF: "olmo2", Top: llamaTop, Layer: withLayer(attnLayer, map[string]string{
 			"self_attn.q_norm.weight":           "attn_q_norm.weight",
 			"self_attn.k_norm.weight":           "attn_k_norm.weight",
 			"post_attention_layernorm.weight":   "post_attention_norm.weight",
@@ -222,7 +209,7 @@ var archs = []*Arch{
 			"mlp.up_proj.weight":                "ffn_up.weight",
 			"mlp.down_proj.weight":              "ffn_down.weight",
 			"post_feedforward_layernorm.weight": "post_ffw_norm.weight",
-		},
+		}),
 		Skip:       []string{"self_attn.rotary_emb.inv_freq"},
 		WideQKNorm: true,
 		Back:       [2]string{"Olmo2ForCausalLM", "olmo2"}, Family: olmo2{},

@@ -290,21 +290,30 @@ func TestFamilyErrors(t *testing.T) {
 		{"tiny-gemma", `"head_dim": 64,`, ``, `"head_dim" is missing`},
 	} {
 		t.Run(c.ckpt+"/"+c.want, func(t *testing.T) {
-			dir := copyCheckpointOf(t, "../../testdata/hf/"+c.ckpt, func(s string) string {
-				if !strings.Contains(s, c.old) {
-					t.Fatalf("config.json has no %s", c.old)
-				}
-				return strings.Replace(s, c.old, c.new, 1)
-			})
-			s, err := stconv.Open(dir, stconv.ImportOptions{})
-			if err == nil {
-				s.Close()
-				t.Fatal("imported")
-			}
-			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "config.json") {
-				t.Fatalf("error %q does not name config.json and say %q", err, c.want)
-			}
+			importFails(t, "../../testdata/hf/"+c.ckpt, c.old, c.new, c.want, "config.json")
 		})
+	}
+}
+
+// importFails checks that checkpoint src with old replaced by new in its config.json is
+// refused as it is imported, with an error holding each of want.
+func importFails(t *testing.T, src, old, new string, want ...string) {
+	t.Helper()
+	dir := copyCheckpointOf(t, src, func(s string) string {
+		if !strings.Contains(s, old) {
+			t.Fatalf("config.json has no %s", old)
+		}
+		return strings.Replace(s, old, new, 1)
+	})
+	s, err := stconv.Open(dir, stconv.ImportOptions{})
+	if err == nil {
+		s.Close()
+		t.Fatal("imported")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("error %q does not say %q", err, w)
+		}
 	}
 }
 
@@ -320,22 +329,7 @@ func TestCheckpointErrors(t *testing.T) {
 		{"rope scaling", `"rope_theta": 10000.0,`, `"rope_theta": 10000.0, "rope_scaling": {"type": "yarn", "factor": 4},`, "rope_scaling"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			dir := copyCheckpoint(t, func(s string) string {
-				if !strings.Contains(s, c.old) {
-					t.Fatalf("config.json has no %s", c.old)
-				}
-				return strings.Replace(s, c.old, c.new, 1)
-			})
-			s, err := stconv.Open(dir, stconv.ImportOptions{})
-			if err == nil {
-				s.Close()
-				t.Fatal("imported")
-			}
-			if !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("error %q does not say %q", err, c.want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { importFails(t, checkpoint, c.old, c.new, c.want) })
 	}
 	// Without "architectures" a checkpoint imports as it is, with no description.
 	dir := copyCheckpoint(t, func(s string) string {

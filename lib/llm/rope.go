@@ -214,25 +214,17 @@ func (r rope) scalingKVs(arch string, llama3, longrope bool) ([]gguf.KV, error) 
 // and rounds the scalars to float32 first; both are copied here, because the blend's
 // last bits depend on them.
 func llama3RopeFreqs(r rope, headDim int) ([]float32, error) {
-	base, err := r.floatOr("rope_theta", 10000)
-	if err != nil {
-		return nil, err
-	}
-	factor, err := r.floatOr("factor", 8)
-	if err != nil {
-		return nil, err
-	}
-	low, err := r.floatOr("low_freq_factor", 1)
-	if err != nil {
-		return nil, err
-	}
-	high, err := r.floatOr("high_freq_factor", 4)
-	if err != nil {
-		return nil, err
-	}
-	old, err := r.floatOr("original_max_position_embeddings", 8192)
-	if err != nil {
-		return nil, err
+	var base, factor, low, high, old float64
+	for _, p := range []struct {
+		dst *float64
+		key string
+		def float64
+	}{{&base, "rope_theta", 10000}, {&factor, "factor", 8}, {&low, "low_freq_factor", 1},
+		{&high, "high_freq_factor", 4}, {&old, "original_max_position_embeddings", 8192}} {
+		var err error
+		if *p.dst, err = r.floatOr(p.key, p.def); err != nil {
+			return nil, err
+		}
 	}
 	if high == low {
 		return nil, fmt.Errorf("config.json: %s: high_freq_factor and low_freq_factor are both %v (the blend divides by their difference)", r.field, low)
