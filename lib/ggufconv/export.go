@@ -449,12 +449,11 @@ func ExportFile(w io.Writer, path string, o ExportOptions) error {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		s, err := stream.Open(f)
+		s, done, err := verifyingStream(f, path)
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return err
 		}
-		defer s.Close()
+		defer done()
 		if err := Export(w, s, o); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -483,12 +482,11 @@ func ExportFile(w io.Writer, path string, o ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	s, err := stream.Open(f)
+	s, done, err := verifyingStream(f, path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
-	defer s.Close()
+	defer done()
 	if info.Format != "APR v2" || reorder {
 		return Export(w, s, o)
 	}
@@ -707,6 +705,16 @@ func openStreamPath(path string) (f *os.File, ok bool, err error) {
 	}
 	f, err = os.Open(path)
 	return f, true, err
+}
+
+// verifyingStream reads f, the model file at path, through the verifying stream reader;
+// done closes both. f is closed on an error.
+func verifyingStream(f *os.File, path string) (s stream.Stream, done func(), err error) {
+	if s, err = stream.Open(f); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, func() { s.Close(); f.Close() }, nil
 }
 
 // withPath names path in err unless err does already.

@@ -159,12 +159,11 @@ func ExportSplitFile(prefix, path string, o ExportOptions, so SplitOptions) (*Sp
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
-		s, err := stream.Open(f)
+		s, done, err := verifyingStream(f, path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
-		defer s.Close()
+		defer done()
 		res, err := ExportSplit(prefix, s, o, so)
 		if err != nil {
 			err = fmt.Errorf("%s: %w", path, err)
@@ -187,12 +186,11 @@ func ExportSplitFile(prefix, path string, o ExportOptions, so SplitOptions) (*Sp
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	s, err := stream.Open(f)
+	s, done, err := verifyingStream(f, path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	defer s.Close()
+	defer done()
 	h := s.Header()
 	if h.Table == nil && info.Format == "APR v2" {
 		h.Table = make([]container.TensorInfo, len(info.Tensors))

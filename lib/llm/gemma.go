@@ -29,7 +29,8 @@ type gemma struct {
 }
 
 // gemma3Defaults are the values Gemma3Model.set_gguf_parameters writes for fields
-// config.json does not give.
+// config.json does not give (transformers' Gemma3TextConfig has the same ones,
+// gemma3TextDefaults).
 var gemma3Defaults = map[string]any{
 	"max_position_embeddings": json.Number("131072"), "num_attention_heads": json.Number("8"),
 	"rms_norm_eps": json.Number("1e-06"), "head_dim": json.Number("256"), "num_key_value_heads": json.Number("4"),
@@ -39,29 +40,30 @@ func (g gemma) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
 	a, c := cp.Arch.GGUF, cp.config
 	var kvs []gguf.KV
 	var err error
-	u32 := func(key, field string) {
+	// field is config.json with field in it: Gemma 3's converter has defaults for some.
+	field := func(name string) config {
+		if v, ok := gemma3Defaults[name]; ok && g.version == 3 && c[name] == nil {
+			return config{name: v}
+		}
+		return c
+	}
+	u32 := func(key, name string) {
 		if err != nil {
 			return
 		}
 		var n int
-		if v, ok := gemma3Defaults[field]; ok && g.version == 3 && c[field] == nil {
-			c = withField(c, field, v)
-		}
-		if n, _, err = c.int(field, true); err == nil {
+		if n, _, err = field(name).int(name, true); err == nil {
 			kvs = append(kvs, gguf.KV{Key: a + "." + key, Value: gguf.Uint32(uint32(n))})
 		}
 	}
-	f32 := func(key, field string) {
+	f32 := func(key, name string) {
 		if err != nil {
 			return
 		}
-		if v, ok := gemma3Defaults[field]; ok && g.version == 3 && c[field] == nil {
-			c = withField(c, field, v)
-		}
 		var f float64
 		var ok bool
-		if f, ok, err = c.float(field); err == nil && !ok {
-			err = fmt.Errorf("config.json: %q is missing", field)
+		if f, ok, err = field(name).float(name); err == nil && !ok {
+			err = fmt.Errorf("config.json: %q is missing", name)
 		}
 		if err == nil {
 			kvs = append(kvs, gguf.KV{Key: a + "." + key, Value: gguf.Float32(float32(f))})
@@ -111,16 +113,6 @@ func (g gemma) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
 	return kvs, err
 }
 
-// withField returns c with field set, leaving c itself as it was.
-func withField(c config, field string, v any) config {
-	m := make(config, len(c)+1)
-	for k, x := range c {
-		m[k] = x
-	}
-	m[field] = v
-	return m
-}
-
 // Vocab adds what Gemma's set_vocab writes after the vocabulary: Gemma 1's second
 // SpecialVocab for CodeGemma's tokens (of which only EOT, id 107 unless the tokenizer
 // config names it, has a GGUF key), and add_space_prefix false where the vocabulary
@@ -128,16 +120,7 @@ func withField(c config, field string, v any) config {
 func (g gemma) Vocab(cp *Checkpoint, kvs []gguf.KV) ([]gguf.KV, error) {
 	_, spm := cp.files["tokenizer.model"]
 	if g.version == 1 {
-		sv, err := newSpecialVocab(cp.files, -1, []string{"prefix", "suffix", "middle", "fsep", "eot"})
-		if err != nil {
-			return nil, err
-		}
-		for typ, id := range map[string]int64{"prefix": 67, "suffix": 69, "middle": 68, "fsep": 70, "eot": 107} {
-			_ = sv.setID(typ, json.Number(fmt.Sprint(id)))
-		}
-		sv.ids = orderedIDs(sv.ids, []string{"prefix", "suffix", "middle", "fsep", "eot"})
-		sv.template = nil // "do not add it twice"
-		more, err := sv.kvs()
+		more, err := infillVocab(cp.files, []specialID{{"prefix", 67}, {"suffix", 69}, {"middle", 68}, {"fsep", 70}, {"eot", 107}}, false)
 		if err != nil {
 			return nil, err
 		}
@@ -147,21 +130,6 @@ func (g gemma) Vocab(cp *Checkpoint, kvs []gguf.KV) ([]gguf.KV, error) {
 		kvs = append(kvs, gguf.KV{Key: "tokenizer.ggml.add_space_prefix", Value: gguf.Bool(false)})
 	}
 	return kvs, nil
-}
-
-// orderedIDs sorts ids found from files before those set afterwards, keeping the
-// converter's order: setID appends in the order of the calls, which for the ids set
-// by code must follow the converter's lines, not a map's order.
-func orderedIDs(ids []specialID, order []string) []specialID {
-	var out []specialID
-	for _, typ := range order {
-		for _, s := range ids {
-			if s.typ == typ {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
 }
 
 // Transform adds 1 to the norms and, for Gemma 3, keeps only the embedding rows of the

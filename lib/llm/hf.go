@@ -169,13 +169,15 @@ func textConfig(m map[string]any) config {
 // model whose config.json leaves them out (the multimodal releases' text_config holds
 // only the sizes): the converter, running with transformers, reads them through
 // AutoConfig. Only the fields the conversion reads are here.
-var gemma3TextDefaults = map[string]any{
-	"vocab_size": json.Number("262208"), "num_attention_heads": json.Number("8"),
-	"num_key_value_heads": json.Number("4"), "head_dim": json.Number("256"),
-	"max_position_embeddings": json.Number("131072"), "rms_norm_eps": json.Number("1e-06"),
-	"rope_theta": json.Number("1000000.0"), "rope_local_base_freq": json.Number("10000.0"),
-	"sliding_window": json.Number("4096"), "query_pre_attn_scalar": json.Number("256"),
-}
+var gemma3TextDefaults = func() map[string]any {
+	m := map[string]any{
+		"vocab_size": json.Number("262208"), "rope_theta": json.Number("1000000.0"),
+		"rope_local_base_freq": json.Number("10000.0"), "sliding_window": json.Number("4096"),
+		"query_pre_attn_scalar": json.Number("256"),
+	}
+	maps.Copy(m, gemma3Defaults)
+	return m
+}()
 
 // Architecture returns config.json's first "architectures" name ("LlamaForCausalLM"),
 // or "" when files hold no config.json or it names none.

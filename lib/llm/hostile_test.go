@@ -1,9 +1,7 @@
 package llm_test
 
 import (
-	"encoding/binary"
 	"encoding/json"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,21 +22,12 @@ func hostileCheckpoint(t *testing.T, name string, set map[string]any, add map[st
 // hostileFiles is hostileCheckpoint with files replaced by the contents given.
 func hostileFiles(t *testing.T, name string, set map[string]any, add map[string][]int64, files map[string]string) error {
 	t.Helper()
-	src := filepath.Join("../../testdata/hf", name)
-	dir := filepath.Join(t.TempDir(), name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
+	dir := copyCheckpointWith(t, filepath.Join("../../testdata/hf", name), name, func(file string, b []byte) []byte {
+		if c, ok := files[file]; ok {
+			return []byte(c)
 		}
-		switch e.Name() {
+		var err error
+		switch file {
 		case "config.json":
 			var c map[string]any
 			if err := json.Unmarshal(b, &c); err != nil {
@@ -55,59 +44,20 @@ func hostileFiles(t *testing.T, name string, set map[string]any, add map[string]
 				t.Fatal(err)
 			}
 		case "model.safetensors":
-			n := binary.LittleEndian.Uint64(b)
-			var hdr map[string]any
-			if err := json.Unmarshal(b[8:8+n], &hdr); err != nil {
-				t.Fatal(err)
-			}
-			data := b[8+n:]
-			type entry struct {
-				dtype string
-				shape []int64
-				data  []byte
-			}
-			entries := map[string]entry{}
-			for tn, v := range hdr {
-				if tn == "__metadata__" {
-					continue
-				}
-				m := v.(map[string]any)
-				var shape []int64
-				for _, d := range m["shape"].([]any) {
-					shape = append(shape, int64(d.(float64)))
-				}
-				off := m["data_offsets"].([]any)
-				entries[tn] = entry{m["dtype"].(string), shape, data[int(off[0].(float64)):int(off[1].(float64))]}
-			}
-			for tn, shape := range add {
+			ts, meta := readTensors(t, b)
+			for tn, shape := range add { // a tensor of the name replaced, or a new one
 				size := int64(2)
 				for _, d := range shape {
 					size *= d
 				}
-				entries[tn] = entry{"BF16", shape, make([]byte, size)}
+				ts = slices.DeleteFunc(ts, func(e stTensor) bool { return e.name == tn })
+				ts = append(ts, stTensor{tn, "BF16", shape, make([]byte, size)})
 			}
-			data = nil
-			for _, tn := range slices.Sorted(maps.Keys(entries)) { // json.Marshal's order
-				e := entries[tn]
-				hdr[tn] = map[string]any{"dtype": e.dtype, "shape": e.shape, "data_offsets": []int{len(data), len(data) + len(e.data)}}
-				data = append(data, e.data...)
-			}
-			h, err := json.Marshal(hdr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for len(h)%8 != 0 {
-				h = append(h, ' ')
-			}
-			b = append(append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...), data...)
+			slices.SortFunc(ts, func(a, b stTensor) int { return strings.Compare(a.name, b.name) }) // json.Marshal's order
+			b = writeTensors(t, ts, meta)
 		}
-		if c, ok := files[e.Name()]; ok {
-			b = []byte(c)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return b
+	})
 	for n, c := range files { // new files
 		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
 			if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {

@@ -104,16 +104,7 @@ func recoverLlama3(factors []float32, headDim int, theta float64) (llama3Params,
 func (llama) Vocab(cp *Checkpoint, kvs []gguf.KV) ([]gguf.KV, error) {
 	switch cp.Hparams.Vocab {
 	case 32016:
-		types := []string{"prefix", "suffix", "middle", "eot"}
-		sv, err := newSpecialVocab(cp.files, -1, types)
-		if err != nil {
-			return nil, err
-		}
-		for typ, id := range map[string]int64{"prefix": 32007, "suffix": 32008, "middle": 32009, "eot": 32010} {
-			_ = sv.setID(typ, json.Number(fmt.Sprint(id)))
-		}
-		sv.ids = orderedIDs(sv.ids, types)
-		more, err := sv.kvs()
+		more, err := infillVocab(cp.files, []specialID{{"prefix", 32007}, {"suffix", 32008}, {"middle", 32009}, {"eot", 32010}}, true)
 		if err != nil {
 			return nil, err
 		}

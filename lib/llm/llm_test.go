@@ -253,24 +253,12 @@ func copyCheckpoint(t *testing.T, edit func(string) string) string {
 // copyCheckpointOf copies checkpoint src to a temporary directory with config.json
 // edited by edit.
 func copyCheckpointOf(t *testing.T, src string, edit func(string) string) string {
-	dir := filepath.Join(t.TempDir(), "ckpt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	entries, _ := os.ReadDir(src)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
+	return copyCheckpointWith(t, src, "ckpt", func(file string, b []byte) []byte {
+		if file == "config.json" {
+			return []byte(edit(string(b)))
 		}
-		if e.Name() == "config.json" {
-			b = []byte(edit(string(b)))
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+		return b
+	})
 }
 
 // TestFamilyErrors: a config.json that lacks what a family's converter needs, or

@@ -1,11 +1,7 @@
 package llm_test
 
 import (
-	"encoding/binary"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -53,86 +49,31 @@ func TestMistral3Multimodal(t *testing.T) {
 // vision tower and projector beside them.
 func multimodal(t *testing.T, src, name, arch, top, textType string) string {
 	t.Helper()
-	src = "../../testdata/hf/" + src
-	dir := filepath.Join(t.TempDir(), name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"tokenizer.model", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if os.IsNotExist(err) {
-			continue
+	return copyCheckpointWith(t, "../../testdata/hf/"+src, name, func(file string, b []byte) []byte {
+		switch file {
+		case "config.json":
+			var cfg map[string]any
+			if err := json.Unmarshal(b, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			text := map[string]any{}
+			for k, v := range cfg {
+				if k != "architectures" && k != "torch_dtype" {
+					text[k] = v
+				}
+			}
+			text["model_type"] = textType
+			b, _ = json.Marshal(map[string]any{"architectures": []string{arch}, "model_type": top,
+				"text_config": text, "vision_config": map[string]any{"hidden_size": 8, "model_type": "siglip_vision_model"}})
+		case "model.safetensors":
+			ts, _ := readTensors(t, b) // in data order, as the converter reads them
+			for i := range ts {
+				ts[i].name = strings.Replace(ts[i].name, "model.", "model.language_model.", 1)
+			}
+			ts = append(ts, stTensor{"model.vision_tower.vision_model.embeddings.patch_embedding.weight", "BF16", []int64{8}, make([]byte, 16)},
+				stTensor{"model.multi_modal_projector.mm_soft_emb_norm.weight", "BF16", []int64{8}, make([]byte, 16)})
+			b = writeTensors(t, ts, nil)
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var cfg map[string]any
-	b, err := os.ReadFile(filepath.Join(src, "config.json"))
-	if err != nil || json.Unmarshal(b, &cfg) != nil {
-		t.Fatal(err)
-	}
-	text := map[string]any{}
-	for k, v := range cfg {
-		if k != "architectures" && k != "torch_dtype" {
-			text[k] = v
-		}
-	}
-	text["model_type"] = textType
-	mm, _ := json.Marshal(map[string]any{"architectures": []string{arch}, "model_type": top,
-		"text_config": text, "vision_config": map[string]any{"hidden_size": 8, "model_type": "siglip_vision_model"}})
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), mm, 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	raw, err := os.ReadFile(filepath.Join(src, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := binary.LittleEndian.Uint64(raw)
-	var hdr map[string]json.RawMessage
-	if err := json.Unmarshal(raw[8:8+n], &hdr); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]any{}
-	var data []byte
-	add := func(name, dt string, shape []int64, b []byte) {
-		out[name] = map[string]any{"dtype": dt, "shape": shape, "data_offsets": []int{len(data), len(data) + len(b)}}
-		data = append(data, b...)
-	}
-	type entry struct {
-		name    string
-		DType   string  `json:"dtype"`
-		Shape   []int64 `json:"shape"`
-		Offsets [2]int  `json:"data_offsets"`
-	}
-	var entries []entry
-	for name, v := range hdr {
-		if name == "__metadata__" {
-			continue
-		}
-		e := entry{name: name}
-		if err := json.Unmarshal(v, &e); err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, e)
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return a.Offsets[0] - b.Offsets[0] }) // in data order, as the converter reads them
-	for _, e := range entries {
-		add(strings.Replace(e.name, "model.", "model.language_model.", 1), e.DType, e.Shape, raw[8+n:][e.Offsets[0]:e.Offsets[1]])
-	}
-	add("model.vision_tower.vision_model.embeddings.patch_embedding.weight", "BF16", []int64{8}, make([]byte, 16))
-	add("model.multi_modal_projector.mm_soft_emb_norm.weight", "BF16", []int64{8}, make([]byte, 16))
-	h, _ := json.Marshal(out)
-	for len(h)%8 != 0 {
-		h = append(h, ' ')
-	}
-	st := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
-	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), append(append(st, h...), data...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+		return b
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/apr-go/apr/lib/gguf"
 )
@@ -58,6 +59,28 @@ func newSpecialVocab(files map[string][]byte, nVocab int, types []string) (*spec
 		return nil, err
 	}
 	return sv, nil
+}
+
+// infillVocab is the second SpecialVocab Gemma's and CodeLlama's converters write after
+// the vocabulary: the infill token types, each as the tokenizer files name it or else
+// with its fixed id (ids, in the converter's order of its calls), with the chat
+// template again or not; of these types only EOT has a GGUF key.
+func infillVocab(files map[string][]byte, ids []specialID, template bool) ([]gguf.KV, error) {
+	types := make([]string, len(ids))
+	for i, s := range ids {
+		types[i] = s.typ
+	}
+	sv, err := newSpecialVocab(files, -1, types)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range ids {
+		_ = sv.setID(s.typ, json.Number(strconv.FormatInt(s.id, 10)))
+	}
+	if !template {
+		sv.template = nil // "do not add it twice"
+	}
+	return sv.kvs()
 }
 
 // setID records the id of a special token type: only an integer, only below the
