@@ -69,7 +69,8 @@ type quantCmd struct {
 	Stats           bool     `help:"Report per tensor: type, bits per weight, size before and after, RMS and max error (on stderr)."`
 	JSON            bool     `help:"Write the --stats report as JSON (implies --stats)."`
 	StatsFile       string   `placeholder:"FILE" help:"Write the --stats report to FILE instead of stderr ('-': stdout, with -o)."`
-	Imatrix         string   `placeholder:"FILE" help:"Weight the quantizers by llama-imatrix's importance matrix FILE (.dat), as llama-quantize --imatrix."`
+	Imatrix         string   `placeholder:"FILE" help:"Weight the quantizers by llama-imatrix's importance matrix FILE (GGUF or .dat), as llama-quantize --imatrix."`
+	knobFlags
 	cli.WorkersFlag
 	cli.CompressFlag
 }
@@ -102,8 +103,14 @@ func (c *quantCmd) Run(env *cli.Env) error {
 		}
 		o.Imatrix = m
 	}
+	if err := c.knobs(&o); err != nil {
+		return err
+	}
 	if err := o.Validate(); err != nil {
 		return cli.Usagef("%v", err)
+	}
+	if c.DryRun {
+		return c.dryRun(env, o)
 	}
 
 	widenPipes(env.Stdin, env.Stdout)
