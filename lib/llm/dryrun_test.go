@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/ggufconv"
 	"github.com/apr-go/apr/lib/imatrix"
 	"github.com/apr-go/apr/lib/quant"
@@ -152,4 +154,67 @@ func dryRunOptions(t *testing.T, args string) quant.Options {
 		}
 	}
 	return o
+}
+
+// TestDryRunMoE: the same comparison on a mixture of experts, Qwen3-MoE's layout
+// small (8 layers, 8 experts: llama.cpp's n_expert == 8 rules, and MXFP4_MOE's 3-D
+// expert tensors), whose F32 GGUF testdata/quant/dryrun/mkmoe.py writes with gguf-py;
+// a dry run reads no data, so the test builds the same keys and tensor list.
+func TestDryRunMoE(t *testing.T) {
+	golden, err := os.ReadFile("../../testdata/quant/dryrun/tiny-moe.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const L, E, D, H, KV, HD, FF, V = 8, 8, 256, 4, 2, 64, 256, 512
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.String("qwen3moe")},
+		{Key: "qwen3moe.block_count", Value: gguf.Uint32(L)},
+		{Key: "qwen3moe.attention.head_count", Value: gguf.Uint32(H)},
+		{Key: "qwen3moe.attention.head_count_kv", Value: gguf.Uint32(KV)},
+		{Key: "qwen3moe.expert_count", Value: gguf.Uint32(E)},
+	}
+	h := container.Header{Metadata: container.Metadata{Extra: map[string]any{gguf.MetadataKey: gguf.EncodeKVs(3, kvs)}}}
+	var tensors []container.TensorInfo
+	add := func(name string, shape ...int64) {
+		tensors = append(tensors, container.TensorInfo{Name: name, DType: dtype.F32, Shape: shape})
+	}
+	add("token_embd.weight", V, D)
+	add("output_norm.weight", D)
+	add("output.weight", V, D)
+	for i := range L {
+		p := fmt.Sprintf("blk.%d.", i)
+		add(p+"attn_norm.weight", D)
+		add(p+"attn_q.weight", H*HD, D)
+		add(p+"attn_k.weight", KV*HD, D)
+		add(p+"attn_v.weight", KV*HD, D)
+		add(p+"attn_output.weight", D, H*HD)
+		add(p+"attn_q_norm.weight", HD)
+		add(p+"attn_k_norm.weight", HD)
+		add(p+"ffn_norm.weight", D)
+		add(p+"ffn_gate_inp.weight", E, D)
+		add(p+"ffn_gate_exps.weight", E, FF, D)
+		add(p+"ffn_up_exps.weight", E, FF, D)
+		add(p+"ffn_down_exps.weight", E, D, FF)
+	}
+	cases := parseDryRunGolden(t, golden)
+	if len(cases) != 47 {
+		t.Fatalf("%d cases in the golden", len(cases))
+	}
+	for _, c := range cases {
+		rep, err := quant.DryRun(h, tensors, dryRunOptions(t, c.args))
+		if err != nil {
+			t.Errorf("%s: %v", c.args, err)
+			continue
+		}
+		for _, ts := range rep.Tensors {
+			if want, ok := c.types[ts.Name]; !ok || !strings.EqualFold(want, ts.To) {
+				t.Errorf("%s: %s is %s (%s), llama-quantize: %q", c.args, ts.Name, ts.To, ts.Reason, want)
+			}
+		}
+		tt := rep.Totals
+		got := fmt.Sprintf("quant size  = %8.2f MiB (%.2f BPW)", float64(tt.BytesAfter)/1024/1024, float64(tt.BytesAfter)*8/float64(rep.Elems))
+		if len(rep.Tensors) != len(c.types) || got != c.size {
+			t.Errorf("%s: %d tensors, %q; llama-quantize %d, %q", c.args, len(rep.Tensors), got, len(c.types), c.size)
+		}
+	}
 }

@@ -68,7 +68,9 @@ type Options struct {
 	// NVFP4, Q1_0, Q2_0), F16, BF16, or F32 (dequantize every float tensor).
 	Type dtype.DType
 	// Pure converts every float tensor of two or more dimensions, whatever its name
-	// (llama.cpp's name rules are skipped).
+	// (llama.cpp's name rules are skipped); for a language model's preset it is
+	// llama-quantize's --pure: llama.cpp's selection, every weight the preset's
+	// default type (the per-tensor flags still apply).
 	Pure bool
 	// Include names tensors (path.Match glob patterns) to convert whatever the rules
 	// say, 1-D tensors included; Exclude names tensors to keep as they are. Exclude
@@ -192,7 +194,7 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 		d.Reason = "f32 dequantizes every float tensor"
 	} else if p, ok := match(o.Include, t.Name); ok {
 		d.Reason = "included by " + p
-	} else if o.Pure {
+	} else if o.Pure && o.llm == nil { // a language model's --pure keeps llama.cpp's selection, as llama-quantize's does
 		if len(t.Shape) < 2 {
 			d.Reason = fmt.Sprintf("%d-D (--pure converts 2-D and larger; --include it to convert)", len(t.Shape))
 			return d, nil
@@ -206,6 +208,9 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 	}
 	row := rowLen(t.Shape)
 	to, canFallBack := o.Type, true
+	if p, ok := lookupPreset(o.Preset); ok && o.llm != nil && o.Type != dtype.F32 {
+		to = p.def // iq2_s: the type IQ2_S, the file type mostly IQ2_XS
+	}
 	if overridden {
 		to, canFallBack = ov, ovFallback
 		d.Reason += "; " + ovWhy
@@ -213,6 +218,8 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 		var why string
 		to, why = o.presetFor(p, t)
 		d.Reason += "; " + why
+	} else if o.Pure && o.llm != nil {
+		d.Reason += "; --pure: " + to.String()
 	}
 	if !kernels.CanDequantize(t.DType) {
 		return d, fmt.Errorf("tensor %q: cannot decode %v values (exclude it with --exclude)", t.Name, t.DType)

@@ -22,6 +22,8 @@ cases() {
 	echo "--pure --tensor-type attn_v=q8_0 --tensor-type ^blk\.0\.ffn=q6_k Q4_K_M"
 	echo "--pure --tensor-type output=q4_0 --token-embedding-type q5_0 IQ4_XS"
 	echo "--pure Q5_K_M"
+	echo "--pure IQ2_S"
+	echo "--pure --tensor-type ffn_down=q8_0 MXFP4_MOE"
 	echo "--tensor-type token_embd=q2_k --tensor-type output=iq3_s Q5_0"
 	echo "--tensor-type attn_v=q8_0 F16"
 	echo "--output-tensor-type q8_0 --token-embedding-type q6_k BF16"
