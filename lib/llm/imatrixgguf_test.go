@@ -30,7 +30,7 @@ func TestImatrixGGUFBytes(t *testing.T) {
 		pure      bool
 	}{
 		{"Q4_K_M", "gguf", false}, {"Q3_K_M", "gguf", false}, {"Q2_K", "gguf", false},
-		{"IQ4_XS", "gguf", false}, {"IQ3_XXS", "gguf", false}, {"IQ2_M", "gguf", false},
+		{"IQ4_XS", "gguf", false}, {"IQ3_XXS", "gguf", false}, {"IQ2_M", "gguf", false}, {"TQ2_0", "gguf", false},
 		{"Q4_0", "gguf", true}, {"Q5_1", "gguf", true}, {"Q6_K", "gguf", true}, {"Q5_K_M", "gguf", true},
 		{"Q4_K_M", "twin", false},
 	} {

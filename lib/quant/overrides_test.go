@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/imatrix"
@@ -86,7 +85,7 @@ func TestNeedsImatrix(t *testing.T) {
 // anything is written, naming the tensor; a dry run notes it.
 func TestDecideUnwritable(t *testing.T) {
 	for _, typ := range todayTypes {
-		if kernels.CanQuantize(typ) {
+		if writable(typ) {
 			continue
 		}
 		o := Options{Type: typ}

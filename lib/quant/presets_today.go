@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 )
@@ -22,6 +23,24 @@ var todayPresets = []string{"iq2_xxs", "iq2_xs", "iq2_s", "iq2_m", "iq1_s", "iq1
 // todayTypes are the target types of today's llama-quantize beyond the K-quants.
 var todayTypes = []dtype.DType{dtype.IQ2_XXS, dtype.IQ2_XS, dtype.IQ2_S, dtype.IQ3_XXS, dtype.IQ3_S, dtype.IQ1_S, dtype.IQ1_M,
 	dtype.IQ4_NL, dtype.IQ4_XS, dtype.TQ1_0, dtype.TQ2_0, dtype.MXFP4}
+
+// ignoresWeights: ggml's quantizer of t takes no importance weights (Q8_0, F16, BF16,
+// F32 as kernels.IgnoresWeights says; TQ1_0 and TQ2_0, whose quantize_tq*_0 ignore
+// them), so an importance matrix leaves its bytes as they are.
+func ignoresWeights(t dtype.DType) bool {
+	return kernels.IgnoresWeights(t) || t == dtype.TQ1_0 || t == dtype.TQ2_0
+}
+
+// writable reports whether apr can write type t: kernels quantizes it, and lib/quant
+// knows the largest magnitude it holds (maxMagnitude: the values a quantizer's scale
+// cannot hold are refused, not written). The i-quants and MXFP4 need both.
+func writable(t dtype.DType) bool {
+	if !t.Info().Quantized() {
+		return true
+	}
+	_, bounded := maxMagnitude[t]
+	return kernels.CanQuantize(t) && bounded
+}
 
 // presetFor is the type preset p gives a converted tensor of a language model, and
 // the reason, before the fallback: --output-tensor-type for the token embeddings of a

@@ -130,7 +130,7 @@ func (o *Options) Validate() error {
 		switch {
 		case o.Type == dtype.F32:
 			return errors.New("an importance matrix weights quantization; f32 dequantizes, so it has no use for one")
-		case kernels.CanQuantize(o.Type) && !kernels.CanQuantizeWeighted(o.Type):
+		case kernels.CanQuantize(o.Type) && !kernels.CanQuantizeWeighted(o.Type) && !ignoresWeights(o.Type):
 			return fmt.Errorf("an importance matrix cannot weight %v: ggml has no importance-weighted quantizer for it in llama.cpp b4747", o.Type)
 		}
 	}
@@ -255,9 +255,9 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 		return d, nil
 	}
 	d.To = to
-	if !kernels.CanQuantize(to) && to.Info().Quantized() {
+	if !writable(to) {
 		if !plan {
-			return d, fmt.Errorf("tensor %q: apr cannot write %v yet (kernels has no quantizer for it)", t.Name, to)
+			return d, fmt.Errorf("tensor %q: apr cannot write %v yet (kernels has no quantizer for it, or lib/quant no value bound)", t.Name, to)
 		}
 		d.Reason += "; apr cannot write " + to.String() + " yet"
 	}

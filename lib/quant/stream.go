@@ -402,7 +402,7 @@ func (s *Stream) Next() (container.TensorInfo, io.Reader, error) {
 	}
 	p := &plan{name: t.Name, shape: out.Shape, from: d.From, to: d.To, rowLen: rowLen(t.Shape),
 		elems: ts.Elems, chunk: s.chunk, outBytes: ob, stats: s.opts.Stats, limitExp: limitExp(maxMagnitude[d.To])}
-	if d.weights != nil && d.To.Info().Quantized() && !kernels.IgnoresWeights(d.To) {
+	if d.weights != nil && d.To.Info().Quantized() && !ignoresWeights(d.To) {
 		p.weights, p.chunk = d.weights, wholeRows(s.chunk, p.rowLen)
 	}
 	s.report.Tensors = append(s.report.Tensors, ts)
