@@ -26,7 +26,19 @@ func TestKnobFlags(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "--tensor-type attn_q=q5_1") || !strings.Contains(r.stdout, "quant size = ") {
 		t.Errorf("dry run: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
+	tt := filepath.Join(t.TempDir(), "types.txt")
+	if err := os.WriteFile(tt, []byte("token_embd=q8_0\n  attn_q=q5_1 "), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(in, "q4_k", "--tensor-type", "attn=q4_1", "--tensor-type-file", tt)
+	got, _ = dtypes(t, []byte(r.stdout))
+	if r.code != 0 || got["blk.0.attn_q.weight"] != dtype.Q4_1 || got["token_embd.weight"] != dtype.Q8_0 {
+		t.Errorf("--tensor-type-file: exit %d, %v, %s", r.code, got, r.stderr)
+	}
+	mat := writeImatrix(t, t.TempDir(), map[string][]float32{"blk.0.attn_q.weight": normal(5, 256)})
 	for _, args := range [][]string{
+		{"q4_k", "--imatrix", mat, "--include-weights", "a", "--exclude-weights", "b"},
+		{"q4_k", "--include-weights", "attn"},
 		{"q4_k", "--tensor-type", "attn_q"},
 		{"q4_k", "--tensor-type", "(=q8_0"},
 		{"q4_k", "--token-embedding-type", "q8_1"},

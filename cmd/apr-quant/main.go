@@ -46,8 +46,9 @@ Per tensor, as llama-quantize spells it: --output-tensor-type TYPE, --token-embe
 TYPE (neither falls back: the rows must be whole blocks), --tensor-type PATTERN=TYPE
 (a regular expression searched in the tensor's name, lower-cased; the first match wins;
 honoured under --pure; ignored when TYPE is f16, bf16 or f32, as llama-quantize ignores
-it), --leave-output-tensor. --dry-run prints each tensor's type, size and reason and the
-total sizes, and writes nothing.
+it) and --tensor-type-file FILE, --leave-output-tensor; --include-weights and
+--exclude-weights NAME pick the importance matrix's entries. --dry-run prints each
+tensor's type, size and reason and the total sizes, and writes nothing.
 
 --imatrix FILE takes llama-imatrix's importance matrix (its GGUF, today's default, or its
 .dat: told by the content) and quantizes as llama-quantize --imatrix does: each weight
@@ -122,7 +123,7 @@ func (c *quantCmd) Run(env *cli.Env) error {
 		}
 		o.Imatrix = m
 	}
-	if err := c.knobs(&o); err != nil {
+	if err := c.knobs(env, &o); err != nil {
 		return err
 	}
 	if err := o.Validate(); err != nil {

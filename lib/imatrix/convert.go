@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/apr-go/apr/lib/gguf"
 )
@@ -187,4 +188,42 @@ func (m *Matrix) WriteDat(w io.Writer, chunk int32) error {
 	put(int32(len(ds)))
 	bw.WriteString(ds)
 	return bw.Flush()
+}
+
+// Filter keeps the entries whose name holds one of include's strings (all when include
+// is empty) and none of exclude's, as llama-quantize's --include-weights and
+// --exclude-weights do (substrings, not patterns); nil when none is left (llama-quantize
+// then quantizes without a matrix).
+func (m *Matrix) Filter(include, exclude []string) *Matrix {
+	keep := func(name string) bool {
+		for _, x := range exclude {
+			if strings.Contains(name, x) {
+				return false
+			}
+		}
+		if len(include) == 0 {
+			return true
+		}
+		for _, x := range include {
+			if strings.Contains(name, x) {
+				return true
+			}
+		}
+		return false
+	}
+	f := *m
+	f.Entries, f.raw, f.Names = map[string][]float32{}, map[string]rawEntry{}, nil
+	for _, name := range m.Names {
+		if keep(name) {
+			f.Entries[name] = m.Entries[name]
+			if r, ok := m.raw[name]; ok {
+				f.raw[name] = r
+			}
+			f.Names = append(f.Names, name)
+		}
+	}
+	if len(f.Names) == 0 {
+		return nil
+	}
+	return &f
 }

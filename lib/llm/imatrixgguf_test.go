@@ -50,7 +50,7 @@ func TestImatrixGGUFBytes(t *testing.T) {
 			if want == "" {
 				t.Fatal("no reference sum")
 			}
-			out, err := imatrixGGUFErr(t, c.typ, matrix, c.pure)
+			out, err := imatrixGGUFErr(t, c.typ, matrix, c.pure, nil, nil)
 			if err != nil {
 				// a preset whose types kernels cannot write yet is refused before
 				// anything is written, naming such a type
@@ -74,7 +74,7 @@ func TestImatrixGGUFBytes(t *testing.T) {
 
 // imatrixGGUFErr is imatrixGGUF from the F32 GGUF apr makes of the checkpoint (as
 // llama-quantize's input), returning quant's error.
-func imatrixGGUFErr(t *testing.T, typ, file string, pure bool) ([]byte, error) {
+func imatrixGGUFErr(t *testing.T, typ, file string, pure bool, include, exclude []string) ([]byte, error) {
 	t.Helper()
 	f32 := toGGUF(t, checkpoint, "f32")
 	dir, err := filepath.Abs("../../testdata/hf")
@@ -86,6 +86,7 @@ func imatrixGGUFErr(t *testing.T, typ, file string, pure bool) ([]byte, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m = m.Filter(include, exclude)
 	s, err := ggufconv.NewStream(bytes.NewReader(f32), ggufconv.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -103,4 +104,26 @@ func imatrixGGUFErr(t *testing.T, typ, file string, pure bool) ([]byte, error) {
 	var out bytes.Buffer
 	err = ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()})
 	return out.Bytes(), err
+}
+
+// TestImatrixIncludeExcludeBytes: --include-weights and --exclude-weights keep the
+// matrix entries whose names hold (or do not hold) the strings, as llama-quantize's do:
+// its files byte for byte, quantize.imatrix.entries_count counting what is left.
+func TestImatrixIncludeExcludeBytes(t *testing.T) {
+	sums := refSums(t, "tiny-llama.imatrix-gguf")
+	for _, c := range []struct {
+		typ, file        string
+		include, exclude []string
+	}{
+		{"Q4_K_M", "tiny-llama.Q4_K_M.exclude-weights.gguf", nil, []string{"ffn_down", "attn_q"}},
+		{"Q3_K_M", "tiny-llama.Q3_K_M.include-weights.gguf", []string{"blk.1."}, nil},
+	} {
+		out, err := imatrixGGUFErr(t, c.typ, "ref/tiny-llama.imatrix.gguf", false, c.include, c.exclude)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := sha256Hex(out), sums[c.file]; got != want {
+			t.Errorf("%s: SHA-256 %s, llama-quantize wrote %s", c.file, got, want)
+		}
+	}
 }
