@@ -1,0 +1,228 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/apr-go/apr/lib/oms"
+)
+
+// omsFixtures is where copies of the OMS reference material live (docs/SIGNING.md,
+// "OMS test material"): $APR_OMS_FIXTURES, or fixtures/oms in the shared folder
+// beside the repository. Without it the tests that need it skip, or fail when
+// APR_REQUIRE_PEERS=1.
+func omsFixtures(t *testing.T, sub string) string {
+	t.Helper()
+	dir := os.Getenv("APR_OMS_FIXTURES")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "fixtures", "oms")
+	}
+	p := filepath.Join(dir, sub)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("APR_REQUIRE_PEERS") == "1" {
+			t.Fatalf("OMS reference material %s is missing (APR_REQUIRE_PEERS=1): %v", p, err)
+		}
+		t.Skipf("OMS reference material %s is missing (set APR_OMS_FIXTURES; docs/SIGNING.md)", p)
+	}
+	abs, _ := filepath.Abs(p)
+	return abs
+}
+
+// copyTree copies a directory so a test can change files in it.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// modelSigningCommand pulls the model_signing invocations out of a test-verify-*.sh
+// script: the arguments after "python -m model_signing" up to "; then".
+var modelSigningCommand = regexp.MustCompile(`python -m model_signing((?:\s|\\\n)+[^;]*?);\s*then`)
+
+// TestOMSModelTransparencyCases runs every verify command of model-transparency's
+// scripts/tests (models signed by model_signing v0.2.0 to v1.1.0) through apr-sign,
+// word for word but for the program name, in a copy of that folder; then changes a
+// signed file and expects exit 1 naming it.
+func TestOMSModelTransparencyCases(t *testing.T) {
+	src := omsFixtures(t, "model-transparency/scripts/tests")
+	scripts, _ := filepath.Glob(filepath.Join(src, "test-verify-*.sh"))
+	if len(scripts) < 13 {
+		t.Fatalf("%d test-verify scripts in %s, expected the 13 of v0.2.0..v1.1.0", len(scripts), src)
+	}
+	for _, script := range scripts {
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(script), "test-verify-"), ".sh")
+		t.Run(name, func(t *testing.T) {
+			body, err := os.ReadFile(script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmds := modelSigningCommand.FindAllStringSubmatch(string(body), -1)
+			if len(cmds) == 0 {
+				t.Fatalf("%s: no model_signing command found", script)
+			}
+			work := t.TempDir()
+			copyTree(t, src, work)
+			caseDir := filepath.Join(work, name)
+			for _, c := range cmds {
+				args := append([]string{"oms"}, strings.Fields(strings.ReplaceAll(c[1], "\\\n", " "))...)
+				// Commands "while in model directory" run from the case's folder.
+				t.Chdir(work)
+				if args[len(args)-1] == "." {
+					t.Chdir(caseDir)
+				}
+				out, errs, code := runIt(t, nil, args...)
+				if strings.Contains(name, "sigstore") {
+					// Keyless: no offline verification (needs Sigstore's trusted root).
+					if code != 1 || !strings.Contains(errs, "Sigstore keyless") {
+						t.Fatalf("apr-sign %s: exit %d, %s", strings.Join(args, " "), code, errs)
+					}
+					t.Skipf("skipped: %s is a keyless Sigstore signature; apr does not verify those (docs/SIGNING.md)", name)
+				}
+				if code != 0 || !strings.Contains(out, "good OMS signature") {
+					t.Fatalf("apr-sign %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+				}
+				// A signed file changed: refused, naming it.
+				f := filepath.Join(caseDir, "signme-1")
+				orig, _ := os.ReadFile(f)
+				os.WriteFile(f, append(orig, '!'), 0o644)
+				_, errs, code = runIt(t, nil, args...)
+				if code != 1 || !strings.Contains(errs, "changed: signme-1") {
+					t.Fatalf("signme-1 changed: exit %d, %s", code, errs)
+				}
+				os.WriteFile(f, orig, 0o644)
+			}
+		})
+	}
+}
+
+// TestOMSSpecVectors gives the spec's test vectors (test-vectors/v1.0) the verdicts
+// of their folders: valid bundles parse and their signatures verify (the key and
+// certificate ones against model-transparency's keys, over the files they list,
+// which are v1.1.0-elliptic-key's); invalid ones are refused.
+func TestOMSSpecVectors(t *testing.T) {
+	vec := omsFixtures(t, "model-signing-spec/test-vectors/v1.0")
+	keys := omsFixtures(t, "model-transparency/scripts/tests/keys/certificate")
+	model := filepath.Join(t.TempDir(), "model")
+	copyTree(t, omsFixtures(t, "model-transparency/scripts/tests/v1.1.0-elliptic-key"), model)
+	os.Remove(filepath.Join(model, "model.sig"))
+	t.Chdir(t.TempDir())
+	for _, c := range []struct{ file, method, trust string }{
+		{"valid/key.bundle.json", "key", "--public-key"},
+		{"valid/certificate.bundle.json", "certificate", "--certificate-chain"},
+	} {
+		trust := filepath.Join(keys, "signing-key-pub.pem")
+		if c.method == "certificate" {
+			trust = filepath.Join(keys, "ca-cert.pem")
+		}
+		out, errs, code := runIt(t, nil, "oms", "verify", c.method, c.trust, trust, "--signature", filepath.Join(vec, c.file), model)
+		if code != 0 {
+			t.Errorf("%s: exit %d %s%s", c.file, code, out, errs)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(vec, "valid/sigstore.bundle.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := oms.ParseBundle(data); err != nil || b.Keyless == nil {
+		t.Errorf("valid/sigstore.bundle.json: %v", err)
+	}
+	invalid, _ := filepath.Glob(filepath.Join(vec, "invalid", "*.json"))
+	for _, f := range invalid {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := oms.ParseBundle(data); err == nil {
+			t.Errorf("%s: accepted", f)
+		}
+	}
+	bad, _ := filepath.Glob(filepath.Join(vec, "invalid-payload", "*.json"))
+	for _, f := range bad {
+		_, errs, code := runIt(t, nil, "oms", "verify", "key", "--public-key", filepath.Join(keys, "signing-key-pub.pem"), "--signature", f, model)
+		if code != 1 || !strings.Contains(errs, "statement") {
+			t.Errorf("%s: exit %d, %s", f, code, errs)
+		}
+	}
+	if len(invalid) < 4 || len(bad) < 1 {
+		t.Fatalf("%d invalid and %d invalid-payload vectors", len(invalid), len(bad))
+	}
+}
+
+// writeECKey writes a P-256 key pair as PEM files (PKCS #8 and SubjectPublicKeyInfo).
+func writeECKey(t *testing.T, dir string) (priv, pub string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(k)
+	pder, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	priv, pub = filepath.Join(dir, "key.pem"), filepath.Join(dir, "pub.pem")
+	os.WriteFile(priv, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+	os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pder}), 0o644)
+	return priv, pub
+}
+
+// TestOMSSignVerifyCLI: model_signing's default signature (model.sig in the current
+// directory, here the model's own folder), excluded from the files it signs.
+func TestOMSSignVerifyCLI(t *testing.T) {
+	keys := t.TempDir()
+	priv, pub := writeECKey(t, keys)
+	model := t.TempDir()
+	os.WriteFile(filepath.Join(model, "config.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(model, "weights.bin"), make([]byte, 5000), 0o644)
+	os.WriteFile(filepath.Join(model, "notes.txt"), []byte("left out"), 0o644)
+	t.Chdir(model)
+	_, errs := mustRun(t, nil, "oms", "sign", "key", "--private_key", priv, "--ignore-paths", "notes.txt", "--method", "shards", "--shard-size", "1024", ".")
+	if !strings.Contains(errs, "signed 2 files (5002 bytes, 6 shards resources") {
+		t.Fatalf("sign report: %s", errs)
+	}
+	first, _ := os.ReadFile("model.sig")
+	out, _ := mustRun(t, nil, "oms", "verify", "key", "--public-key", pub, ".")
+	if !strings.Contains(out, "good OMS signature (key method) by key ") || !strings.Contains(out, "; 2 files, 6 resources (shards, sha256)") {
+		t.Fatalf("verify report: %s", out)
+	}
+	// Signed again: the same statement bytes (the signature differs: ECDSA is randomized).
+	mustRun(t, nil, "oms", "sign", "key", "--private-key", priv, "--ignore-paths", "notes.txt", "--method", "shards", "--shard-size", "1024", ".")
+	second, _ := os.ReadFile("model.sig")
+	b1, _ := oms.ParseBundle(first)
+	b2, _ := oms.ParseBundle(second)
+	if string(b1.Payload) != string(b2.Payload) {
+		t.Fatal("signing twice gave different statements")
+	}
+	f, _ := os.OpenFile("weights.bin", os.O_WRONLY, 0)
+	f.WriteAt([]byte{1}, 3000)
+	f.Close()
+	_, errs, code := runIt(t, nil, "oms", "verify", "key", "--public-key", pub, ".")
+	if code != 1 || !strings.Contains(errs, "changed: weights.bin bytes 2048-3072 (the shard at offset 2048)") {
+		t.Fatalf("changed shard: exit %d %s", code, errs)
+	}
+	_, errs, code = runIt(t, nil, "oms", "verify", "key", "--public-key", priv, ".")
+	if code != 1 || !strings.Contains(errs, "no PEM public key") {
+		t.Fatalf("a private key as public: exit %d %s", code, errs)
+	}
+}
