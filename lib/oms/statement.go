@@ -69,8 +69,8 @@ func RootDigest(rs []Resource) [32]byte {
 // Statement returns the in-toto statement of m, indented by two spaces as
 // model_signing writes it.
 func (m *Manifest) Statement() ([]byte, error) {
-	if len(m.Resources) == 0 && m.Serialization.Method == MethodFiles {
-		return nil, errors.New("a statement needs at least one resource")
+	if len(m.Resources) == 0 {
+		return nil, errors.New("nothing to sign: the model's files are all empty (the shards method lists no empty file, and the spec requires at least one resource)")
 	}
 	root := RootDigest(m.Resources)
 	s := statementOut{
