@@ -146,9 +146,17 @@ func (f *omsSignFlags) sign(env *cli.Env, s *oms.Signer, what string) error {
 	if err := out.Commit(); err != nil {
 		return err
 	}
-	env.Infof("%s: signed %d files (%d bytes, %d %s resources, %s) with %s; signature %s",
-		f.ModelPath, m.Files, m.Bytes, len(m.Resources), ser.Method, ser.HashType, what, out.Name)
+	env.Infof("%s: signed %s (%d bytes) as %s (%s, %s) with %s; signature %s",
+		f.ModelPath, count(m.Files, "file"), m.Bytes, count(len(m.Resources), "resource"), ser.Method, ser.HashType, what, out.Name)
 	return nil
+}
+
+// count is "1 file", "2 files".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func readKeyFile(path string) ([]byte, error) { return cli.ReadSmallFile(path, 1<<20) }
@@ -223,8 +231,8 @@ func (f *omsModelFlags) verify(env *cli.Env, v *oms.Verifier, ignoreUnsigned boo
 	}
 	m := rep.Manifest
 	if !env.Quiet {
-		fmt.Fprintf(env.Stdout, "%s: good OMS signature (%s method) by %s; %d files, %d resources (%s, %s)\n",
-			f.ModelPath, rep.Method, rep.Signer, rep.Actual.Files, len(m.Resources), m.Serialization.Method, m.Serialization.HashType)
+		fmt.Fprintf(env.Stdout, "%s: good OMS signature (%s method) by %s; %s, %s (%s, %s)\n",
+			f.ModelPath, rep.Method, rep.Signer, count(rep.Actual.Files, "file"), count(len(m.Resources), "resource"), m.Serialization.Method, m.Serialization.HashType)
 	}
 	return nil
 }

@@ -198,7 +198,7 @@ func TestOMSSignVerifyCLI(t *testing.T) {
 	os.WriteFile(filepath.Join(model, "notes.txt"), []byte("left out"), 0o644)
 	t.Chdir(model)
 	_, errs := mustRun(t, nil, "oms", "sign", "key", "--private_key", priv, "--ignore-paths", "notes.txt", "--method", "shards", "--shard-size", "1024", ".")
-	if !strings.Contains(errs, "signed 2 files (5002 bytes, 6 shards resources") {
+	if !strings.Contains(errs, "signed 2 files (5002 bytes) as 6 resources (shards, sha256)") {
 		t.Fatalf("sign report: %s", errs)
 	}
 	first, _ := os.ReadFile("model.sig")

@@ -39,7 +39,11 @@ func (e *MismatchError) Error() string {
 	for i, d := range e.Diffs {
 		lines[i] = d.String()
 	}
-	return fmt.Sprintf("the model does not match its signature (%d differences):\n  %s", len(e.Diffs), strings.Join(lines, "\n  "))
+	n := "1 difference"
+	if len(e.Diffs) != 1 {
+		n = fmt.Sprintf("%d differences", len(e.Diffs))
+	}
+	return fmt.Sprintf("the model does not match its signature (%s):\n  %s", n, strings.Join(lines, "\n  "))
 }
 
 // Compare lists how got (the model as hashed now) differs from want (the signed
