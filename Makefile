@@ -162,7 +162,7 @@ bench-giant:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/
 	$(GO) test -run '^$$' -bench EmbeddedColdStart -benchtime 500x ./pipelines/
-	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec .ci/bench-distill .ci/bench-llm .ci/bench-predict .ci/bench-vs-llama; do \
+	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec .ci/bench-oms .ci/bench-distill .ci/bench-llm .ci/bench-predict .ci/bench-vs-llama; do \
 		[ ! -x $$b ] || PATH="$(BIN):$$PATH" $$b || exit 1; \
 	done
 

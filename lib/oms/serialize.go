@@ -18,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/crypto/blake2b"
+
+	"github.com/apr-go/apr/lib/internal/regfile"
 )
 
 // Serialization methods and hash algorithms of the spec (its algorithm registry).
@@ -218,7 +220,7 @@ func Hash(root string, s Serialization, o HashOptions) (*Manifest, error) {
 
 // hashRange hashes [start, end) of a file, or all of it from start when end < 0.
 func hashRange(h hash.Hash, buf []byte, name string, start, end int64) (int64, error) {
-	f, err := os.Open(name)
+	f, err := regfile.Open(name) // a file swapped for a FIFO since it was listed is refused, not waited on
 	if err != nil {
 		return 0, err
 	}
