@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -321,5 +322,80 @@ func TestBundlesPassSpecSchemas(t *testing.T) {
 				t.Errorf("%s/%s: %v", folder, filepath.Base(f), err)
 			}
 		}
+	}
+}
+
+// TestKeylessOffline verifies model-transparency's keyless Sigstore cases (signed by
+// model_signing v0.3.1 to v1.1.0 on Sigstore's public-good instance) offline: the
+// trust material is the public-good trusted root that sigstore-go's module ships
+// (examples/trusted-root-public-good.json), the identity the one test-verify-*.sh
+// names; sigstore-go checks the Fulcio chain, the Rekor entry and its inclusion
+// proof and the DSSE signature against the statement's subject, then apr's lib/oms
+// checks the files against the statement. apr-sign itself does not do this (it
+// carries no Sigstore trust root): docs/SIGNING.md.
+func TestKeylessOffline(t *testing.T) {
+	dir := os.Getenv("APR_OMS_FIXTURES")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "fixtures", "oms")
+	}
+	tests := filepath.Join(dir, "model-transparency", "scripts", "tests")
+	if _, err := os.Stat(tests); err != nil {
+		if os.Getenv("APR_REQUIRE_PEERS") == "1" {
+			t.Fatalf("model-transparency's test material is missing (APR_REQUIRE_PEERS=1): %v", err)
+		}
+		t.Skipf("model-transparency's test material is missing from %s (set APR_OMS_FIXTURES; docs/SIGNING.md)", tests)
+	}
+	modDir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/sigstore/sigstore-go").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted, err := root.NewTrustedRootFromPath(filepath.Join(strings.TrimSpace(string(modDir)), "examples", "trusted-root-public-good.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := verify.NewVerifier(trusted, verify.WithTransparencyLog(1), verify.WithObserverTimestamps(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := verify.NewShortCertificateIdentity("https://sigstore.verify.ibm.com/oauth2", "", "stefanb@us.ibm.com", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, version := range []string{"v0.3.1", "v1.0.0", "v1.0.1", "v1.1.0"} {
+		t.Run(version, func(t *testing.T) {
+			model := filepath.Join(tests, version+"-sigstore")
+			sig := filepath.Join(model, "model.sig")
+			data, err := os.ReadFile(sig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parsed, err := oms.ParseBundle(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := oms.ParseStatement(parsed.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			digest := oms.RootDigest(want.Resources)
+			b, err := bundle.LoadJSONFromPath(sig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := v.Verify(b, verify.NewPolicy(verify.WithArtifactDigest("sha256", digest[:]), verify.WithCertificateIdentity(id))); err != nil {
+				t.Fatalf("sigstore-go: %v", err)
+			}
+			other, _ := verify.NewShortCertificateIdentity("https://sigstore.verify.ibm.com/oauth2", "", "someone@example.com", "")
+			if _, err := v.Verify(b, verify.NewPolicy(verify.WithArtifactDigest("sha256", digest[:]), verify.WithCertificateIdentity(other))); err == nil {
+				t.Fatal("sigstore-go accepted another identity")
+			}
+			got, err := oms.Hash(model, want.Serialization, oms.HashOptions{Exclude: []string{"model.sig", "ignore-me"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := oms.Compare(want, got, ""); len(d) != 0 {
+				t.Fatalf("the files differ from the statement: %v", d)
+			}
+		})
 	}
 }
