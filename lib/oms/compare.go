@@ -2,6 +2,7 @@ package oms
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -160,6 +161,11 @@ func VerifyModel(root string, v *Verifier, bundle []byte, o VerifyOptions) (*Rep
 		ho.Only = func(rel string) bool { return listed[rel] }
 	}
 	got, err := Hash(root, s, ho)
+	var none *NoFilesError
+	if errors.As(err, &none) {
+		// Nothing left to hash is a model whose every signed file is missing.
+		got, err = &Manifest{ModelName: ModelName(root), Serialization: s}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

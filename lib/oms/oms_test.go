@@ -269,6 +269,10 @@ func checkTampering(t *testing.T, dir string, v *Verifier, bundle []byte, change
 	if _, err := VerifyModel(dir, v, bundle, VerifyOptions{IgnorePaths: []string{"added.bin"}}); err != nil {
 		t.Fatalf("ignore path: %v", err)
 	}
+	// Every signed file gone, only unsigned ones left: each named missing.
+	if _, err := VerifyModel(dir, v, bundle, VerifyOptions{IgnoreUnsigned: true, IgnorePaths: []string{"a", "a-b", "config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "sub", "tokenizer"}}); err == nil || !strings.Contains(err.Error(), "missing: config.json") {
+		t.Fatalf("all signed files excluded: %v", err)
+	}
 	os.Remove(filepath.Join(dir, "added.bin"))
 
 	// The statement edited (a digest replaced): the signature no longer covers it.

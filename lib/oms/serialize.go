@@ -83,6 +83,14 @@ type HashOptions struct {
 	Warn func(msg string)
 }
 
+// NoFilesError: the model has no file left after the exclusions (the spec refuses
+// to sign an empty model).
+type NoFilesError struct{ Root string }
+
+func (e *NoFilesError) Error() string {
+	return e.Root + ": no files after the exclusions (an empty model is refused by the spec)"
+}
+
 // file is one regular file of a model: its canonical name and where to read it.
 type file struct {
 	rel, abs string
@@ -317,7 +325,7 @@ func enumerate(root string, s Serialization, o HashOptions) ([]file, error) {
 		return nil, err
 	}
 	if len(w.files) == 0 {
-		return nil, fmt.Errorf("%s: no files to sign after the exclusions (an empty model is refused by the spec)", root)
+		return nil, &NoFilesError{root}
 	}
 	return w.files, nil
 }
