@@ -5,12 +5,15 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apr-go/apr/lib/oms"
 )
@@ -224,5 +227,76 @@ func TestOMSSignVerifyCLI(t *testing.T) {
 	_, errs, code = runIt(t, nil, "oms", "verify", "key", "--public-key", priv, ".")
 	if code != 1 || !strings.Contains(errs, "no PEM public key") {
 		t.Fatalf("a private key as public: exit %d %s", code, errs)
+	}
+}
+
+// TestOMSCertificateCLI: the certificate method through the CLI with PEM files, the
+// chain checked against the given root; apr-sign's own Ed25519 keys are refused
+// with the reason, and the keyless command says what it does not do.
+func TestOMSCertificateCLI(t *testing.T) {
+	dir := t.TempDir()
+	var parent *x509.Certificate
+	var parentKey *ecdsa.PrivateKey
+	pemFile := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+		return p
+	}
+	var files []string
+	for i, cn := range []string{"root", "intermediate", "publisher"} {
+		k, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 1)), Subject: pkix.Name{CommonName: cn},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			BasicConstraintsValid: true, IsCA: i < 2, KeyUsage: x509.KeyUsageCertSign}
+		if i == 2 {
+			tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+		}
+		if parent == nil {
+			parent, parentKey = tmpl, k
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &k.PublicKey, parentKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent, _ = x509.ParseCertificate(der)
+		parentKey = k
+		files = append(files, pemFile(cn+".pem", "CERTIFICATE", der))
+		if i == 2 {
+			kd, _ := x509.MarshalECPrivateKey(k) // SEC 1, as openssl ecparam writes it
+			files = append(files, pemFile("publisher.key", "EC PRIVATE KEY", kd))
+		}
+	}
+	model := filepath.Join(dir, "model")
+	os.Mkdir(model, 0o755)
+	os.WriteFile(filepath.Join(model, "model.gguf"), []byte("GGUF"), 0o644)
+	sig := filepath.Join(dir, "model.sig")
+	mustRun(t, nil, "oms", "sign", "certificate", "--private-key", files[3], "--signing-certificate", files[2],
+		"--certificate-chain", files[1], "--signature", sig, model)
+	out, _ := mustRun(t, nil, "oms", "verify", "certificate", "--certificate_chain", files[0], "--signature", sig, model)
+	if !strings.Contains(out, `by certificate "CN=publisher" issued by "CN=intermediate"; 1 file, 1 resource`) {
+		t.Fatalf("verify: %s", out)
+	}
+	// A root that did not issue the chain.
+	ok, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	otmpl := &x509.Certificate{SerialNumber: big.NewInt(9), Subject: pkix.Name{CommonName: "root"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true, IsCA: true, KeyUsage: x509.KeyUsageCertSign}
+	oder, _ := x509.CreateCertificate(rand.Reader, otmpl, otmpl, &ok.PublicKey, ok)
+	_, errs, code := runIt(t, nil, "oms", "verify", "certificate", "--certificate-chain", pemFile("other.pem", "CERTIFICATE", oder), "--signature", sig, model)
+	if code != 1 || !strings.Contains(errs, "unknown authority") {
+		t.Fatalf("another root: exit %d %s", code, errs)
+	}
+	_, errs, code = runIt(t, nil, "oms", "verify", "key", "--public-key", files[2], "--signature", sig, model)
+	if code != 1 || !strings.Contains(errs, "no PEM public key") {
+		t.Fatalf("a certificate as a key: exit %d %s", code, errs)
+	}
+
+	priv, _ := keygen(t, dir, "author")
+	_, errs, code = runIt(t, nil, "oms", "sign", "key", "--private-key", priv, "--signature", sig, model)
+	if code != 1 || !strings.Contains(errs, "Ed25519 key: OMS's key and certificate methods take ECDSA keys") {
+		t.Fatalf("an Ed25519 key: exit %d %s", code, errs)
+	}
+	_, errs, code = runIt(t, nil, "oms", "verify", "sigstore", "--identity", "a@b", "--identity_provider", "https://x", "--signature", sig, model)
+	if code != 1 || !strings.Contains(errs, "apr does not verify these") {
+		t.Fatalf("verify sigstore: exit %d %s", code, errs)
 	}
 }
