@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,7 +27,7 @@ type omsSignCmd struct {
 type omsVerifyCmd struct {
 	Key         omsVerifyKeyCmd      `cmd:"" help:"Verify a key-method signature with the signer's public key (PEM)."`
 	Certificate omsVerifyCertCmd     `cmd:"" help:"Verify a certificate-method signature against trusted root certificates (PEM)."`
-	Sigstore    omsVerifySigstoreCmd `cmd:"" help:"Keyless Sigstore signatures: not verified by apr (they need Sigstore's trusted root); says so and exits 1."`
+	Sigstore    omsVerifySigstoreCmd `cmd:"" help:"Verify a keyless Sigstore signature offline: the Rekor entry, the Fulcio certificate and the signer's identity, against a trusted root (--trust-config)."`
 }
 
 // omsModelFlags are the flags of every oms command.
@@ -73,10 +72,11 @@ type omsVerifyCertCmd struct {
 
 type omsVerifySigstoreCmd struct {
 	omsModelFlags
-	Identity         string `placeholder:"ID" help:"(model_signing's) the signer's identity."`
-	IdentityProvider string `name:"identity-provider" aliases:"identity_provider" placeholder:"URL" help:"(model_signing's) the identity's OIDC issuer."`
-	TrustConfig      string `name:"trust-config" placeholder:"FILE" help:"(model_signing's) a Sigstore trust configuration."`
-	UseStaging       bool   `name:"use-staging" help:"(model_signing's) Sigstore's staging instance."`
+	Identity            string `required:"" placeholder:"ID" help:"The signer's identity: the e-mail or URI in the Fulcio certificate."`
+	IdentityProvider    string `name:"identity-provider" aliases:"identity_provider" required:"" placeholder:"URL" help:"The identity's OIDC issuer, as Fulcio recorded it."`
+	TrustConfig         string `name:"trust-config" aliases:"trust_config" placeholder:"FILE" help:"Sigstore's trusted root (trusted_root.json, or model_signing's trust configuration holding one): Fulcio's CAs and Rekor's keys. Needed: apr carries none and goes to no network."`
+	UseStaging          bool   `name:"use-staging" hidden:"" help:"(model_signing's) Sigstore's staging instance: give its trusted root with --trust-config."`
+	IgnoreUnsignedFiles bool   `name:"ignore-unsigned-files" help:"Check the signed files only; files the signature does not list are not an error."`
 }
 
 // ignoreRel makes the --ignore-paths and the signature relative to the model root
@@ -213,7 +213,7 @@ func (c *omsSignCertCmd) Run(env *cli.Env) error {
 	return c.sign(env, s, fmt.Sprintf("certificate %q", leaf[0].Subject.String()))
 }
 
-func (f *omsModelFlags) verify(env *cli.Env, v *oms.Verifier, ignoreUnsigned bool) error {
+func (f *omsModelFlags) verify(env *cli.Env, v oms.BundleVerifier, ignoreUnsigned bool) error {
 	bundle, err := cli.ReadSmallFile(f.Signature, 256<<20)
 	if err != nil {
 		return err
@@ -258,8 +258,16 @@ func (c *omsVerifyCertCmd) Run(env *cli.Env) error {
 }
 
 func (c *omsVerifySigstoreCmd) Run(env *cli.Env) error {
-	if _, err := os.Stat(c.Signature); err != nil {
+	if c.TrustConfig == "" {
+		return cli.Usagef("keyless Sigstore signatures are checked offline against a trusted root: give --trust-config TRUSTED_ROOT.json (Sigstore's public-good one is the trusted_root.json target of its TUF repository; 'cosign trusted-root create' or sigstore-go's examples/trusted-root-public-good.json)")
+	}
+	data, err := cli.ReadSmallFile(c.TrustConfig, 16<<20)
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%s: %w", c.Signature, oms.ErrKeyless)
+	tr, err := oms.ParseTrustedRoot(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.TrustConfig, err)
+	}
+	return c.verify(env, &oms.Keyless{Root: tr, Identity: c.Identity, Issuer: c.IdentityProvider}, c.IgnoreUnsignedFiles)
 }

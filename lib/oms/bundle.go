@@ -19,9 +19,9 @@ const (
 	maxBundle = 256 << 20
 )
 
-// ErrKeyless is returned for Sigstore keyless bundles (a Fulcio certificate and a
-// Rekor entry): checking them needs Sigstore's trust root, which apr does not carry.
-var ErrKeyless = errors.New("a Sigstore keyless signature (Fulcio certificate, Rekor entry): apr does not verify these, since that needs Sigstore's trusted root; verify it with model_signing ('model_signing verify sigstore') or sigstore-go")
+// ErrKeyless is returned when a key or certificate verifier is given a Sigstore
+// keyless bundle (a Fulcio certificate and a Rekor entry), which Keyless checks.
+var ErrKeyless = errors.New("a Sigstore keyless signature (Fulcio certificate, Rekor entry): verify it with 'oms verify sigstore --trust-config TRUSTED_ROOT.json --identity ID --identity-provider URL'")
 
 // PAE is DSSE's pre-authentication encoding, what the signature covers.
 func PAE(payloadType string, payload []byte) []byte {

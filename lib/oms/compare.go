@@ -138,10 +138,16 @@ type Report struct {
 	Actual *Manifest
 }
 
+// BundleVerifier checks a bundle's signature and returns the statement it signs: a
+// *Verifier (key and certificate methods) or a *Keyless.
+type BundleVerifier interface {
+	Verify(bundle []byte) (*Verified, error)
+}
+
 // VerifyModel checks the bundle's signature with v, hashes the model at root as
 // the signed statement says, and compares. A model that differs gives a
 // *MismatchError naming every difference.
-func VerifyModel(root string, v *Verifier, bundle []byte, o VerifyOptions) (*Report, error) {
+func VerifyModel(root string, v BundleVerifier, bundle []byte, o VerifyOptions) (*Report, error) {
 	ver, err := v.Verify(bundle)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // seedBundle signs a two-file model with a fixed-curve key for the fuzz seeds.
@@ -57,12 +58,21 @@ func FuzzVerifyBundle(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"x509CertificateChain":{"certificates":[{"rawBytes":"MAA="}]}},"dsseEnvelope":{"payload":"e30=","payloadType":"application/vnd.in-toto+json","signatures":[{"sig":"MAA="}]}}`))
 	v := &Verifier{Key: &k.PublicKey}
+	kf := newKeylessFixture(f)
+	f.Add(kf.bundle(kf.issued.Add(time.Minute), kf.logKey, kf.payload))
+	tr, err := ParseTrustedRoot(kf.root)
+	if err != nil {
+		f.Fatal(err)
+	}
+	keyless := &Keyless{Root: tr, Identity: "dev@example.com", Issuer: "https://issuer.example"}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := ParseBundle(data); err != nil {
 			return
 		}
 		v.Verify(data)
 		(&Verifier{Roots: nil, Key: nil}).Verify(data)
+		(&Keyless{}).VerifyKeyless(data)
+		keyless.VerifyKeyless(data)
 	})
 }
 
@@ -74,5 +84,8 @@ func FuzzParseKeys(f *testing.F) {
 		ParsePrivateKey(data)
 		ParsePublicKey(data)
 		ParseCertificates(data)
+		if tr, err := ParseTrustedRoot(data); err == nil {
+			(&Keyless{Root: tr}).VerifyKeyless(data)
+		}
 	})
 }

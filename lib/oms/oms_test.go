@@ -21,7 +21,7 @@ import (
 )
 
 // writeModel makes a small checkpoint-like directory and returns its path.
-func writeModel(t *testing.T, files map[string]string) string {
+func writeModel(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "model")
 	for name, content := range files {
@@ -48,7 +48,7 @@ var sampleFiles = map[string]string{
 	"sub/.git":                         "only the top-level .git is left out",
 }
 
-func newKey(t *testing.T, c elliptic.Curve) *ecdsa.PrivateKey {
+func newKey(t testing.TB, c elliptic.Curve) *ecdsa.PrivateKey {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(c, rand.Reader)
 	if err != nil {

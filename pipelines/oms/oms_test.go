@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -397,5 +398,65 @@ func TestKeylessOffline(t *testing.T) {
 				t.Fatalf("the files differ from the statement: %v", d)
 			}
 		})
+	}
+}
+
+// TestAprKeylessOffline: lib/oms's own offline keyless check gives model-transparency's
+// keyless cases the same verdict as sigstore-go, against the same trusted root.
+func TestAprKeylessOffline(t *testing.T) {
+	dir := os.Getenv("APR_OMS_FIXTURES")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "fixtures", "oms")
+	}
+	tests := filepath.Join(dir, "model-transparency", "scripts", "tests")
+	if _, err := os.Stat(tests); err != nil {
+		t.Skipf("model-transparency's test material is missing from %s", tests)
+	}
+	modDir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/sigstore/sigstore-go").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(modDir)), "examples", "trusted-root-public-good.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := oms.ParseTrustedRoot(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &oms.Keyless{Root: tr, Identity: "stefanb@us.ibm.com", Issuer: "https://sigstore.verify.ibm.com/oauth2"}
+	for _, version := range []string{"v0.3.1", "v1.0.0", "v1.0.1", "v1.1.0"} {
+		sig, _ := os.ReadFile(filepath.Join(tests, version+"-sigstore", "model.sig"))
+		if _, err := k.VerifyKeyless(sig); err != nil {
+			t.Errorf("%s: %v", version, err)
+		}
+		other := *k
+		other.Identity = "someone@example.com"
+		if _, err := other.VerifyKeyless(sig); err == nil || !strings.Contains(err.Error(), "not the identity") {
+			t.Errorf("%s: another identity: %v", version, err)
+		}
+		other = *k
+		other.Issuer = "https://accounts.google.com"
+		if _, err := other.VerifyKeyless(sig); err == nil || !strings.Contains(err.Error(), "OIDC issuer") {
+			t.Errorf("%s: another issuer: %v", version, err)
+		}
+		// The statement edited: the log records another payload.
+		var m map[string]any
+		json.Unmarshal(sig, &m)
+		env := m["dsseEnvelope"].(map[string]any)
+		p, _ := base64.StdEncoding.DecodeString(env["payload"].(string))
+		env["payload"] = base64.StdEncoding.EncodeToString(bytes.Replace(p, []byte("signme-2"), []byte("signme-3"), 1))
+		edited, _ := json.Marshal(m)
+		if _, err := k.VerifyKeyless(edited); err == nil || !strings.Contains(err.Error(), "another payload") {
+			t.Errorf("%s: edited statement: %v", version, err)
+		}
+		// The log entry's time moved: its signed entry timestamp no longer verifies.
+		json.Unmarshal(sig, &m)
+		e := m["verificationMaterial"].(map[string]any)["tlogEntries"].([]any)[0].(map[string]any)
+		e["integratedTime"] = "1700000000"
+		moved, _ := json.Marshal(m)
+		if _, err := k.VerifyKeyless(moved); err == nil || !strings.Contains(err.Error(), "signed entry timestamp") {
+			t.Errorf("%s: moved time: %v", version, err)
+		}
 	}
 }

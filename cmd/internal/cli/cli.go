@@ -206,7 +206,7 @@ var nameFlags = map[string]bool{
 	"imatrix": true,
 	// apr-sign oms, spelled as model_signing spells them.
 	"signature": true, "private-key": true, "public-key": true, "signing-certificate": true,
-	"certificate-chain": true, "ignore-paths": true,
+	"certificate-chain": true, "ignore-paths": true, "trust-config": true,
 }
 
 // checkEmptyNames refuses a naming flag given as "": -o "$OUT" with OUT unset would
