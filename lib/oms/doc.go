@@ -15,6 +15,7 @@
 //     PEM keys) and the certificate method (a PEM chain checked against given roots).
 //   - Compare (compare.go) says which file is missing, extra or changed.
 //
-// Keyless Sigstore bundles are recognised and refused with ErrKeyless: checking them
-// needs Fulcio's roots and Rekor's keys, which this package does not carry.
+// Keyless Sigstore bundles are checked offline by Keyless (keyless.go) against a
+// trusted root the caller gives (Fulcio's CAs, Rekor's keys): this package carries
+// none and goes to no network.
 package oms
