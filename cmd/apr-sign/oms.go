@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -42,7 +43,7 @@ type omsSignFlags struct {
 	omsModelFlags
 	AllowSymlinks bool   `name:"allow-symlinks" aliases:"allow_symlinks" help:"Follow symbolic links and sign their targets under the links' names (default: a link is an error)."`
 	Method        string `default:"files" enum:"files,shards" help:"Serialization: files (one digest per file, the default) or shards (one per --shard-size bytes of each file)."`
-	ShardSize     int64  `default:"1000000000" placeholder:"BYTES" help:"Shard size of --method shards (default 1000000000, the spec's)."`
+	ShardSize     int64  `placeholder:"BYTES" help:"Shard size of --method shards (default 1000000000, the spec's)."`
 	HashAlgorithm string `name:"hash-algorithm" default:"sha256" enum:"sha256,blake2b" help:"File digest: sha256 (the default, what every OMS verifier takes) or blake2b."`
 }
 
@@ -110,11 +111,13 @@ func ignoreRel(model string, paths []string) []string {
 
 func (f *omsSignFlags) sign(env *cli.Env, s *oms.Signer, what string) error {
 	ser := oms.Serialization{Method: f.Method, HashType: f.HashAlgorithm, AllowSymlinks: f.AllowSymlinks}
-	if f.Method == oms.MethodShards {
-		if f.ShardSize <= 0 {
-			return cli.Usagef("--shard-size must be positive")
-		}
-		ser.ShardSize = f.ShardSize
+	switch {
+	case f.Method == oms.MethodFiles && f.ShardSize != 0:
+		return cli.Usagef("--shard-size is for --method shards")
+	case f.ShardSize < 0:
+		return cli.Usagef("--shard-size must be positive")
+	case f.Method == oms.MethodShards:
+		ser.ShardSize = cmp.Or(f.ShardSize, oms.DefaultShardSize)
 	}
 	// Recorded: the default exclusions, the user's and the signature file, sorted
 	// so the statement is the same bytes for the same inputs.

@@ -230,6 +230,10 @@ func TestOMSSignVerifyCLI(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "changed: weights.bin bytes 2048-3072 (the shard at offset 2048)") {
 		t.Fatalf("changed shard: exit %d %s", code, errs)
 	}
+	_, errs, code = runIt(t, nil, "oms", "sign", "key", "--private-key", priv, "--shard-size", "1024", ".")
+	if code != 2 || !strings.Contains(errs, "--shard-size is for --method shards") {
+		t.Fatalf("--shard-size without shards: exit %d %s", code, errs)
+	}
 	_, errs, code = runIt(t, nil, "oms", "verify", "key", "--public-key", priv, ".")
 	if code != 1 || !strings.Contains(errs, "no PEM public key") {
 		t.Fatalf("a private key as public: exit %d %s", code, errs)
