@@ -7,12 +7,14 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/asn1"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -148,8 +150,9 @@ func (k *Keyless) Verify(bundle []byte) (*Verified, error) { return k.VerifyKeyl
 // VerifyKeyless checks a keyless bundle offline: the Rekor entry's signed entry
 // timestamp against a trusted log key, that the entry records this envelope's
 // payload and signature and this certificate, the Fulcio chain at the entry's
-// integrated time, the identity and issuer, and the DSSE signature. It does not
-// check certificate transparency (SCTs) or RFC 3161 timestamps.
+// integrated time, the identity and issuer, and the DSSE signature; an inclusion proof,
+// when present, up to its checkpoint signed by the log. It does not check certificate
+// transparency (SCTs) or RFC 3161 timestamps.
 func (k *Keyless) VerifyKeyless(bundle []byte) (*Verified, error) {
 	if k.Root == nil {
 		return nil, errors.New("no trusted root to verify a keyless signature with")
@@ -217,6 +220,15 @@ type tlogEntry struct {
 	InclusionPromise *struct {
 		SignedEntryTimestamp string `json:"signedEntryTimestamp"`
 	} `json:"inclusionPromise"`
+	InclusionProof *struct {
+		LogIndex   string   `json:"logIndex"`
+		RootHash   string   `json:"rootHash"`
+		TreeSize   string   `json:"treeSize"`
+		Hashes     []string `json:"hashes"`
+		Checkpoint struct {
+			Envelope string `json:"envelope"`
+		} `json:"checkpoint"`
+	} `json:"inclusionProof"`
 	CanonicalizedBody string `json:"canonicalizedBody"`
 }
 
@@ -259,6 +271,11 @@ func (k *Keyless) checkEntry(e tlogEntry, b *Bundle, leaf *x509.Certificate) (ti
 	body, err := decodeB64(e.CanonicalizedBody)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("tlog entry body: %w", err)
+	}
+	if e.InclusionProof != nil {
+		if err := checkInclusion(e, body, lk); err != nil {
+			return time.Time{}, err
+		}
 	}
 	if err := checkDSSEBody(body, b, leaf); err != nil {
 		return time.Time{}, err
@@ -361,4 +378,68 @@ func (k *Keyless) checkCertificate(leaf *x509.Certificate, when time.Time) error
 		return fmt.Errorf("the certificate's OIDC issuer is %q, not %q", issuer, k.Issuer)
 	}
 	return nil
+}
+
+// checkInclusion verifies an entry's inclusion proof (RFC 9162, 2.1.3.2) up to the
+// root hash of its checkpoint, and the checkpoint's signature by the log's key.
+func checkInclusion(e tlogEntry, body []byte, key *ecdsa.PublicKey) error {
+	p := e.InclusionProof
+	index, err1 := strconv.ParseUint(p.LogIndex, 10, 64)
+	size, err2 := strconv.ParseUint(p.TreeSize, 10, 64)
+	root, err3 := decodeB64(p.RootHash)
+	if err1 != nil || err2 != nil || err3 != nil || index >= size {
+		return errors.New("tlog entry: bad inclusion proof index, tree size or root hash")
+	}
+	leaf := sha256.Sum256(append([]byte{0}, body...))
+	r := leaf[:]
+	fn, sn := index, size-1
+	node := func(l, r []byte) []byte {
+		h := sha256.New()
+		h.Write([]byte{1})
+		h.Write(l)
+		h.Write(r)
+		return h.Sum(nil)
+	}
+	for _, hs := range p.Hashes {
+		h, err := decodeB64(hs)
+		if err != nil || sn == 0 {
+			return errors.New("tlog entry: the inclusion proof is malformed")
+		}
+		if fn&1 == 1 || fn == sn {
+			r = node(h, r)
+			for fn&1 == 0 && fn != 0 {
+				fn >>= 1
+				sn >>= 1
+			}
+		} else {
+			r = node(r, h)
+		}
+		fn >>= 1
+		sn >>= 1
+	}
+	if sn != 0 || !bytes.Equal(r, root) {
+		return errors.New("tlog entry: the inclusion proof does not lead to its root hash")
+	}
+	// The checkpoint is a signed note: "origin\nsize\nbase64 root\n[...]\n\n— name sig\n".
+	text, sigs, ok := strings.Cut(p.Checkpoint.Envelope, "\n\n")
+	if !ok {
+		return errors.New("tlog entry: the checkpoint is not a signed note")
+	}
+	text += "\n"
+	lines := strings.Split(text, "\n")
+	if len(lines) < 4 || lines[1] != p.TreeSize || lines[2] != p.RootHash {
+		return errors.New("tlog entry: the checkpoint is for another tree than the inclusion proof's")
+	}
+	digest := sha256.Sum256([]byte(text))
+	for _, line := range strings.Split(sigs, "\n") {
+		f := strings.Fields(strings.TrimPrefix(line, "\u2014 "))
+		if len(f) != 2 {
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(f[1])
+		if err == nil && len(raw) > 4 && ecdsa.VerifyASN1(key, digest[:], raw[4:]) {
+			return nil
+		}
+	}
+	return errors.New("tlog entry: the checkpoint's signature does not verify with the log's key")
 }

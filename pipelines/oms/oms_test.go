@@ -458,5 +458,26 @@ func TestAprKeylessOffline(t *testing.T) {
 		if _, err := k.VerifyKeyless(moved); err == nil || !strings.Contains(err.Error(), "signed entry timestamp") {
 			t.Errorf("%s: moved time: %v", version, err)
 		}
+		// A hash of the inclusion proof changed, or the checkpoint re-signed by another.
+		json.Unmarshal(sig, &m)
+		proof := m["verificationMaterial"].(map[string]any)["tlogEntries"].([]any)[0].(map[string]any)["inclusionProof"].(map[string]any)
+		hashes := proof["hashes"].([]any)
+		hashes[0] = base64.StdEncoding.EncodeToString(make([]byte, 32))
+		broken, _ := json.Marshal(m)
+		if _, err := k.VerifyKeyless(broken); err == nil || !strings.Contains(err.Error(), "inclusion proof does not lead") {
+			t.Errorf("%s: proof changed: %v", version, err)
+		}
+		json.Unmarshal(sig, &m)
+		proof = m["verificationMaterial"].(map[string]any)["tlogEntries"].([]any)[0].(map[string]any)["inclusionProof"].(map[string]any)
+		cp := proof["checkpoint"].(map[string]any)
+		note := cp["envelope"].(string)
+		i := strings.LastIndex(note, " ")
+		raw, _ := base64.StdEncoding.DecodeString(strings.TrimSpace(note[i+1:]))
+		raw[len(raw)-1] ^= 1
+		cp["envelope"] = note[:i+1] + base64.StdEncoding.EncodeToString(raw) + "\n"
+		forged, _ := json.Marshal(m)
+		if _, err := k.VerifyKeyless(forged); err == nil || !strings.Contains(err.Error(), "checkpoint's signature") {
+			t.Errorf("%s: checkpoint signature changed: %v", version, err)
+		}
 	}
 }
