@@ -23,7 +23,7 @@ var run = cli.Program{Name: "apr-quant", Help: description, Grammar: func() any 
 
 const description = `Quantize an APR model's tensors to a GGML block type, or cast them to f16, bf16 or f32.
 
-TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4, q1_0,
+TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, mxfp4, nvfp4, q1_0,
 q2_0, f16, bf16, or f32 (dequantize every float tensor). The bytes are those of ggml's
 reference quantizers.
 
@@ -46,7 +46,7 @@ llama.cpp keeps stay as they are. --pure converts every float tensor of 2+ dimen
 --include converts the named tensors whatever the rules (1-D ones too: that is how a
 LinearRegression's "coefficients" is quantized); --exclude keeps them, and wins.
 
-Rows must be whole blocks (32 values; 64 for nvfp4 and q2_0, 128 for q1_0, 256 for the
+Rows must be whole blocks (32 values, mxfp4 too; 64 for nvfp4 and q2_0, 128 for q1_0, 256 for the
 K-quants). A K-quant or q2_0 falls back with a warning (-q silences it), as llama.cpp does (q4_k->q5_0,
 q5_k->q5_1, q6_k->q8_0, q2_k/q3_k/q2_0->q4_0, then f16); for the other types such a
 tensor is an error. NaN, infinite values, values whose block scale would overflow f16,

@@ -19,7 +19,7 @@ var targets = []struct {
 }{
 	{"q8_0", dtype.Q8_0}, {"q4_0", dtype.Q4_0}, {"q4_1", dtype.Q4_1}, {"q5_0", dtype.Q5_0}, {"q5_1", dtype.Q5_1},
 	{"q2_k", dtype.Q2_K}, {"q3_k", dtype.Q3_K}, {"q4_k", dtype.Q4_K}, {"q5_k", dtype.Q5_K}, {"q6_k", dtype.Q6_K},
-	{"nvfp4", dtype.NVFP4}, {"q1_0", dtype.Q1_0}, {"q2_0", dtype.Q2_0},
+	{"mxfp4", dtype.MXFP4}, {"nvfp4", dtype.NVFP4}, {"q1_0", dtype.Q1_0}, {"q2_0", dtype.Q2_0},
 	{"f16", dtype.F16}, {"bf16", dtype.BF16}, {"f32", dtype.F32},
 }
 
@@ -65,7 +65,7 @@ func isTarget(t dtype.DType) bool {
 // Q5_K -> Q5_1, Q6_K -> Q8_0. (Older llama.cpp sent Q2_K and Q3_K to IQ4_NL, which
 // apr does not write; Q4_0 has the same 4.5 bits per weight.) When the fallback cannot
 // hold the row either (not a multiple of 32), the tensor becomes F16, again as
-// llama.cpp does. The 32-value types, NVFP4 and Q1_0 have no fallback there: such a
+// llama.cpp does. The 32-value types (MXFP4 among them), NVFP4 and Q1_0 have no fallback there: such a
 // tensor is an error.
 var fallbacks = map[dtype.DType]dtype.DType{
 	dtype.Q2_K: dtype.Q4_0,
@@ -79,7 +79,7 @@ var fallbacks = map[dtype.DType]dtype.DType{
 // Options say what to quantize and how.
 type Options struct {
 	// Type is the target: a GGML block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
-	// NVFP4, Q1_0, Q2_0), F16, BF16, or F32 (dequantize every float tensor).
+	// MXFP4, NVFP4, Q1_0, Q2_0), F16, BF16, or F32 (dequantize every float tensor).
 	Type dtype.DType
 	// Pure converts every float tensor of two or more dimensions, whatever its name
 	// (llama.cpp's name rules are skipped).
