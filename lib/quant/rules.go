@@ -123,6 +123,9 @@ type Options struct {
 	Imatrix *imatrix.Matrix
 
 	llm *llmModel // the language model the preset's rules apply to, set by New
+	// ggufForm: the stream is a model in llama.cpp's form (GGUF key-values in its
+	// metadata), whose MXFP4 tensors stay as llama.cpp's converter keeps them; set by New
+	ggufForm bool
 }
 
 // Validate checks the options without an input.
@@ -182,6 +185,12 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 	}
 	if t.DType == o.Type {
 		d.Reason = "already " + o.Type.String()
+		return d, nil
+	}
+	if t.DType == dtype.MXFP4 && o.ggufForm && o.Preset == "" && !o.AllowRequantize {
+		// gpt-oss ships its experts in MXFP4; llama.cpp's converter keeps them for
+		// every --outtype (and llama-quantize refuses to requantize them, as a preset here does).
+		d.Reason = "MXFP4 kept, as llama.cpp's converter keeps it for every output type (--allow-requantize converts it)"
 		return d, nil
 	}
 	if o.Type == dtype.F32 {

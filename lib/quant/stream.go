@@ -13,6 +13,7 @@ import (
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
 	"github.com/apr-go/apr/lib/version"
@@ -196,6 +197,7 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	for range cap(s.free) {
 		s.free <- &job{}
 	}
+	_, o.ggufForm = src.Header().Metadata.Extra[gguf.MetadataKey]
 	if _, ok := lookupPreset(o.Preset); ok {
 		if o.llm = llmFromHeader(src.Header()); o.llm != nil {
 			o.llm.imatrix = o.Imatrix != nil
