@@ -245,6 +245,10 @@ func mxfp4Planned(name string, blocks, scales TensorShape, E, outRows, start, st
 		exps := make([]byte, nb)
 		return newRowReader(E*outRows, make([]byte, nb*17), func(i int64, dst []byte) error {
 			e, r := i/outRows, start+step*(i%outRows)
+			if i > 0 && i%outRows == 0 { // the previous expert is done
+				release(b, (e-1)*srcRows*nb*16, srcRows*nb*16)
+				release(s, (e-1)*srcRows*nb, srcRows*nb)
+			}
 			row := e*srcRows + r
 			if _, err := s.ReadAt(exps, row*nb); err != nil {
 				return tensor.Wrap(scales.Name, err)
@@ -260,6 +264,10 @@ func mxfp4Planned(name string, blocks, scales TensorShape, E, outRows, start, st
 					hi := q[(j+16)/2] >> (4 * (j % 2)) & 0xf
 					d[1+j] = lo | hi<<4
 				}
+			}
+			if i == E*outRows-1 {
+				release(b, e*srcRows*nb*16, srcRows*nb*16)
+				release(s, e*srcRows*nb, srcRows*nb)
 			}
 			return nil
 		}), nil
@@ -286,6 +294,9 @@ func columnsPlanned(name string, t TensorShape, start, step, outRows int64) Plan
 		return newRowReader(E*outRows, make([]byte, rows*es), func(i int64, dst []byte) error {
 			ie, j := i/outRows, i%outRows
 			if ie != e || j >= j0+g {
+				if ie != e && e >= 0 { // the previous expert is done
+					release(ra, e*rows*cols*es, rows*cols*es)
+				}
 				e, j0, g = ie, j, min(group, outRows-j)
 				n := (step*(g-1) + 1) * es
 				for r := range rows {
@@ -298,6 +309,9 @@ func columnsPlanned(name string, t TensorShape, start, step, outRows int64) Plan
 			c := step * (j - j0) * es
 			for r := range rows {
 				copy(dst[r*es:(r+1)*es], strip[r*span*es+c:])
+			}
+			if i == E*outRows-1 {
+				release(ra, e*rows*cols*es, rows*cols*es)
 			}
 			return nil
 		}), nil

@@ -16,6 +16,20 @@ type Source interface {
 	Open(name string) (io.ReaderAt, error)
 }
 
+// releaser is a Source's reader that can let go of what it has read (a mapped
+// shard's pages, dropped from the resident set), so memory does not grow with the
+// experts read: planned tensors release each expert's bytes when they leave it.
+type releaser interface {
+	Release(off, n int64)
+}
+
+// release lets ra go of n bytes at off when it can.
+func release(ra io.ReaderAt, off, n int64) {
+	if r, ok := ra.(releaser); ok {
+		r.Release(off, n)
+	}
+}
+
 // Planned is one tensor of llama.cpp's form that a family makes from the checkpoint's
 // tensors when they do not map one to one (gpt-oss: two checkpoint tensors, an MXFP4
 // block table and its scales, give one; one fused expert tensor gives two), in the
@@ -57,9 +71,28 @@ func (cp *Checkpoint) planOne(t TensorShape) (Planned, bool, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, r, _, err := cp.Convert(info, io.NewSectionReader(ra, 0, size))
+		_, r, _, err := cp.Convert(info, &releasingReader{r: io.NewSectionReader(ra, 0, size), ra: ra, size: size})
 		return r, err
 	}}, false, nil
+}
+
+// releasingReader reads a tensor in order and releases what it has read every 8 MiB
+// and at the end.
+type releasingReader struct {
+	r             io.Reader
+	ra            io.ReaderAt
+	pos, released int64
+	size          int64
+}
+
+func (r *releasingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.pos += int64(n)
+	if r.pos-r.released >= 8<<20 || r.pos == r.size || err == io.EOF {
+		release(r.ra, r.released, r.pos-r.released)
+		r.released = r.pos
+	}
+	return n, err
 }
 
 // planSizeLabel is general.size_label of the planned tensors as gguf-py counts them

@@ -245,7 +245,20 @@ func (s *fileStream) Open(name string) (io.ReaderAt, error) {
 	if !ok {
 		return nil, fmt.Errorf("the checkpoint has no tensor %q", name)
 	}
-	return io.NewSectionReader(p.f, p.off, p.n), nil
+	return &planReader{SectionReader: io.NewSectionReader(p.f, p.off, p.n), src: p}, nil
+}
+
+// planReader reads one checkpoint tensor for a planned tensor and drops the mapped
+// pages it is done with (Release), as pageReader does for the tensors read in order.
+type planReader struct {
+	*io.SectionReader
+	src planSource
+}
+
+func (r *planReader) Release(off, n int64) {
+	if r.src.f.Mapped() && off >= 0 && n > 0 && off+n <= r.src.n {
+		r.src.f.DropPages(r.src.off+off, n)
+	}
 }
 
 // tableOf is the tensor table of the APR stream of the shards' tensors (in data
