@@ -230,8 +230,10 @@ type Checkpoint struct {
 	// computedData are the computed tensors (see computed) of a model from a GGUF
 	// file, read on the way back to Hugging Face's layout (HFStream) for HFFiles.
 	computedData map[string][]float32
-	// plan are the tensors of a family that plans them (Plan), nil for the others.
+	// plan are the tensors of a family that plans them, or of an FP8 checkpoint (Plan),
+	// nil for the others; fp8 are the FP8 weights and their scales (fp8.go).
 	plan []Planned
+	fp8  map[string]fp8Weight
 }
 
 // TensorShape is a tensor's name, dtype and shape (outermost dimension first), as the
@@ -287,13 +289,21 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	if cp.generated, err = arch.family().Generated(cp); err != nil {
 		return nil, false, err
 	}
+	if cp.fp8, tensors, err = fp8Plan(c, tensors); err != nil {
+		return nil, false, err
+	}
 	params, fileType, err := cp.check(tensors)
 	if err != nil {
 		return nil, false, err
 	}
 	label := ""
-	if p, ok := arch.family().(planner); ok {
-		if cp.plan, err = p.plan(cp, tensors); err != nil {
+	if p, ok := arch.family().(planner); ok || len(cp.fp8) > 0 {
+		if ok {
+			cp.plan, err = p.plan(cp, tensors)
+		} else {
+			cp.plan, err = planEach(cp, tensors)
+		}
+		if err != nil {
 			return nil, false, err
 		}
 		label = planSizeLabel(cp.plan)

@@ -55,8 +55,28 @@ func (cp *Checkpoint) Plan() ([]Planned, bool) {
 	return cp.plan, cp.plan != nil
 }
 
-// planOne is the Planned form of one checkpoint tensor converted as Convert converts it.
+// planEach is the plan of a family that does not plan its tensors (for an FP8
+// checkpoint): each tensor as Convert converts it, in the checkpoint's order.
+func planEach(cp *Checkpoint, tensors []TensorShape) ([]Planned, error) {
+	var plan []Planned
+	for _, t := range tensors {
+		p, skip, err := cp.planOne(t)
+		if err != nil {
+			return nil, err
+		}
+		if !skip {
+			plan = append(plan, p)
+		}
+	}
+	return plan, nil
+}
+
+// planOne is the Planned form of one checkpoint tensor converted as Convert converts
+// it (an FP8 weight dequantized first).
 func (cp *Checkpoint) planOne(t TensorShape) (Planned, bool, error) {
+	if w, ok := cp.fp8[t.Name]; ok {
+		return cp.fp8Planned(w)
+	}
 	info := container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}
 	out, skip, err := cp.Info(info)
 	if err != nil || skip {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -220,6 +221,9 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 	s.h.Table = tableOf(tensors, s.llm)
 	if plan, ok := s.llm.Plan(); ok {
 		s.h.Table = s.h.Table[:0]
+		for _, t := range s.llm.Generated() {
+			s.h.Table = append(s.h.Table, container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape})
+		}
 		for _, p := range plan {
 			s.h.Table = append(s.h.Table, p.Info)
 			if p.Info.DType.Info().Quantized() { // gpt-oss's MXFP4 experts
@@ -298,11 +302,16 @@ func describeLLM(files map[string]any, shards []*safetensors.File, lo llm.Option
 	for name, b := range files {
 		raw[name], _ = b.([]byte)
 	}
+	// Each shard's tensors by name, as the converter lists them (gguf-py's
+	// SafetensorsLocal sorts them): the order of a planned stream (gpt-oss, FP8), which
+	// may differ from the data's where a file mixes dtypes.
 	var shapes []llm.TensorShape
 	for _, f := range shards {
+		n := len(shapes)
 		for _, t := range f.Header().Tensors {
 			shapes = append(shapes, llm.TensorShape{Name: t.Name, DType: t.DType, Shape: t.Shape})
 		}
+		slices.SortStableFunc(shapes[n:], func(a, b llm.TensorShape) int { return strings.Compare(a.Name, b.Name) })
 	}
 	var dir string
 	if len(shards) > 0 {

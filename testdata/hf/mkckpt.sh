@@ -63,3 +63,7 @@ gen tiny-gptoss-mxfp4 -tokenizer qwen2-bpe -arch GptOssForCausalLM -vocab 320 -h
 	-kvheads 2 -headdim 64 -experts 4 -mxfp4 -dtype bf16 -tied=false -shards 1 -rope-theta 150000.0 -rope-scaling "$gptossrope" \
 	-extra "${gptoss%\}}"', "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}}' \
 	-generation '{"bos_token_id": 311, "eos_token_id": 313, "pad_token_id": 311}'
+gen tiny-qwen3-fp8 -tokenizer qwen2-bpe -arch Qwen3ForCausalLM -vocab 320 -hidden 256 -ffn 320 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 96 -dtype bf16 -tied=true -shards 1 -fp8 \
+	-extra '{"quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}}' \
+	-generation '{"bos_token_id": 311, "do_sample": true, "eos_token_id": 313, "pad_token_id": 311, "temperature": 0.6, "top_k": 20, "top_p": 0.95}'

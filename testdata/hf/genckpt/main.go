@@ -102,6 +102,7 @@ func main() {
 	specials := flag.String("specials", "", "more special tokens (space-separated) after qwen2-bpe's own")
 	tcExtra := flag.String("tokenizer-config", "", "more tokenizer_config.json fields (a JSON object), for a SentencePiece tokenizer")
 	experts := flag.Int64("experts", 4, "num_local_experts (GptOssForCausalLM)")
+	fp8 := flag.Bool("fp8", false, "the layers' linear weights in F8_E4M3 with [128, 128] block scales (weight_scale_inv, F32), as DeepSeek-V3 and the Qwen3 FP8 releases ship them; add quantization_config with -extra")
 	mxfp4 := flag.Bool("mxfp4", false, "GptOssForCausalLM: experts as MXFP4 blocks and scales (U8), as OpenAI ships them")
 	genConfig := flag.String("generation", `{"bos_token_id": 1, "eos_token_id": 2}`, "generation_config.json's fields (JSON)")
 	flag.Parse()
@@ -241,6 +242,18 @@ func main() {
 			}
 		}
 	}
+	if *fp8 { // every 2-D weight of a layer: FP8, then its scale
+		var out []container.TensorInfo
+		for _, t := range specs {
+			if len(t.Shape) != 2 || !strings.HasPrefix(t.Name, "model.layers.") {
+				out = append(out, t)
+				continue
+			}
+			out = append(out, container.TensorInfo{Name: t.Name, DType: dtype.F8E4M3, Shape: t.Shape},
+				container.TensorInfo{Name: t.Name + "_scale_inv", DType: dtype.F32, Shape: []int64{(t.Shape[0] + 127) / 128, (t.Shape[1] + 127) / 128}})
+		}
+		specs = out
+	}
 	model := strings.ToLower(strings.TrimSuffix(*arch, "ForCausalLM"))
 	if *arch == "GptOssForCausalLM" {
 		model = "gpt_oss"
@@ -347,6 +360,20 @@ func (s *genStream) Next() (container.TensorInfo, io.Reader, error) {
 	s.i++
 	n, _ := t.RawSize()
 	b := make([]byte, n)
+	if t.DType == dtype.F8E4M3 { // exponents 1..10 (2^-6..2^3), any sign and mantissa: no NaN
+		for i := range b {
+			r := s.rng.Uint32()
+			b[i] = uint8(r&0x80) | uint8(1+r>>8%10)<<3 | uint8(r>>16&7)
+		}
+		return t, bytes.NewReader(b), nil
+	}
+	if strings.HasSuffix(t.Name, "_scale_inv") { // m·2^-15, m in 8..15 (4 significant bits): FP8 x scale is exact in BF16
+		for i := 0; i < len(b); i += 4 {
+			m := 8 + s.rng.Uint32()%8
+			binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(m)*float32(math.Exp2(-15))))
+		}
+		return t, bytes.NewReader(b), nil
+	}
 	if t.DType == dtype.U8 { // MXFP4: any codes; exponents near 2^-6 (weights of about 0.02)
 		for i := range b {
 			b[i] = uint8(s.rng.Uint32())
