@@ -125,13 +125,13 @@ func (w fp8Weight) check() error {
 		}
 		return nil
 	}
-	if n == 1 || len(ws) >= 1 && n == ws[0] && (len(ss) == 1 || len(ss) == 2 && ss[1] == 1) {
+	if len(ws) >= 1 && n == 1 || len(ws) == 2 && n == ws[0] && (len(ss) == 1 || len(ss) == 2 && ss[1] == 1) {
 		return nil
 	}
-	return fmt.Errorf("tensor %q has the shape %v; without weight_block_size an FP8 scale is one value, or one a row of its weight %v", w.scale.Name, ss, ws)
+	return fmt.Errorf("tensor %q has the shape %v; without weight_block_size an FP8 scale is one value, or one a row of its 2-D weight %v", w.scale.Name, ss, ws)
 }
 
-// planFP8 is the F32 tensor of an FP8 weight times its scale, made a row at a time.
+// reader is the F32 tensor of an FP8 weight times its scale, made a row at a time.
 func (w fp8Weight) reader(src Source) (io.Reader, error) {
 	ra, err := src.Open(w.weight.Name)
 	if err != nil {
