@@ -133,7 +133,7 @@ func TestFP8ScaleForms(t *testing.T) {
 	const rows, cols = 5, 7
 	w := make([]byte, rows*cols)
 	for i := range w {
-		w[i] = byte(i*37+11) &^ 0x78 | byte(1+i%13)<<3 // exponents 1..13: no NaN
+		w[i] = byte(i*37+11)&^0x78 | byte(1+i%13)<<3 // exponents 1..13: no NaN
 	}
 	f32 := func(v ...float32) []byte {
 		b := make([]byte, 4*len(v))
