@@ -49,6 +49,8 @@ func BenchmarkQuantizeQ3_K(b *testing.B) { benchQuantize(b, dtype.Q3_K) }
 func BenchmarkQuantizeQ4_K(b *testing.B) { benchQuantize(b, dtype.Q4_K) }
 func BenchmarkQuantizeQ5_K(b *testing.B) { benchQuantize(b, dtype.Q5_K) }
 func BenchmarkQuantizeQ6_K(b *testing.B) { benchQuantize(b, dtype.Q6_K) }
+func BenchmarkQuantizeMXFP4(b *testing.B) { benchQuantize(b, dtype.MXFP4) }
+func BenchmarkQuantizeNVFP4(b *testing.B) { benchQuantize(b, dtype.NVFP4) }
 func BenchmarkQuantizeF16(b *testing.B)  { benchQuantize(b, dtype.F16) }
 func BenchmarkQuantizeBF16(b *testing.B) { benchQuantize(b, dtype.BF16) }
 

@@ -2,6 +2,10 @@ package llm_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,5 +167,46 @@ func TestGptOssNoWayBack(t *testing.T) {
 	err = stconv.ExportDir(t.TempDir()+"/out", stconv.StreamSource(apr(t, s)), stconv.ExportOptions{TempDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), `"blk.0.ffn_gate_exps.weight" has no Hugging Face name`) {
 		t.Fatalf("export back: %v", err)
+	}
+}
+
+// TestGptOssBlocksAcrossShards: a layer's MXFP4 blocks in one shard and its scales in the
+// next convert as in one file, each scale with its own blocks. (Today's converter pairs
+// the scales with the blocks it met last, another projection's, in that case: see
+// docs/GGUF.md.)
+func TestGptOssBlocksAcrossShards(t *testing.T) {
+	src := "../../testdata/hf/tiny-gptoss-mxfp4"
+	b, err := os.ReadFile(src + "/model.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, meta := readTensors(t, b)
+	slices.SortFunc(ts, func(a, b stTensor) int { return strings.Compare(a.name, b.name) })
+	const last = "model.layers.0.mlp.experts.down_proj_blocks" // its scales go to the second shard
+	var one, two []stTensor
+	weights := map[string]string{}
+	for _, x := range ts {
+		file := "model-00002-of-00002.safetensors"
+		if x.name <= last {
+			one, file = append(one, x), "model-00001-of-00002.safetensors"
+		} else {
+			two = append(two, x)
+		}
+		weights[x.name] = file
+	}
+	index, _ := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": len(b)}, "weight_map": weights})
+	dir := copyCheckpointWith(t, src, "tiny-gptoss-mxfp4", func(file string, b []byte) []byte { return b })
+	if err := os.Remove(filepath.Join(dir, "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"model-00001-of-00002.safetensors": writeTensors(t, one, meta),
+		"model-00002-of-00002.safetensors": writeTensors(t, two, meta), "model.safetensors.index.json": index} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := refSums(t, "tiny-gptoss-mxfp4")["ref/tiny-gptoss-mxfp4.f32.gguf"]
+	if got := sha256Hex(toGGUF(t, dir, "f32")); got != want {
+		t.Errorf("two shards: SHA-256 %s, the one file's conversion is %s", got, want)
 	}
 }
