@@ -3,7 +3,8 @@
 
 Test-only peer for .ci/test-peers-forward. It reads the checkpoint directory as
 transformers would (config.json, model.safetensors or the shards named by
-model.safetensors.index.json; BF16, F16 or F32) and shares no code with apr: the
+model.safetensors.index.json; BF16, F16, F32, or F8_E4M3 with the block scales of an "fp8"
+quantization_config, multiplied out in float64) and shares no code with apr: the
 SafeTensors files are parsed here with json and numpy, and the model runs in the
 Hugging Face layout (rotate-half rotary embeddings on the Q and K rows as stored,
 before any converter permutes them). Everything is computed in float64, so the
@@ -63,6 +64,13 @@ def read_safetensors(path):
             a = np.frombuffer(buf, dtype="<f2")
         elif dt == "F32":
             a = np.frombuffer(buf, dtype="<f4")
+        elif dt == "F8_E4M3":
+            # FP8 E4M3 (fn: no infinities, S.1111.111 is NaN), from its definition.
+            b = np.frombuffer(buf, dtype=np.uint8).astype(np.int64)
+            e, m = (b >> 3) & 15, (b & 7).astype(np.float64)
+            v = np.where(e == 0, m / 8 * 2.0**-6, (1 + m / 8) * np.exp2(e - 7.0))
+            v = np.where((e == 15) & (m == 7), np.nan, v)
+            a = np.where(b & 0x80, -v, v)
         else:
             raise SystemExit(f"{path}: {name}: dtype {dt} not supported")
         shape = info["shape"]
@@ -84,6 +92,16 @@ def load_checkpoint(ckpt):
     w = {}
     for name in files:
         w.update(read_safetensors(os.path.join(ckpt, name)))
+    # An FP8 checkpoint (quantization_config.quant_method "fp8"): each weight times its
+    # weight_scale_inv, one scale per weight_block_size block (the last ones partial).
+    q = cfg.get("quantization_config") or {}
+    if q.get("quant_method") == "fp8":
+        bs = q.get("weight_block_size")
+        for name in [n for n in w if n.endswith("_scale_inv")]:
+            s, wt = w.pop(name), name[: -len("_scale_inv")]
+            if bs:
+                s = np.repeat(np.repeat(s, bs[0], axis=0), bs[1], axis=1)[: w[wt].shape[0], : w[wt].shape[1]]
+            w[wt] = w[wt] * s
     return cfg, w
 
 
