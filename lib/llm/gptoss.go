@@ -95,21 +95,21 @@ func (gptoss) plan(cp *Checkpoint, tensors []TensorShape) ([]Planned, error) {
 		if !ok {
 			return nil, fmt.Errorf("tensor %q has no %q beside it (an MXFP4 tensor is blocks and scales)", t.Name, strings.TrimSuffix(t.Name, "_scales")+"_blocks")
 		}
-		g, _, _, err := cp.Arch.GGUFName(prefix + gptossExperts + strings.TrimSuffix(part, "_scales"))
+		_, layer, _, err := cp.Arch.GGUFName(prefix + gptossExperts + strings.TrimSuffix(part, "_scales"))
 		if err != nil {
 			return nil, err
 		}
+		base := fmt.Sprintf("blk.%d.", layer)
 		switch part {
 		case "down_proj_scales":
 			if err := mxfp4Shapes(blocks, t, E, H, F); err != nil {
 				return nil, err
 			}
-			plan = append(plan, mxfp4Planned(g, blocks, t, E, H, 0, 1))
+			plan = append(plan, mxfp4Planned(base+"ffn_down_exps.weight", blocks, t, E, H, 0, 1))
 		case "gate_up_proj_scales":
 			if err := mxfp4Shapes(blocks, t, E, 2*F, H); err != nil {
 				return nil, err
 			}
-			base := strings.TrimSuffix(g, "ffn_gate_up_exps.weight")
 			plan = append(plan, mxfp4Planned(base+"ffn_gate_exps.weight", blocks, t, E, F, 0, 2),
 				mxfp4Planned(base+"ffn_up_exps.weight", blocks, t, E, F, 1, 2))
 		default:
@@ -133,11 +133,11 @@ func (gptoss) plan(cp *Checkpoint, tensors []TensorShape) ([]Planned, error) {
 			}
 			continue
 		}
-		g, _, _, err := cp.Arch.GGUFName(t.Name)
+		_, layer, _, err := cp.Arch.GGUFName(t.Name)
 		if err != nil {
 			return nil, err
 		}
-		base := g[:strings.LastIndexByte(g[:strings.LastIndexByte(g, '.')], '.')+1] // "blk.N."
+		base := fmt.Sprintf("blk.%d.", layer)
 		switch part {
 		case "gate_up_proj_blocks":
 			if _, ok := byName[prefix+gptossExperts+"gate_up_proj_scales"]; !ok {
