@@ -175,7 +175,7 @@ type fileStream struct {
 	// generated counts the tensors of llm.Generated already given out
 	generated int
 	// planned counts the tensors of llm.Plan already given out, for a family whose
-	// tensors are planned (gpt-oss); byName finds a planned tensor's sources.
+	// tensors are planned (gpt-oss, FP8 checkpoints); byName finds a planned tensor's sources.
 	planned int
 	byName  map[string]planSource
 }
