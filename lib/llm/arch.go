@@ -214,6 +214,12 @@ var archs = []*Arch{
 		WideQKNorm: true,
 		Back:       [2]string{"Olmo2ForCausalLM", "olmo2"}, Family: olmo2{},
 	},
+	{
+		HF:   []string{"GptOssForCausalLM"},
+		GGUF: "gpt-oss", Top: llamaTop, Layer: gptossLayer,
+		Skip:   []string{"self_attn.rotary_emb.inv_freq"},
+		Family: gptoss{},
+	},
 }
 
 // qkNorm are the layer names of an RMS norm of each head's queries and keys.
@@ -332,7 +338,7 @@ func multimodal(name string) bool {
 func (a *Arch) required() []string {
 	var r []string
 	for _, g := range a.Layer {
-		if !strings.HasSuffix(g, ".bias") && !slices.Contains(r, g) {
+		if !strings.HasSuffix(g, ".bias") && !slices.Contains(r, g) && !slices.Contains(gptossOptional, g) {
 			r = append(r, g)
 		}
 	}

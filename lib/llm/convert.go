@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"io"
+	"strings"
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
@@ -43,10 +44,14 @@ func (cp *Checkpoint) Info(info container.TensorInfo) (container.TensorInfo, boo
 	return info, false, nil
 }
 
-// widened reports a 1-D float tensor (norms, biases) other than F32, which the
-// converter stores in F32 whatever the output type.
+// widened reports a float tensor other than F32 that the converter stores in F32
+// whatever the output type: 1-D tensors (norms, biases), and any whose name does not
+// end in ".weight" (gpt-oss's expert biases) or that is an MoE router (ffn_gate_inp).
 func widened(info container.TensorInfo) bool {
-	return len(info.Shape) == 1 && info.DType.Info().Float && info.DType != dtype.F32
+	if !info.DType.Info().Float || info.DType == dtype.F32 || info.DType.Info().Quantized() {
+		return false
+	}
+	return len(info.Shape) <= 1 || !strings.HasSuffix(info.Name, ".weight") || strings.HasSuffix(info.Name, ".ffn_gate_inp.weight")
 }
 
 // Convert turns one tensor of the checkpoint into llama.cpp's form: its GGUF name,

@@ -24,7 +24,12 @@ type Hparams struct {
 	HasRopeTheta, HasRMSEps, HasNormEps, HasHeadDim, HasContext  bool
 	HasFFN                                                       bool
 	TieEmbeddings                                                bool
-	rope                                                         rope
+	// Experts and ExpertsUsed are the routed experts and how many a token takes
+	// (num_local_experts / num_experts / n_routed_experts, num_experts_per_tok /
+	// num_experts_per_token / top_k_experts, as the converter looks them up).
+	Experts, ExpertsUsed       int
+	HasExperts, HasExpertsUsed bool
+	rope                       rope
 }
 
 // config is a parsed config.json with typed lookups that name the field in errors.
@@ -99,6 +104,16 @@ func parseHparams(c config) (Hparams, error) {
 	get(&h.HeadDim, &h.HasHeadDim, "head_dim", false)
 	var hasKV bool
 	get(&h.KVHeads, &hasKV, "num_key_value_heads", false)
+	for _, k := range []string{"num_local_experts", "num_experts", "n_routed_experts"} {
+		if get(&h.Experts, &h.HasExperts, k, false); h.HasExperts || err != nil {
+			break
+		}
+	}
+	for _, k := range []string{"num_experts_per_tok", "num_experts_per_token", "top_k_experts"} {
+		if get(&h.ExpertsUsed, &h.HasExpertsUsed, k, false); h.HasExpertsUsed || err != nil {
+			break
+		}
+	}
 	if err != nil {
 		return h, err
 	}
@@ -215,6 +230,10 @@ type Checkpoint struct {
 	// computedData are the computed tensors (see computed) of a model from a GGUF
 	// file, read on the way back to Hugging Face's layout (HFStream) for HFFiles.
 	computedData map[string][]float32
+	// plan are the tensors of a family that plans them, or of an FP8 checkpoint (Plan),
+	// nil for the others; fp8 are the FP8 weights and their scales (fp8.go).
+	plan []Planned
+	fp8  map[string]fp8Weight
 }
 
 // TensorShape is a tensor's name, dtype and shape (outermost dimension first), as the
@@ -270,9 +289,27 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	if cp.generated, err = arch.family().Generated(cp); err != nil {
 		return nil, false, err
 	}
+	if cp.fp8, tensors, err = fp8Plan(c, tensors); err != nil {
+		return nil, false, err
+	}
 	params, fileType, err := cp.check(tensors)
 	if err != nil {
 		return nil, false, err
+	}
+	label := ""
+	if p, ok := arch.family().(planner); ok || len(cp.fp8) > 0 {
+		if ok {
+			cp.plan, err = p.plan(cp, tensors)
+		} else {
+			cp.plan, err = planEach(cp, tensors)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		label = planSizeLabel(cp.plan)
+		if cp.mxfp4() {
+			fileType = gptossMXFP4FileType
+		}
 	}
 	hparams, err := cp.hparamKVs(fileType)
 	if err != nil {
@@ -289,7 +326,7 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	if err != nil {
 		return nil, false, err
 	}
-	cp.KVs = append(cp.generalKVs(dir, params, sampling), hparams...)
+	cp.KVs = append(cp.generalKVs(dir, params, label, sampling), hparams...)
 	cp.KVs = append(cp.KVs, gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32(2)})
 	cp.KVs = dedupe(append(cp.KVs, tok...))
 	return cp, true, nil
@@ -451,15 +488,18 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 // generalKVs are the converter's general.* keys for a checkpoint directory without a
 // model card: the architecture, "model", the sampling keys, a name from the directory's name (as gguf-py's
 // Metadata.id_to_title makes it) and a size label from the parameter count.
-func (cp *Checkpoint) generalKVs(dir string, params int64, sampling []gguf.KV) []gguf.KV {
+func (cp *Checkpoint) generalKVs(dir string, params int64, label string, sampling []gguf.KV) []gguf.KV {
 	kvs := append([]gguf.KV{{Key: "general.architecture", Value: gguf.String(cp.Arch.GGUF)}}, cp.earlyKVs...)
 	kvs = append(kvs, gguf.KV{Key: "general.type", Value: gguf.String("model")})
 	kvs = append(kvs, sampling...)
 	if n := titleOf(filepath.Base(dir)); n != "" && dir != "" {
 		kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.String(n)})
 	}
-	if params > 0 {
-		kvs = append(kvs, gguf.KV{Key: "general.size_label", Value: gguf.String(SizeLabel(params))})
+	if label == "" && params > 0 {
+		label = SizeLabel(params)
+	}
+	if label != "" {
+		kvs = append(kvs, gguf.KV{Key: "general.size_label", Value: gguf.String(label)})
 	}
 	return kvs
 }
@@ -574,6 +614,12 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) ([]gguf.KV, error) {
 	}
 	if h.HasNormEps {
 		f32("attention.layer_norm_epsilon", h.NormEps)
+	}
+	if h.HasExperts {
+		u32("expert_count", h.Experts)
+	}
+	if h.HasExpertsUsed {
+		u32("expert_used_count", h.ExpertsUsed)
 	}
 	if h.HasHeadDim {
 		u32("attention.key_length", h.HeadDim)

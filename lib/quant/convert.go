@@ -62,7 +62,9 @@ func firstAbove(x []float32, bound float32) int {
 //
 // Q1_0 and Q2_0 write ±d (and 0), d an F16 scale no larger than the block's largest
 // magnitude (Q1_0: the mean magnitude; Q2_0: the largest), so they hold what F16
-// holds. NVFP4's largest value is its largest level, 6, times its largest scale, 448
+// holds. MXFP4's E8M0 exponent covers the whole float32 range (a block's values
+// beyond 1.5 times the power of two below its maximum become that, as in ggml).
+// NVFP4's largest value is its largest level, 6, times its largest scale, 448
 // (E4M3): ggml has no tensor-wide scale and writes every larger value as ±2688, which
 // apr refuses instead.
 var maxMagnitude = map[dtype.DType]float32{
@@ -76,6 +78,7 @@ var maxMagnitude = map[dtype.DType]float32{
 	dtype.Q4_K:  65504*63*15 + 65504*63,
 	dtype.Q5_K:  65504*63*31 + 65504*63,
 	dtype.Q6_K:  65504 * 128 * 32,
+	dtype.MXFP4: math.MaxFloat32,
 	dtype.NVFP4: 6 * 448,
 	dtype.Q1_0:  65519.996,
 	dtype.Q2_0:  65519.996,

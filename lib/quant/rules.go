@@ -65,7 +65,7 @@ func isTarget(t dtype.DType) bool {
 // Options say what to quantize and how.
 type Options struct {
 	// Type is the target: a GGML block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
-	// NVFP4, Q1_0, Q2_0), F16, BF16, or F32 (dequantize every float tensor).
+	// MXFP4, NVFP4, Q1_0, Q2_0), F16, BF16, or F32 (dequantize every float tensor).
 	Type dtype.DType
 	// Pure converts every float tensor of two or more dimensions, whatever its name
 	// (llama.cpp's name rules are skipped); for a language model's preset it is
@@ -114,6 +114,9 @@ type Options struct {
 	Overrides
 
 	llm *llmModel // the language model the preset's rules apply to, set by New
+	// ggufForm: the stream is a model in llama.cpp's form (GGUF key-values in its
+	// metadata), whose MXFP4 tensors stay as llama.cpp's converter keeps them; set by New
+	ggufForm bool
 }
 
 // Validate checks the options without an input.
@@ -188,6 +191,12 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 	ov, ovWhy, ovFallback, overridden := o.override(t.Name)
 	if t.DType == o.Type && !overridden {
 		d.Reason = "already " + o.Type.String()
+		return d, nil
+	}
+	if t.DType == dtype.MXFP4 && o.ggufForm && o.Preset == "" && !o.AllowRequantize {
+		// gpt-oss ships its experts in MXFP4; llama.cpp's converter keeps them for
+		// every --outtype (and llama-quantize refuses to requantize them, as a preset here does).
+		d.Reason = "MXFP4 kept, as llama.cpp's converter keeps it for every output type (--allow-requantize converts it)"
 		return d, nil
 	}
 	if o.Type == dtype.F32 {

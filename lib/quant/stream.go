@@ -13,6 +13,7 @@ import (
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
 	"github.com/apr-go/apr/lib/version"
@@ -292,6 +293,7 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 // setModel finds the language model a preset's rules apply to (o.llm), and from the
 // plan whether it has output.weight.
 func (o *Options) setModel(h container.Header) {
+	_, o.ggufForm = h.Metadata.Extra[gguf.MetadataKey]
 	if _, ok := lookupPreset(o.Preset); !ok {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -173,6 +174,17 @@ type fileStream struct {
 	llm    *llm.Checkpoint // a language model imported in llama.cpp's form, or nil
 	// generated counts the tensors of llm.Generated already given out
 	generated int
+	// planned counts the tensors of llm.Plan already given out, for a family whose
+	// tensors are planned (gpt-oss, FP8 checkpoints); byName finds a planned tensor's sources.
+	planned int
+	byName  map[string]planSource
+}
+
+// planSource is where one checkpoint tensor's bytes are.
+type planSource struct {
+	f   *safetensors.File
+	off int64
+	n   int64
 }
 
 func newFileStream(shards []*safetensors.File, files map[string]any, opts ImportOptions) (*fileStream, error) {
@@ -207,7 +219,50 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 		}
 	}
 	s.h.Table = tableOf(tensors, s.llm)
+	if plan, ok := s.llm.Plan(); ok {
+		s.h.Table = s.h.Table[:0]
+		for _, t := range s.llm.Generated() {
+			s.h.Table = append(s.h.Table, container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape})
+		}
+		for _, p := range plan {
+			s.h.Table = append(s.h.Table, p.Info)
+			if p.Info.DType.Info().Quantized() { // gpt-oss's MXFP4 experts
+				s.h.Flags |= container.FlagQuantized
+			}
+		}
+		s.byName = map[string]planSource{}
+		for _, f := range shards {
+			for _, t := range f.Header().Tensors {
+				if _, dup := s.byName[t.Name]; dup {
+					return nil, fmt.Errorf("%s: tensor %q is also in %s", f.Path(), t.Name, s.byName[t.Name].f.Path())
+				}
+				s.byName[t.Name] = planSource{f: f, off: f.Header().DataStart() + t.Begin, n: t.Size()}
+			}
+		}
+	}
 	return s, nil
+}
+
+// Open reads one checkpoint tensor for a planned tensor (llm.Source).
+func (s *fileStream) Open(name string) (io.ReaderAt, error) {
+	p, ok := s.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("the checkpoint has no tensor %q", name)
+	}
+	return &planReader{SectionReader: io.NewSectionReader(p.f, p.off, p.n), src: p}, nil
+}
+
+// planReader reads one checkpoint tensor for a planned tensor and drops the mapped
+// pages it is done with (Release), as pageReader does for the tensors read in order.
+type planReader struct {
+	*io.SectionReader
+	src planSource
+}
+
+func (r *planReader) Release(off, n int64) {
+	if r.src.f.Mapped() && off >= 0 && n > 0 && off+n <= r.src.n {
+		r.src.f.DropPages(r.src.off+off, n)
+	}
 }
 
 // tableOf is the tensor table of the APR stream of the shards' tensors (in data
@@ -247,11 +302,16 @@ func describeLLM(files map[string]any, shards []*safetensors.File, lo llm.Option
 	for name, b := range files {
 		raw[name], _ = b.([]byte)
 	}
+	// Each shard's tensors by name, as the converter lists them (gguf-py's
+	// SafetensorsLocal sorts them): the order of a planned stream (gpt-oss, FP8), which
+	// may differ from the data's where a file mixes dtypes.
 	var shapes []llm.TensorShape
 	for _, f := range shards {
+		n := len(shapes)
 		for _, t := range f.Header().Tensors {
 			shapes = append(shapes, llm.TensorShape{Name: t.Name, DType: t.DType, Shape: t.Shape})
 		}
+		slices.SortStableFunc(shapes[n:], func(a, b llm.TensorShape) int { return strings.Compare(a.Name, b.Name) })
 	}
 	var dir string
 	if len(shards) > 0 {
@@ -271,6 +331,15 @@ func (s *fileStream) Next() (container.TensorInfo, io.Reader, error) {
 		t := s.llm.Generated()[s.generated]
 		s.generated++
 		return container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}, bytes.NewReader(t.Data), nil
+	}
+	if plan, ok := s.llm.Plan(); ok {
+		if s.planned == len(plan) {
+			return container.TensorInfo{}, nil, io.EOF
+		}
+		p := plan[s.planned]
+		s.planned++
+		r, err := p.Make(s)
+		return p.Info, r, err
 	}
 	for {
 		info, r, err := s.next1()
