@@ -72,6 +72,7 @@ type quantCmd struct {
 	Imatrix         string   `placeholder:"FILE" help:"Weight the quantizers by llama-imatrix's importance matrix FILE (.dat), as llama-quantize --imatrix."`
 	cli.WorkersFlag
 	cli.CompressFlag
+	outputFlags
 }
 
 func (c *quantCmd) Run(env *cli.Env) error {
@@ -115,23 +116,5 @@ func (c *quantCmd) Run(env *cli.Env) error {
 	if src.Header().Flags&(container.FlagSigned|container.FlagLicensed) != 0 {
 		env.Warnf("%s: its signatures and license cover the original values; they are dropped", name)
 	}
-	wopts := append([]container.Option{container.WithCompression(comp)}, jopts...)
-	out, err := env.Create(c.Output, true)
-	if err != nil {
-		return err
-	}
-	defer out.Abort()
-	m := env.Meter("quantizing", false, 0)
-	rep, err := quant.Quantize(m.Writer(out), src, o, wopts...)
-	m.Done()
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if err := out.Commit(); err != nil {
-		return err
-	}
-	if stats {
-		return c.report(env, rep)
-	}
-	return nil
+	return c.write(env, src, name, o, comp, jopts, stats)
 }
