@@ -72,9 +72,9 @@ type convertReader struct {
 }
 
 // inMapping is a source tensor reader over a read-only file mapping (the mapped
-// SafeTensors of lib/stconv): TakeMapped returns the rest of the tensor in place and
-// moves the reader to its end, ReleaseMapped(n) gives back the pages of its first n
-// bytes. The workers then read the tensor in place, as they read a mapped APR file
+// SafeTensors of lib/stconv, GGUF of lib/ggufconv): TakeMapped returns the rest of the
+// tensor in place and moves the reader to its end (or returns nil and leaves it,
+// when it cannot), ReleaseMapped(n) gives back the pages of its first n bytes. The workers then read the tensor in place, as they read a mapped APR file
 // (no copy into a job buffer); the file has no checksum to join.
 type inMapping interface {
 	Len() int
@@ -88,7 +88,9 @@ func (s *Stream) startConvert(p *plan, src io.Reader) *convertReader {
 	if m, ok := src.(*mappedTensor); ok && !m.taken && m.off == 0 {
 		c.mapped, m.taken = m, true
 	} else if m, ok := src.(inMapping); ok && m.Len() == elemBytes(p.from, int(p.elems)) {
-		c.view, c.viewOf = m.TakeMapped(), m
+		if b := m.TakeMapped(); b != nil { // the whole rest, Len() bytes; nil: read it instead
+			c.view, c.viewOf = b, m
+		}
 	}
 	c.pool = pool.New(s.workers, cap(s.free), 0, func(j *job) {
 		if c.mapped != nil {
