@@ -244,3 +244,39 @@ func TestOneCommandRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestOneCommandGeneric: a checkpoint of an architecture apr does not convert is
+// refused for GGUF before any output, naming it, as apr-gguf export refuses it; with
+// --generic it is the generic GGUF apr-gguf export --generic writes.
+func TestOneCommandGeneric(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gpt2")
+	os.Mkdir(dir, 0o755)
+	entries, err := os.ReadDir(tinyCkpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(tinyCkpt, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "config.json" {
+			b = bytes.Replace(b, []byte(`"LlamaForCausalLM"`), []byte(`"GPT2LMHeadModel"`), 1)
+		}
+		os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644)
+	}
+	work := t.TempDir()
+	one, pipe := filepath.Join(work, "one.gguf"), filepath.Join(work, "pipe.gguf")
+	r := runCLI(nil, "q8_0", dir, "-o", one)
+	if r.code != 1 || !strings.Contains(r.stderr, `architecture "GPT2LMHeadModel"`) {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(one); err == nil {
+		t.Error("the refused export left a file")
+	}
+	if r := runCLI(nil, "q8_0", dir, "--generic", "-o", one); r.code != 0 {
+		t.Fatalf("--generic: exit %d: %s", r.code, r.stderr)
+	}
+	pipeGGUF(t, importST, dir, []string{"q8_0"}, "--generic", "-o", pipe)
+	sameFiles(t, one, pipe)
+}
