@@ -79,6 +79,8 @@ var maxMagnitude = map[dtype.DType]float32{
 	dtype.NVFP4: 6 * 448,
 	dtype.Q1_0:  65519.996,
 	dtype.Q2_0:  65519.996,
+	dtype.TQ1_0: 65519.996, // d = the block's largest magnitude, codes -1, 0, 1
+	dtype.TQ2_0: 65519.996,
 	dtype.F16:   65519.996, // 65520 and up round to infinity
 	dtype.BF16:  math.Float32frombits(0x7F7F7FFF),
 	dtype.F32:   math.MaxFloat32,
@@ -130,7 +132,8 @@ func overflow(t dtype.DType, out []byte) int {
 // 16, or 1 for Q2_0): with every |value| within maxMagnitude it cannot exceed 65504,
 // so their output needs no second look. (Q1_0's scale is a float32 sum divided by
 // 128, whose rounding can exceed the block's largest magnitude, so it is looked at.)
-var scaleBounded = map[dtype.DType]bool{dtype.Q8_0: true, dtype.Q4_0: true, dtype.Q5_0: true, dtype.Q2_0: true}
+var scaleBounded = map[dtype.DType]bool{dtype.Q8_0: true, dtype.Q4_0: true, dtype.Q5_0: true, dtype.Q2_0: true,
+	dtype.TQ1_0: true, dtype.TQ2_0: true}
 
 // errAcc accumulates the error of converted values against their source.
 type errAcc struct {

@@ -59,6 +59,14 @@
 // expert for 3-D tensors), an entry of the wrong size an error (token_embd.weight
 // excepted, as in llama.cpp). Chunks of such a tensor are whole rows.
 //
+// # Per-tensor flags and dry runs
+//
+// Options.Overrides are llama-quantize's --output-tensor-type, --token-embedding-type,
+// --tensor-type and --leave-output-tensor (overrides.go); presets_today.go holds today's
+// i-quant, ternary, MXFP4_MOE and Q2_K_S rules, fallbacks and the types that need an
+// importance matrix. DryRun decides every tensor from a tensor list without reading
+// data, as llama-quantize --dry-run does.
+//
 // # Provenance
 //
 // The output metadata's provenance gets a "quantization" map: type, producer, the

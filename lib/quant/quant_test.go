@@ -143,7 +143,10 @@ func TestParseType(t *testing.T) {
 		if !strings.EqualFold(d.String(), name) {
 			t.Fatalf("%s parses to %v", name, d)
 		}
-		if d != dtype.F32 && !kernels.CanQuantize(d) {
+		// The i-quants, ternary types and MXFP4 are named (presets, --dry-run,
+		// --tensor-type) before every quantizer is in kernels; Decide refuses to write
+		// a type kernels lacks (TestDecideUnwritable).
+		if d != dtype.F32 && !kernels.CanQuantize(d) && !slices.Contains(todayTypes, d) {
 			t.Fatalf("%v is a target but kernels cannot quantize it", d)
 		}
 	}
@@ -152,7 +155,7 @@ func TestParseType(t *testing.T) {
 			t.Fatalf("Types() %v lacks %s", Types(), name)
 		}
 	}
-	for _, bad := range []string{"q8", "q8_1", "iq4_nl", "mxfp4", "tq1_0", "", "f64"} {
+	for _, bad := range []string{"q8", "q8_1", "q8_k", "iq4_nl_4_4", "", "f64"} {
 		if _, err := ParseType(bad); !errors.Is(err, ErrType) {
 			t.Fatalf("ParseType(%q) = %v, want ErrType", bad, err)
 		}
