@@ -73,7 +73,8 @@ func sameFiles(t *testing.T, got, want string) {
 // TestOneCommandIsThePipe: apr-quant TYPE INPUT -o OUT.gguf writes the bytes of
 // importer | apr-quant TYPE | apr-gguf export -o OUT.gguf, for each input kind (GGUF
 // file, GGUF split set, checkpoint directory, APR file) and a sample of types,
-// presets, casts and flags (--pure, --include, --exclude, --imatrix).
+// presets, casts and flags (--pure, --include, --exclude, --imatrix, the per-tensor
+// types: they reach quant.Options, which both paths share).
 func TestOneCommandIsThePipe(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
 	dir := t.TempDir()
@@ -107,6 +108,8 @@ func TestOneCommandIsThePipe(t *testing.T) {
 		{tinyCkpt, []string{"q4_k_m"}},
 		{tinyCkpt, []string{"q3_k_l", "--imatrix", ckptMat}},
 		{tinyCkpt, []string{"q2_k", "--pure", "--include", "blk.0.attn_norm.weight"}},
+		{tinyCkpt, []string{"q4_k_m", "--tensor-type", "attn_v=q8_0", "--leave-output-tensor"}},
+		{tinyCkpt, []string{"q4_0", "--output-tensor-type", "q8_0", "--token-embedding-type", "q5_1"}},
 		{apr, []string{"q4_0"}},
 		{apr, []string{"q5_1", "--pure"}},
 	} {
