@@ -270,6 +270,12 @@ PW=secret apr-seal --passphrase-env PW model.apr -o sealed.apr
 		if !strings.Contains(stderr, "OverLimit") {
 			t.Errorf("apr-st import < %s: %s, want OverLimit", name, stderr)
 		}
+		// apr-quant takes SafeTensors on stdin too (lib/source): the same importer.
+		stderr, code = run(t, bytes.NewReader(b), "apr-quant", "q8_0", "--to", "gguf")
+		check(t, "apr-quant < pipe of "+name, stderr, code, 1)
+		if !strings.Contains(stderr, "OverLimit") {
+			t.Errorf("apr-quant < %s: %s, want OverLimit", name, stderr)
+		}
 	}
 
 	// GGUF: a string and arrays announced far beyond any cap, and a file of two arrays
@@ -286,6 +292,10 @@ PW=secret apr-seal --passphrase-env PW model.apr -o sealed.apr
 		check(t, "apr-gguf import < pipe of "+name, stderr, code, 1)
 		stderr, code = run(t, file(t, "h.gguf", b), "apr-gguf", "import")
 		check(t, "apr-gguf import < file of "+name, stderr, code, 1)
+		stderr, code = run(t, bytes.NewReader(b), "apr-quant", "q8_0", "--to", "gguf")
+		check(t, "apr-quant < pipe of "+name, stderr, code, 1)
+		stderr, code = run(t, file(t, "h.gguf", b), "apr-quant", "q8_0", "--to", "gguf")
+		check(t, "apr-quant < file of "+name, stderr, code, 1)
 	}
 	var arrays [][]byte
 	for i := range 2 {
@@ -315,6 +325,11 @@ PW=secret apr-seal --passphrase-env PW model.apr -o sealed.apr
 		}
 		if left, _ := os.ReadDir(out); len(left) != 0 {
 			t.Errorf("%s left %s beside its -o output", what, left[0].Name())
+		}
+		stderr, code = run(t, strings.NewReader(""), "apr-quant", "q8_0", ck, "-o", filepath.Join(out, "out.gguf"))
+		check(t, "apr-quant of vocab_size "+vocab, stderr, code, 1)
+		if left, _ := os.ReadDir(out); len(left) != 0 {
+			t.Errorf("apr-quant of vocab_size %s left %s beside its -o output", vocab, left[0].Name())
 		}
 	}
 }

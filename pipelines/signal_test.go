@@ -30,11 +30,16 @@ func TestSignalsLeaveNothing(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	writeWithoutTable(t, filepath.Join(dir, "llama.apr"), filepath.Join(dir, "llama-2.0.apr"))
+	if _, stderr, code := sh(t, dir, `cp '`+src+`' llama.f32.gguf`); code != 0 {
+		t.Fatal(stderr)
+	}
 	cases := []struct {
 		name, input, leftover string
 		args                  []string
 	}{
 		{"apr-quant -o", "llama.apr", ".out.apr.tmp-*", []string{"apr-quant", "q8_0", "-o", "out.apr"}},
+		{"apr-quant GGUF -o gguf", "llama.f32.gguf", ".out.gguf.tmp-*", []string{"apr-quant", "q8_0", "-o", "out.gguf"}},
+		{"apr-quant GGUF -o split", "llama.f32.gguf", ".split-0000?-of-0000?.gguf.tmp-*", []string{"apr-quant", "q8_0", "--split-max-tensors", "8", "-o", "split"}},
 		{"apr-encode -o", "model.apr", ".out.apr.tmp-*", []string{"apr-encode", "-c", "zstd", "-o", "out.apr"}},
 		{"apr-gguf export spool", "llama-2.0.apr", "apr-gguf-*.spool", []string{"apr-gguf", "export", "-o", "out.gguf"}},
 		{"apr-gguf export streamed", "llama.apr", ".out.gguf.tmp-*", []string{"apr-gguf", "export", "-o", "out.gguf"}},

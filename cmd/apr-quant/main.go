@@ -1,6 +1,9 @@
 // apr-quant quantizes the tensors of an APR model (or casts them to f16, bf16, or back
-// to f32), as a filter: stdin to stdout, or files.
+// to f32), as a filter: stdin to stdout, or files; from GGUF, SafeTensors or a
+// checkpoint directory to GGUF too, in one command (output.go, lib/source).
 //
+//	apr-quant q4_k_m model.f32.gguf -o model.Q4_K_M.gguf   # as llama-quantize
+//	apr-quant f16 checkpoint/ -o model.f16.gguf            # as convert_hf_to_gguf.py
 //	apr-quant q8_0 model.apr -o model-q8_0.apr
 //	apr-st import < model.safetensors | apr-quant q4_k --stats | apr-sign -k ci.key > model.apr
 //	apr-quant q8_0 --include coefficients linear.apr -o linear-q8.apr
@@ -24,6 +27,16 @@ func main() { cli.Main(run) }
 var run = withImatrixCommand(cli.Program{Name: "apr-quant", Help: description, Grammar: func() any { return &quantCmd{} }}.Run)
 
 const description = `Quantize an APR model's tensors to a GGML block type, or cast them to f16, bf16 or f32.
+
+apr-quant TYPE INPUT -o OUTPUT is the one-step job in one command, as llama-quantize IN
+OUT TYPE is. INPUT is an APR file or stream, a GGUF file (the first part of a split set
+reads the set), a SafeTensors file or a Hugging Face checkpoint directory, told apart by
+content (stdin too); OUTPUT is GGUF when its name ends in .gguf, a GGUF split set with
+--split-max-tensors or --split-max-size (-o PREFIX), else APR; --to gguf|apr says it for
+stdout. The bytes are those of the pipe apr-st import (or apr-gguf import) | apr-quant
+TYPE | apr-gguf export, made in one process: apr-quant f16 DIR -o model.f16.gguf is
+convert_hf_to_gguf.py's job, apr-quant q4_k_m DIR -o model.Q4_K_M.gguf llama-quantize's
+on top of it.
 
 TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4, q1_0,
 q2_0, iq4_nl, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0, tq2_0,
@@ -79,8 +92,8 @@ The output is uncompressed by default, so its tensors can be memory-mapped in pl
 
 type quantCmd struct {
 	cli.Globals
-	Type string `arg:"" name:"type" help:"Target type (see above)."`
-	cli.InputFlag
+	Type          string `arg:"" name:"type" help:"Target type (see above)."`
+	cli.InputFlag `set:"input_help=APR, GGUF (a split set's first part) or SafeTensors file, or a checkpoint directory ('-': stdin)."`
 	cli.OutputFlag
 	Pure            bool     `help:"Convert every float tensor of 2+ dimensions, whatever its name."`
 	Include         []string `sep:"none" placeholder:"GLOB" help:"Convert tensors whose name matches GLOB, whatever the rules (repeatable)."`
@@ -93,6 +106,7 @@ type quantCmd struct {
 	knobFlags
 	cli.WorkersFlag
 	cli.CompressFlag
+	outputFlags
 }
 
 func (c *quantCmd) Run(env *cli.Env) error {
@@ -142,23 +156,5 @@ func (c *quantCmd) Run(env *cli.Env) error {
 	if src.Header().Flags&(container.FlagSigned|container.FlagLicensed) != 0 {
 		env.Warnf("%s: its signatures and license cover the original values; they are dropped", name)
 	}
-	wopts := append([]container.Option{container.WithCompression(comp)}, jopts...)
-	out, err := env.Create(c.Output, true)
-	if err != nil {
-		return err
-	}
-	defer out.Abort()
-	m := env.Meter("quantizing", false, 0)
-	rep, err := quant.Quantize(m.Writer(out), src, o, wopts...)
-	m.Done()
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if err := out.Commit(); err != nil {
-		return err
-	}
-	if stats {
-		return c.report(env, rep)
-	}
-	return nil
+	return c.write(env, src, name, o, comp, jopts, stats)
 }

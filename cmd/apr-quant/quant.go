@@ -3,19 +3,35 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/quant"
+	"github.com/apr-go/apr/lib/source"
 )
 
-// open returns the input stream. A regular file's index is read first (a few reads,
-// whatever its size), so every tensor is decided, and every rule error reported,
-// before any output exists, and the provenance gets per-type counts. A plain APR v2
-// file is memory-mapped (quant.MapFile); other files and pipes are streamed.
+// open returns the input stream. A GGUF file or split set, a SafeTensors file and a
+// checkpoint directory are imported as apr-gguf import and apr-st import would import
+// them (package source tells them apart by content; from stdin too). For an APR file
+// the index is read first (a few reads, whatever its size), so every tensor is
+// decided, and every rule error reported, before any output exists, and the
+// provenance gets per-type counts. A plain APR v2 file is memory-mapped
+// (quant.MapFile); other files and pipes are streamed.
 func (c *quantCmd) open(env *cli.Env, o *quant.Options) (apr.Stream, string, func(), error) {
 	if c.Input != "-" && c.Input != "" {
+		s, _, err := source.Open(c.Input, source.Options{Set: func(parts []string) {
+			env.Notef("%s is the first of a split set of %d parts; reading them all as one model (%s to %s)",
+				c.Input, len(parts), filepath.Base(parts[0]), filepath.Base(parts[len(parts)-1]))
+		}})
+		if err != nil {
+			return nil, c.Input, nil, named(c.Input, err)
+		}
+		if s != nil {
+			return s, c.Input, func() { s.Close() }, nil
+		}
 		if s := quant.MapFile(c.Input); s != nil { // a plain APR v2 file: quantized in place
 			o.Plan = s.Plan()
 			return s, c.Input, func() { s.Close() }, nil
@@ -23,7 +39,7 @@ func (c *quantCmd) open(env *cli.Env, o *quant.Options) (apr.Stream, string, fun
 		if st, err := os.Stat(c.Input); err == nil && st.Mode().IsRegular() {
 			info, err := apr.Inspect(c.Input)
 			if err != nil {
-				return nil, c.Input, nil, fmt.Errorf("%s: %w", c.Input, err)
+				return nil, c.Input, nil, named(c.Input, err)
 			}
 			o.Plan = make([]container.TensorInfo, 0, len(info.Tensors))
 			for _, e := range info.Tensors {
@@ -35,12 +51,28 @@ func (c *quantCmd) open(env *cli.Env, o *quant.Options) (apr.Stream, string, fun
 	if err != nil {
 		return nil, name, nil, err
 	}
-	s, err := apr.OpenStream(r)
+	imported, _, rest, err := source.OpenReader(r, name) // stdin, or a file that is not regular (a FIFO)
 	if err != nil {
 		r.Close()
-		return nil, name, nil, fmt.Errorf("%s: %w", name, err)
+		return nil, name, nil, err
+	}
+	if imported != nil {
+		return imported, name, func() { imported.Close(); r.Close() }, nil
+	}
+	s, err := apr.OpenStream(rest)
+	if err != nil {
+		r.Close()
+		return nil, name, nil, named(name, err)
 	}
 	return s, name, func() { s.Close(); r.Close() }, nil
+}
+
+// named prefixes err with the input's name unless it already names it.
+func named(name string, err error) error {
+	if strings.Contains(err.Error(), name) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 func (c *quantCmd) report(env *cli.Env, rep *quant.Report) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 )
 
@@ -111,6 +112,16 @@ type Spanner interface {
 	WriteSpan(w io.Writer, n int) (int, error)
 }
 
+// A Mapper is a Spanner over a file mapping that also lends its next bytes in place,
+// for a consumer that reads them where they are (lib/quant's workers): TakeMapped(n)
+// returns the next n bytes and moves past them (nil, and nothing consumed, when fewer
+// are left); ReleaseMapped(n) gives back the pages of the first n of them once the
+// consumer is done with them.
+type Mapper interface {
+	TakeMapped(n int) []byte
+	ReleaseMapped(n int)
+}
+
 // spanReader is a tensorReader over a Spanner, which can also write itself out.
 type spanReader struct {
 	*tensorReader
@@ -119,6 +130,27 @@ type spanReader struct {
 
 // Len is the number of the tensor's bytes not yet read.
 func (t *spanReader) Len() int { return int(t.left) }
+
+// TakeMapped returns the rest of the tensor in place when the input is a Mapper, and
+// the tensor is then read; nil otherwise (read it instead).
+func (t *spanReader) TakeMapped() []byte {
+	m, ok := t.s.(Mapper)
+	if !ok || t.left <= 0 || t.left > math.MaxInt {
+		return nil
+	}
+	b := m.TakeMapped(int(t.left))
+	if b != nil {
+		t.left = 0
+	}
+	return b
+}
+
+// ReleaseMapped gives back the pages of the first n bytes TakeMapped returned.
+func (t *spanReader) ReleaseMapped(n int) {
+	if m, ok := t.s.(Mapper); ok {
+		m.ReleaseMapped(n)
+	}
+}
 
 // WriteTo writes the rest of the tensor to w in spans of the input.
 func (t *spanReader) WriteTo(w io.Writer) (int64, error) {

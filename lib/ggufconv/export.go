@@ -362,8 +362,17 @@ func (p *passWriter) Flush() error { return p.bw.Flush() }
 // last), however short src's reads are (a pipe gives at most 64 KiB a read).
 // copyTensor copies the bytes of tensor name from r to dst through buf and checks
 // that there are size of them; errors name the tensor once (the reader's often do).
+//
+// A reader whose bytes are in memory (container.InPlace: a mapped input, apr-quant's
+// converted chunks) writes them to dst itself, with no copy through buf.
 func copyTensor(dst io.Writer, r io.Reader, buf []byte, name string, size int64) error {
-	n, err := copyBuffer(dst, r, buf)
+	var n int64
+	var err error
+	if in, ok := r.(container.InPlace); ok && int64(in.Len()) == size {
+		n, err = in.WriteTo(dst)
+	} else {
+		n, err = copyBuffer(dst, r, buf)
+	}
 	if err != nil {
 		if strings.Contains(err.Error(), strconv.Quote(name)) {
 			return err

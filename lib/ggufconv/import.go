@@ -400,6 +400,21 @@ type inPlaceReader struct {
 
 func (t *inPlaceReader) Len() int { return t.in.Len() }
 
+// TakeMapped and ReleaseMapped lend the tensor in place when the input is mapped
+// (gguf.Mapper): lib/quant's workers convert it where it is.
+func (t *inPlaceReader) TakeMapped() []byte {
+	if m, ok := t.in.(interface{ TakeMapped() []byte }); ok {
+		return m.TakeMapped()
+	}
+	return nil
+}
+
+func (t *inPlaceReader) ReleaseMapped(n int) {
+	if m, ok := t.in.(interface{ ReleaseMapped(int) }); ok {
+		m.ReleaseMapped(n)
+	}
+}
+
 func (t *inPlaceReader) WriteTo(w io.Writer) (int64, error) {
 	n, err := t.in.WriteTo(w)
 	return n, t.named(err)

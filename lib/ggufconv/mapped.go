@@ -19,6 +19,7 @@ type mapReader struct {
 	m       []byte
 	pos     int
 	dropped int // m[:dropped] has been dropped (a multiple of the page size)
+	taken   int // where the slice of the last TakeMapped began
 }
 
 // dropEvery is how many bytes mapReader reads between two DropPages.
@@ -70,6 +71,26 @@ func (r *mapReader) WriteSpan(w io.Writer, n int) (int, error) {
 	m, err := container.WriteFileBytes(w, b, r.f, int64(r.pos))
 	r.pos += m
 	return m, err
+}
+
+// TakeMapped returns the next n bytes as a slice of the mapping and moves past them,
+// or nil when fewer are left (gguf.Mapper); their pages are given back by
+// ReleaseMapped, as the consumer is done with them, not by the reads that follow.
+func (r *mapReader) TakeMapped(n int) []byte {
+	if n <= 0 || len(r.m)-r.pos < n {
+		return nil
+	}
+	r.taken, r.pos = r.pos, r.pos+n
+	return r.m[r.taken:r.pos]
+}
+
+// ReleaseMapped drops the whole pages of the first n bytes TakeMapped returned.
+func (r *mapReader) ReleaseMapped(n int) {
+	end := min(r.taken+n, r.pos) &^ (pageSize - 1)
+	if end > r.dropped {
+		mmap.DropPages(r.m, int64(r.dropped), int64(end))
+		r.dropped = end
+	}
 }
 
 // ReadByte serves the header decoder and the check for bytes after the data.

@@ -63,10 +63,23 @@ type convertReader struct {
 	off    int
 	left   int64         // output bytes not yet returned
 	mapped *mappedTensor // the source, when the workers read it in place
-	crc    uint32        // CRC-32 of the mapped source so far, joined from the jobs'
+	view   []byte        // the source in place, from another mapped reader (inMapping)
+	viewOf inMapping
+	crc    uint32 // CRC-32 of the mapped source so far, joined from the jobs'
 	acc    errAcc
 	err    error
 	ended  bool // every job was taken from order
+}
+
+// inMapping is a source tensor reader over a read-only file mapping (the mapped
+// SafeTensors of lib/stconv, GGUF of lib/ggufconv): TakeMapped returns the rest of the
+// tensor in place and moves the reader to its end (or returns nil and leaves it,
+// when it cannot), ReleaseMapped(n) gives back the pages of its first n bytes. The workers then read the tensor in place, as they read a mapped APR file
+// (no copy into a job buffer); the file has no checksum to join.
+type inMapping interface {
+	Len() int
+	TakeMapped() []byte
+	ReleaseMapped(n int)
 }
 
 func (s *Stream) startConvert(p *plan, src io.Reader) *convertReader {
@@ -74,6 +87,10 @@ func (s *Stream) startConvert(p *plan, src io.Reader) *convertReader {
 	c := &convertReader{s: s, p: p, src: src, ctx: ctx, cancel: cancel, left: p.outBytes}
 	if m, ok := src.(*mappedTensor); ok && !m.taken && m.off == 0 {
 		c.mapped, m.taken = m, true
+	} else if m, ok := src.(inMapping); ok && m.Len() == elemBytes(p.from, int(p.elems)) {
+		if b := m.TakeMapped(); b != nil { // the whole rest, Len() bytes; nil: read it instead
+			c.view, c.viewOf = b, m
+		}
 	}
 	c.pool = pool.New(s.workers, cap(s.free), 0, func(j *job) {
 		if c.mapped != nil {
@@ -104,6 +121,9 @@ func (c *convertReader) produce() {
 		if c.mapped != nil {
 			off := elemBytes(p.from, int(start))
 			j.in = c.mapped.data[off : off+elemBytes(p.from, j.n)]
+		} else if c.view != nil {
+			off := elemBytes(p.from, int(start))
+			j.in = c.view[off : off+elemBytes(p.from, j.n)]
 		} else {
 			j.buf = growBytes(j.buf, elemBytes(p.from, j.n))
 			j.in = j.buf
@@ -118,8 +138,8 @@ func (c *convertReader) produce() {
 			return
 		}
 	}
-	if c.mapped != nil {
-		return // its length is the shape's (FileStream.Next checked)
+	if c.mapped != nil || c.view != nil {
+		return // its length is the shape's (FileStream.Next, startConvert checked)
 	}
 	var one [1]byte
 	n, err := c.src.Read(one[:])
@@ -155,6 +175,8 @@ func (c *convertReader) chunk() ([]byte, error) {
 			c.acc.merge(c.cur.acc)
 			if c.mapped != nil {
 				c.mapped.release(elemBytes(c.p.from, int(c.cur.start)+c.cur.n))
+			} else if c.view != nil {
+				c.viewOf.ReleaseMapped(elemBytes(c.p.from, int(c.cur.start)+c.cur.n))
 			}
 			c.s.free <- c.cur
 			c.cur = nil

@@ -398,9 +398,12 @@ type pageReader struct {
 	off     int64 // file offset of data[0]
 	pos     int
 	dropped int
+	taken   int // where the slice of TakeMapped began
 }
 
 const dropEvery = 8 << 20
+
+var pageSize = os.Getpagesize()
 
 func (r *pageReader) Read(p []byte) (int, error) {
 	if r.pos == len(r.data) {
@@ -434,6 +437,31 @@ func (r *pageReader) WriteTo(w io.Writer) (int64, error) {
 
 // Len is the number of bytes not yet read (container.InPlace).
 func (r *pageReader) Len() int { return len(r.data) - r.pos }
+
+// TakeMapped returns the rest of the tensor as a slice of the mapping and moves the
+// reader to its end, for a consumer that reads it in place (lib/quant's workers); the
+// consumer gives the pages back with ReleaseMapped as it is done with them. The slice
+// is valid until the stream is closed.
+func (r *pageReader) TakeMapped() []byte {
+	b := r.data[r.pos:]
+	r.taken, r.pos = r.pos, len(r.data)
+	return b
+}
+
+// ReleaseMapped drops from the resident set the whole pages of the first n bytes of
+// what TakeMapped returned (they stay in the page cache).
+func (r *pageReader) ReleaseMapped(n int) {
+	end := min(r.taken+n, len(r.data))
+	if end < len(r.data) {
+		// Up to a page boundary of the file: the page a chunk's end cuts goes with the
+		// next chunk, instead of staying resident.
+		end = int((r.off+int64(end))&^int64(pageSize-1) - r.off)
+	}
+	if end > r.dropped {
+		r.f.DropPages(r.off+int64(r.dropped), int64(end-r.dropped))
+		r.dropped = end
+	}
+}
 
 func (r *pageReader) drop() {
 	if r.pos > r.dropped {

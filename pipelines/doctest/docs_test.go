@@ -93,6 +93,13 @@ var expectations = []struct{ file, command, want, then string }{
 	{"README.md", "apr-decode plain < small.apr", "OK, 2 tensors", ""},
 	{"README.md", "apr-st export tiny.apr -o tiny-again/", "", "diff -r tiny-again testdata/hf/tiny-llama"},
 	{"docs/GGUF.md", "apr-gguf export model.apr -o model.gguf", "", "cmp model.gguf model.f32.gguf"},
+	{"docs/GGUF.md", "-o model.Q8_0.one.gguf", "", "cmp model.Q8_0.one.gguf model.Q8_0.gguf"},
+	{"docs/GGUF.md", "> tiny-llama.q8_0.piped.gguf", "", "cmp tiny-llama.q8_0.gguf tiny-llama.q8_0.piped.gguf"},
+	{"docs/QUANT.md", "--split-max-size 1M -o tiny.Q8_0", "", "test -f tiny.Q8_0-00002-of-00002.gguf"},
+	{"README.md", "-o tiny.f16.gguf ", "", `grep -q "^$(sha256sum < tiny.f16.gguf | cut -c1-64)  ref/tiny-llama.f16.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
+	{"README.md", "-o tiny.Q4_K_M.gguf ", "", `grep -q "^$(sha256sum < tiny.Q4_K_M.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
+	{"README.md", "-o tiny.Q4_K_M.piped.gguf", "", "cmp tiny.Q4_K_M.gguf tiny.Q4_K_M.piped.gguf"},
+	{"README.md", "-o llama-split.Q4_0", "", "test -f llama-split.Q4_0-00001-of-00003.gguf"},
 	{"README.md", "-o tiny-merged.Q4_K_M.gguf", "", `grep -q "^$(sha256sum < tiny-merged.Q4_K_M.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
 	{"docs/SAFETENSORS.md", "--max-shard-size 2GB -o ./out2/", "", "test -f out2/model.safetensors && test -f out2/config.json && test \"$(stat -c %a out2/model.safetensors)\" = \"$(touch probe && stat -c %a probe)\""},
 	{"docs/GGUF.md", "-o tiny.Q4_K_M.gguf   # the merged file", "", `grep -q "^$(sha256sum < tiny.Q4_K_M.gguf | cut -c1-64)  ref/tiny-llama.Q4_K_M.gguf$" "$TESTDATA/hf/tiny-llama.sha256"`},
@@ -144,6 +151,7 @@ cp "$TESTDATA"/datasets/diabetes_*.csv.gz testdata/datasets/
 zcat "$TESTDATA/datasets/diabetes_data_raw.csv.gz" | awk -v OFS=, 'NR <= 3 {for(i=1;i<=NF;i++) $i=$i/100; print}' > rows.csv
 `},
 	"docs/QUANT.md": {npy: linearArrays, shell: `
+cp "$TESTDATA/gguf/tiny-llama.f32.gguf" model.gguf
 apr-gguf import "$TESTDATA/gguf/tiny-llama.f32.gguf" -o model.apr
 apr-st export model.apr -o model.safetensors
 apr-quant q4_0 model.apr -o model-q4_0.apr

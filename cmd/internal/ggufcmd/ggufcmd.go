@@ -151,26 +151,11 @@ func (c *ExportCmd) Run(env *cli.Env) error {
 
 // split writes a split set (--split-max-tensors, --split-max-size) to -o PREFIX.
 func (c *ExportCmd) split(env *cli.Env, o ggufconv.ExportOptions) error {
-	var so ggufconv.SplitOptions
-	switch {
-	case c.SplitMaxTensors != 0 && c.SplitMaxSize != "":
-		return cli.Usagef("--split-max-tensors and --split-max-size: give one of them, as llama-gguf-split takes one")
-	case c.SplitMaxTensors < 0:
-		return cli.Usagef("--split-max-tensors %d: want a positive number of tensors", c.SplitMaxTensors)
-	case c.SplitMaxTensors > 0:
-		so.MaxTensors = c.SplitMaxTensors
-	default:
-		n, err := ggufconv.ParseSplitSize(c.SplitMaxSize)
-		if err != nil {
-			return cli.Usagef("--split-max-size: %v", err)
-		}
-		so.MaxSize = n
-	}
-	if c.Output == "" || c.Output == "-" {
-		return cli.Usagef("a split set is written to files: give -o PREFIX (the parts are PREFIX-00001-of-0000K.gguf, ...)")
+	so, err := SplitOptions(c.SplitMaxTensors, c.SplitMaxSize, c.Output)
+	if err != nil {
+		return err
 	}
 	var res *ggufconv.SplitResult
-	var err error
 	if c.Input != "-" && c.Input != "" {
 		res, err = ggufconv.ExportSplitFile(c.Output, c.Input, o, so)
 	} else {
@@ -183,13 +168,45 @@ func (c *ExportCmd) split(env *cli.Env, o ggufconv.ExportOptions) error {
 			err = fmt.Errorf("stdin: %w", err)
 		}
 	}
-	if res != nil {
-		env.Notef("wrote a split set of %d parts: %s to %s", len(res.Parts), filepath.Base(res.Parts[0]), filepath.Base(res.Parts[len(res.Parts)-1]))
-		for _, p := range res.Removed {
-			env.Notef("removed %s, a part of the earlier set of another part count", p)
-		}
-	}
+	NoteSplit(env, res)
 	return err
+}
+
+// SplitOptions reads the flags --split-max-tensors and --split-max-size (one of
+// them given) and checks that the output is a file prefix; apr-quant takes the same
+// flags.
+func SplitOptions(maxTensors int, maxSize, output string) (ggufconv.SplitOptions, error) {
+	var so ggufconv.SplitOptions
+	switch {
+	case maxTensors != 0 && maxSize != "":
+		return so, cli.Usagef("--split-max-tensors and --split-max-size: give one of them, as llama-gguf-split takes one")
+	case maxTensors < 0:
+		return so, cli.Usagef("--split-max-tensors %d: want a positive number of tensors", maxTensors)
+	case maxTensors > 0:
+		so.MaxTensors = maxTensors
+	default:
+		n, err := ggufconv.ParseSplitSize(maxSize)
+		if err != nil {
+			return so, cli.Usagef("--split-max-size: %v", err)
+		}
+		so.MaxSize = n
+	}
+	if output == "" || output == "-" {
+		return so, cli.Usagef("a split set is written to files: give -o PREFIX (the parts are PREFIX-00001-of-0000K.gguf, ...)")
+	}
+	return so, nil
+}
+
+// NoteSplit says on stderr which parts a split export wrote (res may be nil) and
+// which parts of an earlier set it removed.
+func NoteSplit(env *cli.Env, res *ggufconv.SplitResult) {
+	if res == nil {
+		return
+	}
+	env.Notef("wrote a split set of %d parts: %s to %s", len(res.Parts), filepath.Base(res.Parts[0]), filepath.Base(res.Parts[len(res.Parts)-1]))
+	for _, p := range res.Removed {
+		env.Notef("removed %s, a part of the earlier set of another part count", p)
+	}
 }
 
 // ModelfileCmd is `apr-gguf modelfile`.

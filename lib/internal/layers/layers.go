@@ -29,8 +29,8 @@ var Layer = map[string]int{
 	"lib/onnx": 4,
 	// 5: converters and trainers, and signatures (on manifest's digests).
 	"lib/stconv": 5, "lib/ggufconv": 5, "lib/distill": 5, "lib/signed": 5, "lib/predict": 5,
-	// 6: the façade for library users.
-	"lib/apr": 6,
+	// 6: the façade for library users; any model input as a stream (on both converters).
+	"lib/apr": 6, "lib/source": 6,
 	// 7: the programs' shared kit; 8: the programs' own packages; 9: the programs.
 	"cmd/internal/cli":     7,
 	"cmd/internal/ggufcmd": 8, "cmd/internal/stcmd": 8,

@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 
@@ -21,7 +22,15 @@ import (
 func main() {
 	size := flag.Int64("size", 1024, "approximate file size in MiB")
 	out := flag.String("o", "", "output file (required)")
+	f32 := flag.Int("f32", 0, "write this many F32 matrices of 16384 x 4096 instead")
 	flag.Parse()
+	if *f32 > 0 && *out != "" {
+		if err := runF32(*f32, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "gengguf:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *out == "" || *size <= 0 {
 		fmt.Fprintln(os.Stderr, "gengguf: usage: gengguf -size MiB -o FILE")
 		os.Exit(2)
@@ -98,6 +107,56 @@ func run(target int64, path string) error {
 			if _, err := w.Write(row); err != nil {
 				return err
 			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return f.Commit()
+}
+
+// runF32 writes n F32 matrices of f32Rows x dim (see the package comment).
+func runF32(n int, path string) error {
+	const f32Rows = 16384
+	h := &gguf.Header{KVs: []gguf.KV{
+		{Key: "general.architecture", Value: gguf.String("llama")},
+		{Key: "general.name", Value: gguf.String("bench-f32")},
+		{Key: "llama.block_count", Value: gguf.Uint32(uint32(n))},
+		{Key: "llama.context_length", Value: gguf.Uint32(2048)},
+		{Key: "llama.embedding_length", Value: gguf.Uint32(dim)},
+		{Key: "llama.feed_forward_length", Value: gguf.Uint32(f32Rows)},
+		{Key: "llama.attention.head_count", Value: gguf.Uint32(32)},
+		{Key: "llama.attention.head_count_kv", Value: gguf.Uint32(32)},
+		{Key: "llama.attention.layer_norm_rms_epsilon", Value: gguf.Float32(1e-5)},
+		{Key: "general.file_type", Value: gguf.Uint32(0)},
+	}}
+	for i := range n {
+		h.Tensors = append(h.Tensors, gguf.TensorInfo{Name: fmt.Sprintf("blk.%d.ffn_up.weight", i), Dims: []int64{dim, f32Rows}, Type: 0})
+	}
+	if err := h.Layout(); err != nil {
+		return err
+	}
+	f, err := atomicfile.Create(path, 0o666)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w, err := gguf.NewWriter(bw, h)
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	row := make([]byte, 4*dim)
+	for range n * f32Rows {
+		for j := range dim {
+			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(float32(rng.NormFloat64()*0.02)))
+		}
+		if _, err := w.Write(row); err != nil {
+			return err
 		}
 	}
 	if err := w.Close(); err != nil {
