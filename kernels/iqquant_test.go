@@ -2,7 +2,11 @@ package kernels
 
 import (
 	"bytes"
+	"errors"
 	"maps"
+	"math"
+	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/apr-go/apr/lib/dtype"
@@ -61,6 +65,253 @@ func TestGoldenIQuantize(t *testing.T) {
 			}
 			if bad > 5 {
 				t.Errorf("%s: %d rows differ", file, bad)
+			}
+		}
+	}
+}
+
+var iqTypesWritten = []dtype.DType{dtype.IQ4_NL, dtype.IQ4_XS, dtype.IQ3_XXS, dtype.IQ3_S}
+
+// TestIQuantizeWeighted: nil weights are the unweighted quantizer, weights change
+// the fit and lower the weighted error, a row alone is quantized as among others,
+// and the weights of one column reach only that column's block.
+func TestIQuantizeWeighted(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const rowLen, rows = 512, 4
+	x := randRow(r, rows*rowLen, 1)
+	qw := make([]float32, rowLen)
+	for i := range qw {
+		qw[i] = float32(r.ExpFloat64())
+	}
+	back := make([]float32, len(x))
+	for _, typ := range iqTypesWritten {
+		if !CanQuantize(typ) || !CanQuantizeWeighted(typ) || IgnoresWeights(typ) {
+			t.Fatalf("%v: not a weighted quantizable type", typ)
+		}
+		n, _ := sizes(typ, len(x))
+		plain, w, again := make([]byte, n), make([]byte, n), make([]byte, n)
+		if err := Quantize(typ, plain, x); err != nil {
+			t.Fatal(err)
+		}
+		if err := QuantizeWeighted(typ, again, x, rowLen, nil); err != nil || !bytes.Equal(again, plain) {
+			t.Errorf("%v: nil weights are not Quantize (%v)", typ, err)
+		}
+		if err := QuantizeWeighted(typ, w, x, rowLen, qw); err != nil {
+			t.Fatal(err)
+		}
+		werr := func(b []byte) float64 {
+			if err := Dequantize(typ, back, b); err != nil {
+				t.Fatal(err)
+			}
+			var s float64
+			for i, v := range x {
+				d := float64(back[i] - v)
+				s += float64(qw[i%rowLen]) * d * d
+			}
+			return s
+		}
+		if a, b := werr(w), werr(plain); a >= b {
+			t.Errorf("%v: weighted error %g, unweighted %g", typ, a, b)
+		}
+		rb := n / rows
+		for i := range rows {
+			one := make([]byte, rb)
+			if err := QuantizeWeighted(typ, one, x[i*rowLen:(i+1)*rowLen], rowLen, qw); err != nil || !bytes.Equal(one, w[i*rb:(i+1)*rb]) {
+				t.Errorf("%v: row %d alone differs (%v)", typ, i, err)
+			}
+		}
+		// Doubling every weight changes no fit (the weights only compare).
+		qw2 := make([]float32, rowLen)
+		for i, v := range qw {
+			qw2[i] = 2 * v
+		}
+		if err := QuantizeWeighted(typ, again, x, rowLen, qw2); err != nil || !bytes.Equal(again, w) {
+			t.Errorf("%v: doubled weights change the bytes (%v)", typ, err)
+		}
+		if err := QuantizeWeighted(typ, again, x, rowLen, qw[:rowLen-1]); !errors.Is(err, ErrLength) {
+			t.Errorf("%v: short weights: %v", typ, err)
+		}
+	}
+}
+
+// TestIQuantizeEdges: blocks of zeros, of one repeated value, of values below
+// ggml's thresholds, with one outlier, and of each single level give ggml's
+// special cases: zeros decode to zeros, and a constant block to its value within
+// the type's resolution (coarse for IQ3: 4-bit scales and ggml's fudge factors
+// of 1.0125 and 1.033 on d).
+func TestIQuantizeEdges(t *testing.T) {
+	for _, typ := range iqTypesWritten {
+		res := 1.0
+		if typ == dtype.IQ3_XXS || typ == dtype.IQ3_S {
+			res = 7
+		}
+		for _, c := range []struct {
+			name string
+			v    float32
+			tol  float64 // relative error of the decoded constant
+		}{{"zeros", 0, 0}, {"negative zeros", float32(math.Copysign(0, -1)), 0}, {"ones", 1, 0.05}, {"minus twos", -2, 0.05}, {"1e-20", 1e-20, 1}, {"65504", 65504, 0.05}} {
+			x := make([]float32, 512)
+			for i := range x {
+				x[i] = c.v
+			}
+			n, _ := sizes(typ, len(x))
+			q := make([]byte, n)
+			y := make([]float32, len(x))
+			if err := Quantize(typ, q, x); err != nil {
+				t.Fatal(err)
+			}
+			if err := Dequantize(typ, y, q); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range y {
+				if math.Abs(float64(v-x[i])) > res*c.tol*math.Abs(float64(x[i])) {
+					t.Errorf("%v %s: value %d decodes to %g", typ, c.name, i, v)
+					break
+				}
+			}
+		}
+		// An outlier among tiny values keeps its magnitude and sign.
+		x := make([]float32, 256)
+		for i := range x {
+			x[i] = float32(i%7-3) * 1e-6
+		}
+		x[77] = -1000
+		n, _ := sizes(typ, len(x))
+		q := make([]byte, n)
+		y := make([]float32, len(x))
+		if err := Quantize(typ, q, x); err != nil {
+			t.Fatal(err)
+		}
+		if err := Dequantize(typ, y, q); err != nil {
+			t.Fatal(err)
+		}
+		if y[77] > -500 || y[77] < -1500 {
+			t.Errorf("%v: outlier -1000 decodes to %g", typ, y[77])
+		}
+	}
+}
+
+// TestIQuantizeNonFinite: NaN and infinities anywhere in a block, with and without
+// weights (and NaN weights), give some bytes, never a panic; ggml stops on an
+// assertion for IQ3_XXS and IQ3_S there, and apr-quant refuses such input first.
+func TestIQuantizeNonFinite(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32, -math.MaxFloat32}
+	for _, typ := range iqTypesWritten {
+		for trial := range 200 {
+			x := randRow(r, 256, 1)
+			for range 1 + trial%40 {
+				x[r.IntN(len(x))] = specials[r.IntN(len(specials))]
+			}
+			if trial%10 == 0 {
+				for i := range x {
+					x[i] = specials[trial/10%len(specials)]
+				}
+			}
+			qw := make([]float32, 256)
+			for i := range qw {
+				qw[i] = float32(r.ExpFloat64())
+			}
+			if trial%3 == 0 {
+				qw[r.IntN(256)] = float32(math.NaN())
+			}
+			n, _ := sizes(typ, len(x))
+			q := make([]byte, n)
+			if err := Quantize(typ, q, x); err != nil {
+				t.Fatal(err)
+			}
+			if err := QuantizeWeighted(typ, q, x, len(x), qw); err != nil {
+				t.Fatal(err)
+			}
+			if err := Dequantize(typ, make([]float32, len(x)), q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestIQ3Tables checks the search tables' invariants: every code of a codebook
+// point maps to it, every other code to a non-empty list of points that are its
+// nearest (the nearest distance first), and the tables are built once for any
+// number of goroutines (run with -race).
+func TestIQ3Tables(t *testing.T) {
+	var wg sync.WaitGroup
+	got := make([]*iq3Tables, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				got[i] = iq3xxsTables()
+			} else {
+				got[i] = iq3sTables()
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if got[i] != got[i%2] {
+			t.Fatal("tables built more than once")
+		}
+	}
+	for _, c := range []struct {
+		tb     *iq3Tables
+		grid   [][4]int8
+		levels [8]int8
+		nwant  int
+	}{{iq3xxsTables(), iq3xxsGrid, [8]int8{4, 12, 20, 28, 36, 44, 52, 62}, 2}, {iq3sTables(), iq3sGrid, [8]int8{1, 3, 5, 7, 9, 11, 13, 15}, 3}} {
+		tb := c.tb
+		if len(tb.grid) != len(c.grid) {
+			t.Fatalf("%d points, want %d", len(tb.grid), len(c.grid))
+		}
+		for j, p := range tb.grid {
+			var l [4]int8
+			for i := range p {
+				l[i] = (p[i] - 1) / 2
+			}
+			if tb.index[iq3Code(l[:])] != int32(j) {
+				t.Errorf("point %d: its code maps to %d", j, tb.index[iq3Code(l[:])])
+			}
+			// The dequantization grid holds the same points, in the same order.
+			for i := range l {
+				if c.grid[j][i] != c.levels[l[i]] {
+					t.Errorf("point %d: %v, dequantization grid %v", j, p, c.grid[j])
+				}
+			}
+		}
+		for code, v := range tb.index {
+			if v >= 0 {
+				continue
+			}
+			off := -v - 1
+			nb := tb.neighbours[off+1 : off+1+int32(tb.neighbours[off])]
+			if len(nb) == 0 {
+				t.Fatalf("code %#o: no neighbours", code)
+			}
+			dist := func(j uint16) int {
+				d2 := 0
+				for i, g := range tb.grid[j] {
+					d := int(g) - (2*(code>>(3*i)&7) + 1)
+					d2 += d * d
+				}
+				return d2
+			}
+			nearest, levels := 1<<30, 1
+			for j := range tb.grid {
+				nearest = min(nearest, dist(uint16(j)))
+			}
+			if dist(nb[0]) != nearest {
+				t.Errorf("code %#o: first neighbour at %d, nearest point at %d", code, dist(nb[0]), nearest)
+			}
+			for i := 1; i < len(nb); i++ {
+				if a, b := dist(nb[i-1]), dist(nb[i]); a > b || a == b && nb[i-1] >= nb[i] {
+					t.Fatalf("code %#o: neighbours out of order", code)
+				} else if a < b {
+					levels++
+				}
+			}
+			if levels > c.nwant {
+				t.Errorf("code %#o: %d distances among its neighbours, want at most %d", code, levels, c.nwant)
 			}
 		}
 	}
