@@ -20,6 +20,7 @@ var targets = []struct {
 	{"q8_0", dtype.Q8_0}, {"q4_0", dtype.Q4_0}, {"q4_1", dtype.Q4_1}, {"q5_0", dtype.Q5_0}, {"q5_1", dtype.Q5_1},
 	{"q2_k", dtype.Q2_K}, {"q3_k", dtype.Q3_K}, {"q4_k", dtype.Q4_K}, {"q5_k", dtype.Q5_K}, {"q6_k", dtype.Q6_K},
 	{"nvfp4", dtype.NVFP4}, {"q1_0", dtype.Q1_0}, {"q2_0", dtype.Q2_0},
+	{"iq4_nl", dtype.IQ4_NL}, {"iq4_xs", dtype.IQ4_XS}, {"iq3_xxs", dtype.IQ3_XXS}, {"iq3_s", dtype.IQ3_S},
 	{"f16", dtype.F16}, {"bf16", dtype.BF16}, {"f32", dtype.F32},
 }
 
@@ -62,8 +63,8 @@ func isTarget(t dtype.DType) bool {
 // fallbacks is the type a tensor gets when its rows are not a whole number of the
 // requested type's blocks. It follows llama.cpp's quantizer (tensor_type_fallback in
 // src/llama-quant.cpp, commit 007dbbf3): Q2_K, Q3_K and Q2_0 -> Q4_0, Q4_K -> Q5_0,
-// Q5_K -> Q5_1, Q6_K -> Q8_0. (Older llama.cpp sent Q2_K and Q3_K to IQ4_NL, which
-// apr does not write; Q4_0 has the same 4.5 bits per weight.) When the fallback cannot
+// Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS, IQ3_XXS and IQ3_S -> IQ4_NL. (Older llama.cpp
+// sent Q2_K and Q3_K to IQ4_NL; Q4_0 has the same 4.5 bits per weight.) When the fallback cannot
 // hold the row either (not a multiple of 32), the tensor becomes F16, again as
 // llama.cpp does. The 32-value types, NVFP4 and Q1_0 have no fallback there: such a
 // tensor is an error.
@@ -74,12 +75,17 @@ var fallbacks = map[dtype.DType]dtype.DType{
 	dtype.Q5_K: dtype.Q5_1,
 	dtype.Q6_K: dtype.Q8_0,
 	dtype.Q2_0: dtype.Q4_0,
+	// The 256-value i-quants fall back to IQ4_NL, as in llama.cpp.
+	dtype.IQ4_XS:  dtype.IQ4_NL,
+	dtype.IQ3_XXS: dtype.IQ4_NL,
+	dtype.IQ3_S:   dtype.IQ4_NL,
 }
 
 // Options say what to quantize and how.
 type Options struct {
 	// Type is the target: a GGML block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
-	// NVFP4, Q1_0, Q2_0), F16, BF16, or F32 (dequantize every float tensor).
+	// NVFP4, Q1_0, Q2_0, IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_S), F16, BF16, or F32 (dequantize
+	// every float tensor).
 	Type dtype.DType
 	// Pure converts every float tensor of two or more dimensions, whatever its name
 	// (llama.cpp's name rules are skipped).
@@ -140,7 +146,7 @@ func (o *Options) Validate() error {
 		case o.Type == dtype.F32:
 			return errors.New("an importance matrix weights quantization; f32 dequantizes, so it has no use for one")
 		case !kernels.CanQuantizeWeighted(o.Type):
-			return fmt.Errorf("an importance matrix cannot weight %v: ggml has no importance-weighted quantizer for it in llama.cpp b4747", o.Type)
+			return fmt.Errorf("an importance matrix cannot weight %v: apr has no importance-weighted quantizer for it", o.Type)
 		}
 	}
 	if o.Workers < 0 || o.ChunkElems < 0 {
@@ -238,6 +244,9 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 		}
 		d.weights = w
 		d.Reason += why
+	}
+	if d.weights == nil && needsImatrix(t.Name, to) {
+		return d, o.imatrixMissing(t, to)
 	}
 	return d, nil
 }
