@@ -28,9 +28,10 @@ const (
 	iq4Trials  = 7 // ggml's ntry for quantize_iq4_nl and quantize_iq4_xs
 )
 
-// iq4Index is ggml's best_index_int8 over iq4nlValues: the index of the level
+// iq4IndexRef is ggml's best_index_int8 over iq4nlValues: the index of the level
 // nearest x, the upper one on a tie (and 15 for NaN, as ggml's comparisons give).
-func iq4Index(x float32) uint8 {
+// iq4Index is the same, faster.
+func iq4IndexRef(x float32) uint8 {
 	v := &iq4nlValues
 	if x <= float32(v[0]) {
 		return 0
@@ -51,6 +52,35 @@ func iq4Index(x float32) uint8 {
 		return uint8(hi - 1)
 	}
 	return uint8(hi)
+}
+
+// iq4Cells holds iq4IndexRef for each half-unit cell [c/2 - 128, c/2 - 127.5). The
+// midpoints between consecutive levels are multiples of 0.5, so a cell holds one
+// index: near a midpoint ggml's two float32 differences are exact (x and the
+// levels are multiples of x's ulp there), so its test is x < midpoint, and a
+// value on a midpoint goes up, as the cell's first value does. TestIQ4Index
+// checks every float32 from -128 to 128 against iq4IndexRef.
+var iq4Cells = func() (t [512]uint8) {
+	for c := range t {
+		t[c] = iq4IndexRef(float32(c)/2 - 128)
+	}
+	return t
+}()
+
+// iq4Index is iq4IndexRef through iq4Cells.
+func iq4Index(x float32) uint8 {
+	if x <= -127 {
+		return 0
+	}
+	if !(x < 113) { // 113 and up, and NaN
+		return 15
+	}
+	t := 2 * x // exact
+	c := int32(t)
+	if float32(c) > t { // floor for negative t
+		c--
+	}
+	return iq4Cells[c+256]
 }
 
 // iq4Sigma2 is ggml's σ² for the block x: twice its mean square.
