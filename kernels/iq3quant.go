@@ -30,7 +30,8 @@ import (
 // each) to the point's index, and for each code off the codebook a list of
 // neighbour points.
 type iq3Tables struct {
-	grid [][4]int8
+	grid   [][4]int8
+	levels [][4]uint8 // each point's levels l, (coordinate - 1)/2
 	// index holds each code's point index, or -(offset+1) for a code off the
 	// codebook, whose neighbour list starts at neighbours[offset] with its length.
 	index      [4096]int32
@@ -58,6 +59,7 @@ func newIQ3Tables(bitmap string, size, nwant int) *iq3Tables {
 		}
 		t.index[n] = int32(len(t.grid))
 		t.grid = append(t.grid, p)
+		t.levels = append(t.levels, [4]uint8{uint8(n & 7), uint8(n >> 3 & 7), uint8(n >> 6 & 7), uint8(n >> 9 & 7)})
 	}
 	checkGrid(t.grid, size)
 	dist := make([]int32, size)
@@ -105,28 +107,42 @@ func newIQ3Tables(bitmap string, size, nwant int) *iq3Tables {
 
 // nearest is ggml's iq3_find_best_neighbour for the group of 4 magnitudes x
 // (weights w) whose code is off the codebook: the neighbour point that, times
-// scale, has the smallest weighted squared error (the first on ties). It sets
-// L to the point's levels and returns its index. Where every error is NaN
+// the scale, has the smallest weighted squared error (the first on ties). sq
+// holds the scale times each coordinate 2l+1 (float32 products, as ggml's). It
+// sets L to the point's levels and returns its index. Where every error is NaN
 // ggml stops; here the first neighbour is taken.
-func (t *iq3Tables) nearest(code int, x, w []float32, scale float32, L []int8) int32 {
+func (t *iq3Tables) nearest(code int, x, w []float32, sq *[8]float32, L []int8) int32 {
 	off := -t.index[code] - 1
 	nb := t.neighbours[off+1 : off+1+int32(t.neighbours[off])]
+	x, w = x[:4], w[:4]
 	best, bestD2 := int32(nb[0]), float32(math.MaxFloat32)
 	for _, j := range nb {
-		p := &t.grid[j]
+		p := &t.levels[j]
 		var d2 float32
-		for i := range 4 {
-			diff := float32(scale*float32(p[i])) - x[i]
-			d2 += float32(float32(w[i]*diff) * diff)
-		}
+		d := sq[p[0]&7] - x[0]
+		d2 += float32(float32(w[0]*d) * d)
+		d = sq[p[1]&7] - x[1]
+		d2 += float32(float32(w[1]*d) * d)
+		d = sq[p[2]&7] - x[2]
+		d2 += float32(float32(w[2]*d) * d)
+		d = sq[p[3]&7] - x[3]
+		d2 += float32(float32(w[3]*d) * d)
 		if d2 < bestD2 {
 			bestD2, best = d2, int32(j)
 		}
 	}
-	for i, c := range t.grid[best] {
-		L[i] = (c - 1) / 2
+	for i, l := range t.levels[best] {
+		L[i] = int8(l)
 	}
 	return best
+}
+
+// scaledLevels is scale·(2l+1) for the levels l = 0..7.
+func scaledLevels(scale float32) (sq [8]float32) {
+	for l := range sq {
+		sq[l] = float32(scale * float32(2*l+1))
+	}
+	return sq
 }
 
 // iq3Level is ggml's level of a magnitude x at inverse scale id:
@@ -140,12 +156,28 @@ func iq3Code(L []int8) int {
 	return int(L[0]) | int(L[1])<<3 | int(L[2])<<6 | int(L[3])<<9
 }
 
-// iq3Sums are the weighted least-squares sums of magnitudes x at levels L.
-func iq3Sums(x, w []float32, L []int8) (sumqx, sumq2 float32) {
-	for i, v := range x {
-		q := float32(2*int32(L[i]) + 1)
-		sumqx += float32(float32(w[i]*v) * q)
-		sumq2 += float32(float32(w[i]*q) * q)
+// iq3Products are the per-value products of ggml's least-squares sums, which
+// do not depend on the trial scale: w·x, and w·q·q for each level's q = 2l+1.
+type iq3Products struct {
+	wx  [32]float32
+	wqq [32][8]float32
+}
+
+func (p *iq3Products) set(x, w []float32) {
+	for i, v := range x[:32] {
+		p.wx[i] = float32(w[i] * v)
+		for l := range 8 {
+			q := float32(2*l + 1)
+			p.wqq[i][l] = float32(float32(w[i]*q) * q)
+		}
+	}
+}
+
+// sums are ggml's Σ w·x·q and Σ w·q² (in order, each product rounded) at levels L.
+func (p *iq3Products) sums(L *[32]int8) (sumqx, sumq2 float32) {
+	for i, l := range L {
+		sumqx += float32(p.wx[i] * float32(2*int32(l)+1))
+		sumq2 += p.wqq[i][l&7]
 	}
 	return sumqx, sumq2
 }
@@ -159,6 +191,8 @@ func iq3Sums(x, w []float32, L []int8) (sumqx, sumq2 float32) {
 func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGridFirst, redoAll bool, L *[32]int8) float32 {
 	var Laux [32]int8
 	var onGrid, onGridAux [8]bool
+	var prod iq3Products
+	prod.set(x, w)
 	*L = [32]int8{}
 	for k := range onGrid {
 		onGrid[k] = onGridFirst
@@ -167,7 +201,7 @@ func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGri
 	scale := maxv / 15
 	for is := -trials; is <= trials; is++ {
 		id := (float32(float32(is)*0.2) + 15) / maxv
-		thisScale := 1 / id
+		sq := scaledLevels(1 / id)
 		for k := range 8 {
 			g := Laux[4*k : 4*k+4]
 			for i := range g {
@@ -176,10 +210,10 @@ func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGri
 			code := iq3Code(g)
 			onGridAux[k] = t.index[code] >= 0
 			if !onGridAux[k] {
-				t.nearest(code, x[4*k:4*k+4], waux[4*k:4*k+4], thisScale, g)
+				t.nearest(code, x[4*k:4*k+4], waux[4*k:4*k+4], &sq, g)
 			}
 		}
-		sumqx, sumq2 := iq3Sums(x, w, Laux[:])
+		sumqx, sumq2 := prod.sums(&Laux)
 		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
 			scale = sumqx / sumq2
 			best = float32(scale * sumqx)
@@ -192,6 +226,7 @@ func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGri
 	}
 	if offGrid && scale > 0 {
 		id := 1 / scale
+		sq := scaledLevels(scale)
 		for k := range 8 {
 			if onGrid[k] && !redoAll {
 				continue
@@ -201,10 +236,10 @@ func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGri
 				g[i] = iq3Level(id, x[4*k+i])
 			}
 			if code := iq3Code(g); t.index[code] < 0 {
-				t.nearest(code, x[4*k:4*k+4], waux[4*k:4*k+4], scale, g)
+				t.nearest(code, x[4*k:4*k+4], waux[4*k:4*k+4], &sq, g)
 			}
 		}
-		if sumqx, sumq2 := iq3Sums(x, w, L[:]); sumq2 > 0 {
+		if sumqx, sumq2 := prod.sums(L); sumq2 > 0 {
 			scale = sumqx / sumq2
 		}
 	}

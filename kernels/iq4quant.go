@@ -67,6 +67,14 @@ var iq4Cells = func() (t [512]uint8) {
 	return t
 }()
 
+// iq4Levels are iq4nlValues as float32.
+var iq4Levels = func() (t [16]float32) {
+	for i, v := range iq4nlValues {
+		t[i] = float32(v)
+	}
+	return t
+}()
+
 // iq4Index is iq4IndexRef through iq4Cells.
 func iq4Index(x float32) uint8 {
 	if x <= -127 {
@@ -75,12 +83,8 @@ func iq4Index(x float32) uint8 {
 	if !(x < 113) { // 113 and up, and NaN
 		return 15
 	}
-	t := 2 * x // exact
-	c := int32(t)
-	if float32(c) > t { // floor for negative t
-		c--
-	}
-	return iq4Cells[c+256]
+	// 2x + 256 is exact in float64 and positive here, so truncation is the floor.
+	return iq4Cells[int32(float64(x)*2+256)&511]
 }
 
 // iq4Sigma2 is ggml's σ² for the block x: twice its mean square.
@@ -112,7 +116,7 @@ func iq4Fit(x, w []float32) float32 {
 	}
 	fit := func(id float32) (sumqx, sumq2 float32) {
 		for j, v := range x {
-			q := float32(iq4nlValues[iq4Index(float32(id*v))])
+			q := iq4Levels[iq4Index(float32(id*v))]
 			wq := float32(w[j] * q)
 			sumqx += float32(wq * v)
 			sumq2 += float32(wq * q)
