@@ -46,6 +46,11 @@ var weightedRows = map[dtype.DType]func(y []byte, x, qw []float32){
 	dtype.Q4_K: quantRowQ4_KW,
 	dtype.Q5_K: quantRowQ5_KW,
 	dtype.Q6_K: quantRowQ6_KW,
+
+	dtype.IQ4_NL:  quantRowIQ4_NLW,
+	dtype.IQ4_XS:  quantRowIQ4_XSW,
+	dtype.IQ3_XXS: quantRowIQ3_XXSW,
+	dtype.IQ3_S:   quantRowIQ3_SW,
 }
 
 // QuantizeWeighted encodes the rows of src (each rowLen values, whole blocks of t)

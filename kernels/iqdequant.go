@@ -2,8 +2,8 @@ package kernels
 
 import "encoding/binary"
 
-// Dequantizers for the grid-based IQ types, which apr reads but does not
-// write. Every type works on 256-value blocks split into eight sub-blocks of
+// Dequantizers for the grid-based IQ types (IQ3_XXS and IQ3_S are also
+// written: iq3quant.go). Every type works on 256-value blocks split into eight sub-blocks of
 // 32 values; each sub-block holds indices into a codebook (iqgrids.go), sign
 // bits and a small scale. The arithmetic follows ggml's dequantize_row_iq*
 // step by step in float32, so the values are ggml's bit for bit.

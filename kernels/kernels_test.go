@@ -30,6 +30,7 @@ func TestRoundTripRandom(t *testing.T) {
 		dtype.TQ1_0: 0.51, dtype.TQ2_0: 0.51,
 		dtype.MXFP4: 0.25,                                      // levels 4 and 6 are 2^(e-1) apart; (1.5·2^e, 2^(e+1)) clips to 1.5·2^e
 		dtype.Q1_0:  1.001, dtype.Q2_0: 0.5005, dtype.NVFP4: 1, // no tensor scale: a sub-block max below 6·2^-10 quantizes to zeros
+		dtype.IQ4_NL: 0.12, dtype.IQ4_XS: 0.15, dtype.IQ3_XXS: 0.7, dtype.IQ3_S: 0.5,
 	}
 	for _, d := range dtype.All() {
 		if !CanQuantize(d) {
@@ -264,7 +265,7 @@ func TestErrors(t *testing.T) {
 	if err := Dequantize(dtype.I32, make([]float32, 256), make([]byte, 1024)); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("Dequantize I32: %v", err)
 	}
-	if CanQuantize(dtype.IQ4_NL) || !CanDequantize(dtype.IQ4_NL) || !CanQuantize(dtype.Q3_K) || CanDequantize(dtype.I8) {
+	if CanQuantize(dtype.F8E4M3) || !CanDequantize(dtype.F8E4M3) || !CanQuantize(dtype.Q3_K) || CanDequantize(dtype.I8) {
 		t.Error("CanQuantize/CanDequantize table")
 	}
 	if _, err := DotQ(dtype.Q8_0, make([]byte, 33), make([]float32, 32)); !errors.Is(err, ErrLength) {

@@ -5,8 +5,8 @@ import (
 	"math"
 )
 
-// Dequantizers for GGML types apr reads but does not write (the non-linear
-// 4-bit types), and the ternary types and MXFP4, which it writes too.
+// Dequantizers for the non-linear 4-bit types (written by iq4quant.go), the
+// ternary types and MXFP4.
 
 // iq4nlValues are the 16 levels of IQ4_NL and IQ4_XS, fixed by the format.
 var iq4nlValues = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}

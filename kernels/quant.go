@@ -66,9 +66,9 @@ func codec(t dtype.DType) (rowFunc, bool) {
 	case dtype.Q8_K:
 		return rowFunc{quantQ8_KGeneric, dequantQ8_K}, true
 	case dtype.IQ4_NL:
-		return rowFunc{nil, dequantIQ4_NL}, true
+		return rowFunc{quantIQ4_NL, dequantIQ4_NL}, true
 	case dtype.IQ4_XS:
-		return rowFunc{nil, dequantIQ4_XS}, true
+		return rowFunc{quantIQ4_XS, dequantIQ4_XS}, true
 	case dtype.IQ2_XXS:
 		return rowFunc{nil, dequantIQ2_XXS}, true
 	case dtype.IQ2_XS:
@@ -76,9 +76,9 @@ func codec(t dtype.DType) (rowFunc, bool) {
 	case dtype.IQ2_S:
 		return rowFunc{nil, dequantIQ2_S}, true
 	case dtype.IQ3_XXS:
-		return rowFunc{nil, dequantIQ3_XXS}, true
+		return rowFunc{quantIQ3_XXS, dequantIQ3_XXS}, true
 	case dtype.IQ3_S:
-		return rowFunc{nil, dequantIQ3_S}, true
+		return rowFunc{quantIQ3_S, dequantIQ3_S}, true
 	case dtype.IQ1_S:
 		return rowFunc{nil, dequantIQ1_S}, true
 	case dtype.IQ1_M:

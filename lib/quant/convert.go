@@ -87,6 +87,12 @@ var maxMagnitude = map[dtype.DType]float32{
 	dtype.F16:   65519.996, // 65520 and up round to infinity
 	dtype.BF16:  math.Float32frombits(0x7F7F7FFF),
 	dtype.F32:   math.MaxFloat32,
+
+	// The i-quants: d times the largest sub-block multiplier times the largest level.
+	dtype.IQ4_NL:  65504 * 127,
+	dtype.IQ4_XS:  65504 * 32 * 127,
+	dtype.IQ3_XXS: 65504 * 7.75 * 62,
+	dtype.IQ3_S:   65504 * 31 * 15,
 }
 
 // limitExp is the exponent field of the largest power of two not above bound: values
@@ -110,6 +116,8 @@ var halfFields = map[dtype.DType][]int{
 	dtype.Q6_K: {208},
 	dtype.Q1_0: {0},
 	dtype.Q2_0: {0},
+
+	dtype.IQ4_NL: {0}, dtype.IQ4_XS: {0}, dtype.IQ3_XXS: {0}, dtype.IQ3_S: {0},
 }
 
 // overflow looks for an F16 infinity among the block scales of the output of finite

@@ -31,8 +31,8 @@
 // blocks is an error for the 32-value types, NVFP4 and Q1_0, naming the tensor, its
 // shape and the block size. The K-quants and Q2_0 fall back as llama.cpp does, with a
 // warning: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, and Q2_K, Q3_K and Q2_0 to Q4_0
-// (older llama.cpp sent Q2_K and Q3_K to IQ4_NL, which apr does not write); when the
-// fallback cannot hold the row either, F16.
+// (older llama.cpp sent Q2_K and Q3_K to IQ4_NL), IQ4_XS, IQ3_XXS and IQ3_S to IQ4_NL;
+// when the fallback cannot hold the row either, F16.
 //
 // # Values
 //

@@ -1,0 +1,426 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+)
+
+// Quantizers for IQ3_XXS and IQ3_S, byte for byte as ggml's quantize_iq3_xxs
+// and quantize_iq3_s (ggml-quants.c, quantize_row_iq3_xxs_impl and
+// quantize_row_iq3_s_impl), with or without an importance matrix.
+//
+// Both fit each 32-value sub-block of a 256-value block as 8 groups of 4
+// magnitudes, each group a point of the type's codebook (iqgrids.go) with the
+// coordinates 1, 3, ..., 15, times a sub-block scale; the signs are stored
+// apart. The search tries scales around max/15 (31 for IQ3_XXS, 19 for IQ3_S);
+// a group whose rounded point is not in the codebook takes the nearest of its
+// precomputed neighbours (iq3Search). The sub-block scales are then stored
+// in 4 bits against the block's f16 d.
+//
+// IQ3_XXS stores only 7 sign bits per 8 values (an even number of negatives):
+// when the count is odd, the value with the smallest weighted square is flipped,
+// as ggml does. IQ3_S keeps every sign.
+//
+// NaN and infinities give some bytes, never a panic, where ggml stops on an
+// assertion (apr-quant refuses such input before it gets here).
+
+// iq3Tables are ggml's search tables for one codebook (iq3xs_init_impl): the
+// points with coordinates 2l+1, the map from the code of 4 levels l (3 bits
+// each) to the point's index, and for each code off the codebook a list of
+// neighbour points.
+type iq3Tables struct {
+	grid   [][4]int8
+	levels [][4]uint8 // each point's levels l, (coordinate - 1)/2
+	// index holds each code's point index, or -(offset+1) for a code off the
+	// codebook, whose neighbour list starts at neighbours[offset] with its length.
+	index      [4096]int32
+	neighbours []uint16
+}
+
+var (
+	iq3xxsTables = sync.OnceValue(func() *iq3Tables { return newIQ3Tables(iq3xxsPoints, 256, 2) })
+	iq3sTables   = sync.OnceValue(func() *iq3Tables { return newIQ3Tables(iq3sPoints, 512, 3) })
+)
+
+// newIQ3Tables builds the tables for the codebook given by its bitmap of codes
+// (size points). A code off the codebook gets as neighbours every point at the
+// nwant smallest squared distances from it, by distance, then index: ggml's
+// list (its qsort by distance and index, then the first nwant distances).
+func newIQ3Tables(bitmap string, size, nwant int) *iq3Tables {
+	t := &iq3Tables{}
+	for i := range t.index {
+		t.index[i] = -1
+	}
+	for n := range eachBit(bitmap, 4096) {
+		var p [4]int8
+		for i := range p {
+			p[i] = int8(2*(n>>(3*i)&7) + 1)
+		}
+		t.index[n] = int32(len(t.grid))
+		t.grid = append(t.grid, p)
+		t.levels = append(t.levels, [4]uint8{uint8(n & 7), uint8(n >> 3 & 7), uint8(n >> 6 & 7), uint8(n >> 9 & 7)})
+	}
+	checkGrid(t.grid, size)
+	dist := make([]int32, size)
+	for code := range t.index {
+		if t.index[code] >= 0 {
+			continue
+		}
+		// The distances are at most 4·14², so the nwant smallest are found by
+		// scanning upwards.
+		var levels []int32
+		for j, p := range t.grid {
+			var d2 int32
+			for i := range p {
+				d := int32(p[i]) - int32(2*(code>>(3*i)&7)+1)
+				d2 += d * d
+			}
+			dist[j] = d2
+		}
+		for len(levels) < nwant {
+			next := int32(math.MaxInt32)
+			for _, d := range dist {
+				if d < next && (len(levels) == 0 || d > levels[len(levels)-1]) {
+					next = d
+				}
+			}
+			if next == math.MaxInt32 {
+				break
+			}
+			levels = append(levels, next)
+		}
+		start := len(t.neighbours)
+		t.index[code] = -int32(start + 1)
+		t.neighbours = append(t.neighbours, 0)
+		for _, l := range levels {
+			for j, d := range dist {
+				if d == l {
+					t.neighbours = append(t.neighbours, uint16(j))
+				}
+			}
+		}
+		t.neighbours[start] = uint16(len(t.neighbours) - start - 1)
+	}
+	return t
+}
+
+// nearest is ggml's iq3_find_best_neighbour for the group of 4 magnitudes x
+// (weights w) whose code is off the codebook: the neighbour point that, times
+// the scale, has the smallest weighted squared error (the first on ties). sq
+// holds the scale times each coordinate 2l+1 (float32 products, as ggml's). It
+// sets L to the point's levels and returns its index. Where every error is NaN
+// ggml stops; here the first neighbour is taken.
+func (t *iq3Tables) nearest(code int, x, w []float32, sq *[8]float32, L []int8) int32 {
+	off := -t.index[code] - 1
+	nb := t.neighbours[off+1 : off+1+int32(t.neighbours[off])]
+	x, w = x[:4], w[:4]
+	best, bestD2 := int32(nb[0]), float32(math.MaxFloat32)
+	for _, j := range nb {
+		p := &t.levels[j]
+		var d2 float32
+		d := sq[p[0]&7] - x[0]
+		d2 += float32(float32(w[0]*d) * d)
+		d = sq[p[1]&7] - x[1]
+		d2 += float32(float32(w[1]*d) * d)
+		d = sq[p[2]&7] - x[2]
+		d2 += float32(float32(w[2]*d) * d)
+		d = sq[p[3]&7] - x[3]
+		d2 += float32(float32(w[3]*d) * d)
+		if d2 < bestD2 {
+			bestD2, best = d2, int32(j)
+		}
+	}
+	for i, l := range t.levels[best] {
+		L[i] = int8(l)
+	}
+	return best
+}
+
+// scaledLevels is scale·(2l+1) for the levels l = 0..7.
+func scaledLevels(scale float32) (sq [8]float32) {
+	for l := range sq {
+		sq[l] = float32(scale * float32(2*l+1))
+	}
+	return sq
+}
+
+// iq3Level is ggml's level of a magnitude x at inverse scale id:
+// nearest_int((id·x - 1)/2) clamped to 0..7.
+func iq3Level(id, x float32) int8 {
+	return int8(max(0, min(7, nearestInt(float32(0.5*float32(float32(id*x)-1))))))
+}
+
+// iq3Code is the codebook code of 4 levels.
+func iq3Code(L []int8) int {
+	return int(L[0]) | int(L[1])<<3 | int(L[2])<<6 | int(L[3])<<9
+}
+
+// iq3Products are the per-value products of ggml's least-squares sums, which
+// do not depend on the trial scale: w·x, and w·q·q for each level's q = 2l+1.
+type iq3Products struct {
+	wx  [32]float32
+	wqq [32][8]float32
+}
+
+func (p *iq3Products) set(x, w []float32) {
+	for i, v := range x[:32] {
+		p.wx[i] = float32(w[i] * v)
+		for l := range 8 {
+			q := float32(2*l + 1)
+			p.wqq[i][l] = float32(float32(w[i]*q) * q)
+		}
+	}
+}
+
+// sums are ggml's Σ w·x·q and Σ w·q² (in order, each product rounded) at levels L.
+func (p *iq3Products) sums(L *[32]int8) (sumqx, sumq2 float32) {
+	for i, l := range L {
+		sumqx += float32(p.wx[i] * float32(2*int32(l)+1))
+		sumq2 += p.wqq[i][l&7]
+	}
+	return sumqx, sumq2
+}
+
+// iq3Search fits the 32 magnitudes x (maximum maxv) with weights w (waux their
+// square roots) to codebook points: trial scales at inverse (15 + 0.2·is)/maxv
+// for |is| <= trials, keeping the best; then the groups that were off the
+// codebook (every group with redoAll, as IQ3_S does; groups start as off it
+// unless onGridFirst) are fitted again at the best scale and the scale refitted.
+// L gets the levels, and the scale is returned.
+func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGridFirst, redoAll bool, L *[32]int8) float32 {
+	var Laux [32]int8
+	var onGrid, onGridAux [8]bool
+	var prod iq3Products
+	prod.set(x, w)
+	*L = [32]int8{}
+	for k := range onGrid {
+		onGrid[k] = onGridFirst
+	}
+	var best float32
+	scale := maxv / 15
+	for is := -trials; is <= trials; is++ {
+		id := (float32(float32(is)*0.2) + 15) / maxv
+		sq := scaledLevels(1 / id)
+		for k := range 8 {
+			g := Laux[4*k : 4*k+4]
+			for i := range g {
+				g[i] = iq3Level(id, x[4*k+i])
+			}
+			code := iq3Code(g)
+			onGridAux[k] = t.index[code] >= 0
+			if !onGridAux[k] {
+				t.nearest(code, x[4*k:4*k+4], waux[4*k:4*k+4], &sq, g)
+			}
+		}
+		sumqx, sumq2 := prod.sums(&Laux)
+		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+			scale = sumqx / sumq2
+			best = float32(scale * sumqx)
+			*L, onGrid = Laux, onGridAux
+		}
+	}
+	offGrid := false
+	for _, on := range onGrid {
+		offGrid = offGrid || !on
+	}
+	if offGrid && scale > 0 {
+		id := 1 / scale
+		sq := scaledLevels(scale)
+		for k := range 8 {
+			if onGrid[k] && !redoAll {
+				continue
+			}
+			g := L[4*k : 4*k+4]
+			for i := range g {
+				g[i] = iq3Level(id, x[4*k+i])
+			}
+			if code := iq3Code(g); t.index[code] < 0 {
+				t.nearest(code, x[4*k:4*k+4], waux[4*k:4*k+4], &sq, g)
+			}
+		}
+		if sumqx, sumq2 := prod.sums(L); sumq2 > 0 {
+			scale = sumqx / sumq2
+		}
+	}
+	return scale
+}
+
+// point returns the codebook index of levels L, which are always a point of it
+// (a code off it would be a bug here; ggml stops there, this takes point 0).
+func (t *iq3Tables) point(L []int8) int32 { return max(0, t.index[iq3Code(L)]) }
+
+// iq3Weights fills w with the fit's weights for the sub-block x (x², or
+// qw·sqrt(σ² + x²) with importance weights qw) and waux with their square roots.
+func iq3Weights(w, waux, x, qw []float32, sigma2 float32) {
+	iq4Weights(w, x, qw, sigma2)
+	for i, v := range w {
+		waux[i] = sqrt32(v)
+	}
+}
+
+// maxGGML is ggml's MAX(a, b): a > b ? a : b (so a NaN b wins, a NaN a loses).
+func maxGGML(a, b float32) float32 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func quantIQ3_XXS(dst []byte, src []float32) { quantRowIQ3_XXSW(dst, src, nil) }
+func quantIQ3_S(dst []byte, src []float32)   { quantRowIQ3_SW(dst, src, nil) }
+
+// quantRowIQ3_XXSW quantizes whole IQ3_XXS blocks of x with importance weights
+// qw (one per value of x; nil: none).
+func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
+	t := iq3xxsTables()
+	var w, waux, xval [32]float32
+	var L [32]int8
+	var scales [8]float32
+	for ibl := 0; ibl < len(x)/qkK; ibl++ {
+		xbl, b := x[qkK*ibl:qkK*ibl+qkK], y[iq3xxsBytes*ibl:iq3xxsBytes*ibl+iq3xxsBytes]
+		clear(b)
+		qs, ss := b[2:66], b[66:98]
+		sigma2 := float32(2*sumSquares(xbl)) / qkK
+		var maxScale float32
+		for ib := range 8 {
+			xb := xbl[32*ib : 32*ib+32]
+			var q []float32
+			if qw != nil {
+				q = qw[qkK*ibl+32*ib : qkK*ibl+32*ib+32]
+			}
+			iq3Weights(w[:], waux[:], xb, q, sigma2)
+			var signs [4]uint8
+			for k := range 4 {
+				nflip, s := 0, uint8(0)
+				for i := range 8 {
+					if v := xb[8*k+i]; v >= 0 {
+						xval[8*k+i] = v
+					} else {
+						xval[8*k+i] = -v
+						nflip++
+						s |= 1 << i
+					}
+				}
+				if nflip%2 != 0 {
+					imin, vmin := 0, float32(float32(w[8*k]*xb[8*k])*xb[8*k])
+					for i := 1; i < 8; i++ {
+						if a := float32(float32(w[8*k+i]*xb[8*k+i]) * xb[8*k+i]); a < vmin {
+							vmin, imin = a, i
+						}
+					}
+					xval[8*k+imin] = -xval[8*k+imin]
+					s ^= 1 << imin
+				}
+				signs[k] = s & 127
+			}
+			maxv := xval[0]
+			for _, v := range xval[1:] {
+				maxv = maxGGML(maxv, v)
+			}
+			if maxv < 1e-8 { // GROUP_MAX_EPS_IQ3_XXS
+				scales[ib] = 0
+				continue
+			}
+			scale := t.search(xval[:], w[:], waux[:], maxv, 15, true, false, &L)
+			if scale < 0 { // never for finite input, as ggml says; its remedy
+				scale = -scale
+				for k := range signs {
+					signs[k] = ^signs[k] & 127
+				}
+			}
+			for k := range 8 {
+				qs[8*ib+k] = uint8(t.point(L[4*k : 4*k+4]))
+			}
+			binary.LittleEndian.PutUint32(ss[4*ib:], uint32(signs[0])|uint32(signs[1])<<7|uint32(signs[2])<<14|uint32(signs[3])<<21)
+			scales[ib] = scale
+			maxScale = maxGGML(maxScale, scale)
+		}
+		if maxScale == 0 {
+			clear(b)
+			continue
+		}
+		d := maxScale / 31
+		putF16(b, float32(d*1.0125))
+		id := 1 / d
+		for ib := range 8 {
+			l := max(0, min(15, nearestInt(float32(0.5*float32(float32(id*scales[ib])-1)))))
+			s := binary.LittleEndian.Uint32(ss[4*ib:])
+			binary.LittleEndian.PutUint32(ss[4*ib:], s|uint32(l)<<28)
+		}
+	}
+}
+
+// quantRowIQ3_SW quantizes whole IQ3_S blocks of x with importance weights qw
+// (one per value of x; nil: none).
+//
+// ggml writes a sub-block's indices and signs at running positions that an
+// all-zero sub-block does not advance, so the sub-blocks after one land a
+// sub-block early (and the last slot keeps zeros); this does the same, as the
+// bytes must be ggml's.
+func quantRowIQ3_SW(y []byte, x, qw []float32) {
+	t := iq3sTables()
+	var w, waux, xval [32]float32
+	var L [32]int8
+	var scales [8]float32
+	for ibl := 0; ibl < len(x)/qkK; ibl++ {
+		xbl, b := x[qkK*ibl:qkK*ibl+qkK], y[iq3sBytes*ibl:iq3sBytes*ibl+iq3sBytes]
+		clear(b)
+		qs, qh, signs, sc := b[2:66], b[66:74], b[74:106], b[106:110]
+		sigma2 := float32(2*sumSquares(xbl)) / qkK
+		var maxScale float32
+		for ib := range 8 {
+			xb := xbl[32*ib : 32*ib+32]
+			var q []float32
+			if qw != nil {
+				q = qw[qkK*ibl+32*ib : qkK*ibl+32*ib+32]
+			}
+			iq3Weights(w[:], waux[:], xb, q, sigma2)
+			var bs [4]uint8
+			for i, v := range xb {
+				if v >= 0 {
+					xval[i] = v
+				} else {
+					xval[i] = -v
+					bs[i/8] |= 1 << (i % 8)
+				}
+			}
+			maxv := xval[0]
+			for _, v := range xval[1:] {
+				maxv = maxGGML(maxv, v)
+			}
+			if maxv == 0 {
+				scales[ib] = 0
+				continue
+			}
+			scale := t.search(xval[:], w[:], waux[:], maxv, 9, false, true, &L)
+			if scale < 0 { // never for finite input, as ggml says; its remedy
+				scale = -scale
+				for k := range bs {
+					bs[k] = ^bs[k]
+				}
+			}
+			for k := range 8 {
+				p := t.point(L[4*k : 4*k+4])
+				qs[k] = uint8(p)
+				qh[ib] |= uint8(p>>8) << k
+			}
+			qs = qs[8:]
+			copy(signs, bs[:])
+			signs = signs[4:]
+			scales[ib] = scale
+			maxScale = maxGGML(maxScale, scale)
+		}
+		if maxScale == 0 {
+			continue
+		}
+		d := maxScale / 31
+		putF16(b, float32(d*1.033))
+		id := 1 / d
+		for ib := 0; ib < 8; ib += 2 {
+			l1 := max(0, min(15, nearestInt(float32(0.5*float32(float32(id*scales[ib])-1)))))
+			l2 := max(0, min(15, nearestInt(float32(0.5*float32(float32(id*scales[ib+1])-1)))))
+			sc[ib/2] = uint8(l1 | l2<<4)
+		}
+	}
+}
