@@ -311,7 +311,7 @@ func TestIQBlockSizes(t *testing.T) {
 		if info.BlockElems != qkK || info.BlockBytes != sizes[typ] {
 			t.Errorf("%v: dtype has %d values in %d bytes, kernels %d in %d", typ, info.BlockElems, info.BlockBytes, qkK, sizes[typ])
 		}
-		if !CanDequantize(typ) || CanQuantize(typ) {
+		if !CanDequantize(typ) || CanQuantize(typ) != (typ == dtype.IQ2_S || typ == dtype.IQ1_M) {
 			t.Errorf("%v: CanDequantize %v, CanQuantize %v", typ, CanDequantize(typ), CanQuantize(typ))
 		}
 	}
