@@ -24,8 +24,13 @@ var run = cli.Program{Name: "apr-quant", Help: description, Grammar: func() any 
 const description = `Quantize an APR model's tensors to a GGML block type, or cast them to f16, bf16 or f32.
 
 TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4, q1_0,
-q2_0, f16, bf16, or f32 (dequantize every float tensor). The bytes are those of ggml's
-reference quantizers.
+q2_0, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, f16, bf16, or f32 (dequantize every float
+tensor). The bytes are those of ggml's reference quantizers.
+
+The i-quants iq2_xxs, iq2_xs, iq2_s, iq1_s and iq1_m need --imatrix, as llama-quantize
+does: a tensor without an entry in the matrix is an error (token_embd.weight and
+output.weight excepted; iq2_s and iq1_m quantize those without weights, the others refuse
+them: keep them with --exclude).
 
 For a language model (one imported from a llama.cpp GGUF or a Llama/Mistral checkpoint),
 q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, q4_0, q4_1, q5_0 and
@@ -36,7 +41,7 @@ attn_output as llama.cpp's rules say, and apr-gguf export writes llama-quantize'
 llama-quantize --imatrix does: each weight with an entry in the matrix gets ggml's
 importance-weighted quantizer (q8_0, f16 and bf16 take no weights), and the GGUF export
 carries the quantize.imatrix.* keys, FILE as given here. It works with the presets and
-the plain types q4_0..q5_1 and q2_k..q6_k; an entry whose size does not fit its tensor,
+the plain types q4_0..q5_1, q2_k..q6_k and the i-quants; an entry whose size does not fit its tensor,
 an entry all zero for a tensor (or one expert), and a matrix with no entry for any
 converted tensor are errors.
 
@@ -47,7 +52,7 @@ llama.cpp keeps stay as they are. --pure converts every float tensor of 2+ dimen
 LinearRegression's "coefficients" is quantized); --exclude keeps them, and wins.
 
 Rows must be whole blocks (32 values; 64 for nvfp4 and q2_0, 128 for q1_0, 256 for the
-K-quants). A K-quant or q2_0 falls back with a warning (-q silences it), as llama.cpp does (q4_k->q5_0,
+K-quants and i-quants). A K-quant or q2_0 falls back with a warning (-q silences it), as llama.cpp does (q4_k->q5_0,
 q5_k->q5_1, q6_k->q8_0, q2_k/q3_k/q2_0->q4_0, then f16); for the other types such a
 tensor is an error. NaN, infinite values, values whose block scale would overflow f16,
 and nvfp4 values beyond 2688 (which ggml would clamp) are errors naming the tensor and

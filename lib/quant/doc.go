@@ -1,6 +1,7 @@
 // Package quant converts the tensors of a model stream to another type: GGML's block
 // quantizations (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, NVFP4,
-// Q1_0, Q2_0), F16, BF16, or back to F32. It is the library behind apr-quant.
+// Q1_0, Q2_0, and with an importance matrix IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M),
+// F16, BF16, or back to F32. It is the library behind apr-quant.
 //
 // # Which tensors change
 //

@@ -43,6 +43,44 @@ func (o *Options) importanceOf(t container.TensorInfo, to dtype.DType) ([]float3
 	return w, "; importance-weighted", nil
 }
 
+// requiresImatrix is llama-quantize's tensor_requires_imatrix for the types apr
+// writes: the very-low-bit grid types need an importance matrix, except for the
+// token embeddings and the output tensor (which its presets give other types).
+func requiresImatrix(name string, to dtype.DType) bool {
+	switch name {
+	case "token_embd.weight", "per_layer_token_embd.weight", "output.weight":
+		return false
+	}
+	switch to {
+	case dtype.IQ2_XXS, dtype.IQ2_XS, dtype.IQ2_S, dtype.IQ1_S, dtype.IQ1_M:
+		return true
+	}
+	return false
+}
+
+// needsImatrix refuses a tensor that would be quantized without importance
+// weights where llama-quantize refuses it (no matrix at all; a matrix without an
+// entry for it), and where ggml cannot quantize without weights (IQ2_XXS, IQ2_XS,
+// IQ1_S: ggml asserts, so llama-quantize --pure stops on token_embd.weight there).
+func (o *Options) needsImatrix(name string, to dtype.DType, w []float32) error {
+	switch {
+	case w != nil:
+		return nil
+	case (requiresImatrix(name, to) || kernels.NeedsWeights(to)) && o.Imatrix == nil:
+		return fmt.Errorf("tensor %q: %v needs an importance matrix: give one with --imatrix FILE (llama-imatrix's output); "+
+			"llama-quantize refuses it too (\"this quantization requires an importance matrix\")", name, to)
+	case requiresImatrix(name, to):
+		return fmt.Errorf("tensor %q: the importance matrix %s has no entry for it, and %v needs one "+
+			"(llama-quantize stops too: \"Missing importance matrix for tensor ... in a very low-bit quantization\"); "+
+			"use a matrix made for this model, or keep the tensor with --exclude %s", name, o.Imatrix.File, to, name)
+	case kernels.NeedsWeights(to):
+		return fmt.Errorf("tensor %q: ggml quantizes %v only with importance weights, and there are none for this tensor "+
+			"(llama-imatrix records none for embeddings); keep it with --exclude %s or choose a type ggml quantizes without weights for it",
+			name, to, name)
+	}
+	return nil
+}
+
 // zeroImportances refuses an entry whose weights for the whole tensor, or for one
 // expert of a 3-D tensor, are all zero: no calibration token reached it (b4747's
 // llama-imatrix writes zeros for an expert no token was routed to). Weighted by

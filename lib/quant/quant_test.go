@@ -15,6 +15,7 @@ import (
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/imatrix"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
@@ -143,7 +144,7 @@ func TestParseType(t *testing.T) {
 		if !strings.EqualFold(d.String(), name) {
 			t.Fatalf("%s parses to %v", name, d)
 		}
-		if d != dtype.F32 && !kernels.CanQuantize(d) {
+		if d != dtype.F32 && !kernels.CanQuantize(d) && !kernels.NeedsWeights(d) {
 			t.Fatalf("%v is a target but kernels cannot quantize it", d)
 		}
 	}
@@ -169,7 +170,13 @@ func TestHalfFieldsPointAtScales(t *testing.T) {
 			v[i] = float32(i%7) + 1 // positive values from 1 to 7
 		}
 		b := make([]byte, info.BlockBytes)
-		if err := kernels.Quantize(d, b, v); err != nil {
+		var err error
+		if kernels.NeedsWeights(d) {
+			err = kernels.QuantizeWeighted(d, b, v, len(v), ones(len(v)))
+		} else {
+			err = kernels.Quantize(d, b, v)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range offs {
@@ -312,6 +319,15 @@ func TestNonFiniteRefused(t *testing.T) {
 	}
 }
 
+// ones is n importance weights of 1.
+func ones(n int) []float32 {
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = 1
+	}
+	return w
+}
+
 func TestScaleOverflowRefused(t *testing.T) {
 	v := randF32(5, 4*256)
 	v[2*256+40] = 3e38 // finite in F32, far beyond F16
@@ -336,7 +352,11 @@ func TestScaleOverflowRefused(t *testing.T) {
 		}{{bound, false}, {-bound, false}, {math.Nextafter32(bound, float32(math.Inf(1))) * 1.0001, true}} {
 			w := randF32(6, 256)
 			w[100] = c.v
-			out, _, err := run(t, Options{Type: target}, tensorF32("edge.weight", []int64{1, 256}, w))
+			o := Options{Type: target}
+			if requiresImatrix("edge.weight", target) {
+				o.Imatrix = &imatrix.Matrix{File: "ones.dat", Entries: map[string][]float32{"edge.weight": ones(256)}, Names: []string{"edge.weight"}}
+			}
+			out, _, err := run(t, o, tensorF32("edge.weight", []int64{1, 256}, w))
 			if err != nil {
 				if !strings.Contains(err.Error(), "not written") || !strings.Contains(err.Error(), "edge.weight") {
 					t.Errorf("%v with %g: %v", target, c.v, err)

@@ -20,6 +20,7 @@ var targets = []struct {
 	{"q8_0", dtype.Q8_0}, {"q4_0", dtype.Q4_0}, {"q4_1", dtype.Q4_1}, {"q5_0", dtype.Q5_0}, {"q5_1", dtype.Q5_1},
 	{"q2_k", dtype.Q2_K}, {"q3_k", dtype.Q3_K}, {"q4_k", dtype.Q4_K}, {"q5_k", dtype.Q5_K}, {"q6_k", dtype.Q6_K},
 	{"nvfp4", dtype.NVFP4}, {"q1_0", dtype.Q1_0}, {"q2_0", dtype.Q2_0},
+	{"iq2_xxs", dtype.IQ2_XXS}, {"iq2_xs", dtype.IQ2_XS}, {"iq2_s", dtype.IQ2_S}, {"iq1_s", dtype.IQ1_S}, {"iq1_m", dtype.IQ1_M},
 	{"f16", dtype.F16}, {"bf16", dtype.BF16}, {"f32", dtype.F32},
 }
 
@@ -79,7 +80,8 @@ var fallbacks = map[dtype.DType]dtype.DType{
 // Options say what to quantize and how.
 type Options struct {
 	// Type is the target: a GGML block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
-	// NVFP4, Q1_0, Q2_0), F16, BF16, or F32 (dequantize every float tensor).
+	// NVFP4, Q1_0, Q2_0; IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M with Imatrix), F16, BF16,
+	// or F32 (dequantize every float tensor).
 	Type dtype.DType
 	// Pure converts every float tensor of two or more dimensions, whatever its name
 	// (llama.cpp's name rules are skipped).
@@ -238,6 +240,9 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 		}
 		d.weights = w
 		d.Reason += why
+	}
+	if err := o.needsImatrix(t.Name, to, d.weights); err != nil {
+		return d, err
 	}
 	return d, nil
 }
