@@ -97,18 +97,38 @@ func quantRowIQ1_SW(y []byte, x, qw []float32) {
 			}
 			best, scale := float32(-math.MaxFloat32), maxv
 			besti1, besti2, bestShift := -1, -1, 0
+			// ggml scores every split i1 <= i2 with shift +1/8 then −1/8: Σ w·x·q and
+			// Σ w·q² as three group sums, ((g0 + g1) + g2), each product rounded.
+			// The terms of the third group depend on i2 alone and those of the first
+			// on i1 alone, so they are computed once (the same float32 values).
+			var gx2, gw2 [2][33]float32
+			for k, xx := range [2]*[3]float32{&iq1Plus, &iq1Minus} {
+				for i2 := range 33 {
+					gx2[k][i2] = float32((sumx[32] - sumx[i2]) * xx[2])
+					w2 := sumw[32] - sumw[i2]
+					gw2[k][i2] = float32(float32(w2*xx[2]) * xx[2])
+				}
+			}
+			p0, p1, m0, m1 := iq1Plus[0], iq1Plus[1], iq1Minus[0], iq1Minus[1]
 			for i1 := 0; i1 <= 32; i1++ {
+				x0, w0 := sumx[i1]-sumx[0], sumw[i1]-sumw[0]
+				gxp, gwp := float32(x0*p0), float32(float32(w0*p0)*p0)
+				gxm, gwm := float32(x0*m0), float32(float32(w0*m0)*m0)
 				for i2 := i1; i2 <= 32; i2++ {
-					x0, x1, x2 := sumx[i1]-sumx[0], sumx[i2]-sumx[i1], sumx[32]-sumx[i2]
-					w0, w1, w2 := sumw[i1]-sumw[0], sumw[i2]-sumw[i1], sumw[32]-sumw[i2]
-					for shift, xx := range [2]*[3]float32{&iq1Plus, &iq1Minus} {
-						sumqx := float32(float32(x0*xx[0])+float32(x1*xx[1])) + float32(x2*xx[2])
-						sumq2 := float32(float32(float32(w0*xx[0])*xx[0])+float32(float32(w1*xx[1])*xx[1])) + float32(float32(w2*xx[2])*xx[2])
-						if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-							scale = sumqx / sumq2
-							best = scale * sumqx
-							besti1, besti2, bestShift = i1, i2, 1-2*shift
-						}
+					x1, w1 := sumx[i2]-sumx[i1], sumw[i2]-sumw[i1]
+					sumqx := float32(gxp+float32(x1*p1)) + gx2[0][i2]
+					sumq2 := float32(gwp+float32(float32(w1*p1)*p1)) + gw2[0][i2]
+					if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+						scale = sumqx / sumq2
+						best = scale * sumqx
+						besti1, besti2, bestShift = i1, i2, 1
+					}
+					sumqx = float32(gxm+float32(x1*m1)) + gx2[1][i2]
+					sumq2 = float32(gwm+float32(float32(w1*m1)*m1)) + gw2[1][i2]
+					if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+						scale = sumqx / sumq2
+						best = scale * sumqx
+						besti1, besti2, bestShift = i1, i2, -1
 					}
 				}
 			}
@@ -243,18 +263,31 @@ func quantRowIQ1_MW(y []byte, x, qw []float32) {
 			tws := [2]float32{pw[0][16], pw[1][16]}
 			best, scale := float32(-math.MaxFloat32), maxv
 			besti1, besti2, bestK := -1, -1, -1
+			// Per half h: qx = T·v2 − (p[i1] + p[i2]) and q2 = ((W·v2)·v2 + w[i1]·c1)
+			// + w[i2]·c2, with the shifts' v2, c1, c2; the products of one index
+			// are computed once (the same float32 values ggml computes per split).
+			var txp, txm, t2p, t2m [2]float32
+			var w2p, w2m [2][17]float32
+			for h := range 2 {
+				txp[h], txm[h] = float32(txs[h]*p2), float32(txs[h]*m2)
+				t2p[h], t2m[h] = float32(float32(tws[h]*p2)*p2), float32(float32(tws[h]*m2)*m2)
+				for i2 := range 17 {
+					w2p[h][i2], w2m[h][i2] = float32(pw[h][i2]*cp2), float32(pw[h][i2]*cm2)
+				}
+			}
 			for i1 := 0; i1 <= 16; i1++ {
+				var w1p, w1m [2]float32
+				for h := range 2 {
+					w1p[h] = float32(t2p[h] + float32(pw[h][i1]*cp1))
+					w1m[h] = float32(t2m[h] + float32(pw[h][i1]*cm1))
+				}
 				for i2 := i1; i2 <= 16; i2++ {
-					var qxP, qxM, q2P, q2M [2]float32
-					for h := range 2 {
-						sx := px[h][i1] + px[h][i2]
-						qxP[h] = float32(txs[h]*p2) - sx
-						qxM[h] = float32(txs[h]*m2) - sx
-						q2P[h] = float32(float32(float32(tws[h]*p2)*p2)+float32(pw[h][i1]*cp1)) + float32(pw[h][i2]*cp2)
-						q2M[h] = float32(float32(float32(tws[h]*m2)*m2)+float32(pw[h][i1]*cm1)) + float32(pw[h][i2]*cm2)
-					}
-					sumqx := [4]float32{qxP[0] + qxP[1], qxP[0] + qxM[1], qxM[0] + qxP[1], qxM[0] + qxM[1]}
-					sumq2 := [4]float32{q2P[0] + q2P[1], q2P[0] + q2M[1], q2M[0] + q2P[1], q2M[0] + q2M[1]}
+					sx0, sx1 := px[0][i1]+px[0][i2], px[1][i1]+px[1][i2]
+					qxP0, qxP1, qxM0, qxM1 := txp[0]-sx0, txp[1]-sx1, txm[0]-sx0, txm[1]-sx1
+					q2P0, q2P1 := w1p[0]+w2p[0][i2], w1p[1]+w2p[1][i2]
+					q2M0, q2M1 := w1m[0]+w2m[0][i2], w1m[1]+w2m[1][i2]
+					sumqx := [4]float32{qxP0 + qxP1, qxP0 + qxM1, qxM0 + qxP1, qxM0 + qxM1}
+					sumq2 := [4]float32{q2P0 + q2P1, q2P0 + q2M1, q2M0 + q2P1, q2M0 + q2M1}
 					for k := range 4 {
 						if sumq2[k] > 0 && float32(sumqx[k]*sumqx[k]) > float32(best*sumq2[k]) {
 							scale = sumqx[k] / sumq2[k]

@@ -130,20 +130,43 @@ func code8(L []uint8) int {
 // closest to xval at scale by the weighted squared error (the first of equal
 // ones); L gets its levels.
 func (s *iqSearch) nearest(u int, xval, w []float32, scale float32, L []uint8) int {
-	best, gi := float32(math.MaxFloat32), -1
-	for _, j := range s.neighbours(u) {
-		p := &s.pos[j]
-		var d2 float32
-		for i := range 8 {
-			diff := float32(scale*p[i]) - xval[i]
-			d2 += float32(float32(w[i]*diff) * diff)
-		}
-		if d2 < best {
-			best, gi = d2, int(j)
+	// Each value's term w·(scale·q − x)² takes one of three values (q = 1, 3, 5):
+	// computed once here as ggml computes it per neighbour, then summed in ggml's order.
+	var e [8][3]float32
+	for i := range e {
+		for l := range 3 {
+			diff := float32(scale*float32(2*l+1)) - xval[i]
+			e[i][l] = float32(float32(w[i]*diff) * diff)
 		}
 	}
-	if gi < 0 { // only for non-finite values, which ggml asserts on and apr refuses first
-		gi = int(s.neighbours(u)[0])
+	return s.best(u, &e, L)
+}
+
+// best returns the grid point of the code's list whose sum of the terms e[i][level i]
+// is smallest (the first of equal ones; a sum in ggml's order, value 0 first) and
+// puts its levels in L.
+func (s *iqSearch) best(u int, e *[8][3]float32, L []uint8) int {
+	nb := s.neighbours(u)
+	bestD2, gi := float32(math.MaxFloat32), -1
+	for _, j := range nb {
+		p := &s.digits[j]
+		d2 := e[0][p[0]]
+		d2 += e[1][p[1]]
+		d2 += e[2][p[2]]
+		d2 += e[3][p[3]]
+		d2 += e[4][p[4]]
+		d2 += e[5][p[5]]
+		d2 += e[6][p[6]]
+		d2 += e[7][p[7]]
+		if d2 < bestD2 {
+			bestD2, gi = d2, int(j)
+		}
+	}
+	// ggml's IQ1 search then tries the whole grid, reading past the 8 values
+	// (an out-of-bounds bug), and its IQ2 search asserts: only when every sum
+	// is infinite or NaN, which values within apr's limits (lib/quant) never give.
+	if gi < 0 {
+		gi = int(nb[0])
 	}
 	copy(L[:8], s.digits[gi][:])
 	return gi
@@ -152,25 +175,14 @@ func (s *iqSearch) nearest(u int, xval, w []float32, scale float32, L []uint8) i
 // nearestIQ1 is ggml's iq1_find_best_neighbour2: as nearest, with the grid's
 // levels l standing for xg[l].
 func (s *iqSearch) nearestIQ1(u int, xval, w []float32, scale float32, xg *[3]float32, L []uint8) int {
-	best, gi := float32(math.MaxFloat32), -1
-	for _, j := range s.neighbours(u) {
-		var d2 float32
-		for i, l := range s.digits[j] {
+	var e [8][3]float32
+	for i := range e {
+		for l := range 3 {
 			diff := float32(scale*xg[l]) - xval[i]
-			d2 += float32(float32(w[i]*diff) * diff)
-		}
-		if d2 < best {
-			best, gi = d2, int(j)
+			e[i][l] = float32(float32(w[i]*diff) * diff)
 		}
 	}
-	// ggml then searches the whole grid, reading past the 8 values (an
-	// out-of-bounds bug); it gets there only when every error is infinite or
-	// NaN, which values within apr's limits (lib/quant) never give.
-	if gi < 0 {
-		gi = int(s.neighbours(u)[0])
-	}
-	copy(L[:8], s.digits[gi][:])
-	return gi
+	return s.best(u, &e, L)
 }
 
 // NeedsWeights reports the types ggml quantizes only with importance weights
