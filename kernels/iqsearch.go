@@ -148,18 +148,30 @@ func (s *iqSearch) nearest(u int, xval, w []float32, scale float32, L []uint8) i
 func (s *iqSearch) best(u int, e *[8][3]float32, L []uint8) int {
 	nb := s.neighbours(u)
 	bestD2, gi := float32(math.MaxFloat32), -1
-	for _, j := range nb {
-		p := &s.digits[j]
+	// Four neighbours at a time: their sums are independent chains of additions
+	// (the latency of one chain is what bounds this loop); compared in order.
+	k := 0
+	for ; k+4 <= len(nb); k += 4 {
+		p0, p1, p2, p3 := &s.digits[nb[k]], &s.digits[nb[k+1]], &s.digits[nb[k+2]], &s.digits[nb[k+3]]
+		a, b, c, d := e[0][p0[0]], e[0][p1[0]], e[0][p2[0]], e[0][p3[0]]
+		for i := 1; i < 8; i++ {
+			ei := &e[i]
+			a, b, c, d = a+ei[p0[i]], b+ei[p1[i]], c+ei[p2[i]], d+ei[p3[i]]
+		}
+		for m, v := range [4]float32{a, b, c, d} {
+			if v < bestD2 {
+				bestD2, gi = v, int(nb[k+m])
+			}
+		}
+	}
+	for ; k < len(nb); k++ {
+		p := &s.digits[nb[k]]
 		d2 := e[0][p[0]]
-		d2 += e[1][p[1]]
-		d2 += e[2][p[2]]
-		d2 += e[3][p[3]]
-		d2 += e[4][p[4]]
-		d2 += e[5][p[5]]
-		d2 += e[6][p[6]]
-		d2 += e[7][p[7]]
+		for i := 1; i < 8; i++ {
+			d2 += e[i][p[i]]
+		}
 		if d2 < bestD2 {
-			bestD2, gi = d2, int(j)
+			bestD2, gi = d2, int(nb[k])
 		}
 	}
 	// ggml's IQ1 search then tries the whole grid, reading past the 8 values
