@@ -51,8 +51,8 @@ func iq2Signs(xval, x, w []float32, even bool) uint8 {
 	return s & 127
 }
 
-// maxOf is ggml's loop of MAX(max, x[i]) from x[0].
-func maxOf(x []float32) float32 {
+// iqMaxOf is ggml's loop of MAX(max, x[i]) from x[0].
+func iqMaxOf(x []float32) float32 {
 	m := x[0]
 	for _, v := range x[1:] {
 		if !(m > v) {
@@ -111,7 +111,7 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 			for k := range 4 {
 				signs[k] = iq2Signs(xval[8*k:], xb[8*k:], weight[8*k:], true)
 			}
-			if maxOf(xval[:]) < groupMaxEps {
+			if iqMaxOf(xval[:]) < groupMaxEps {
 				continue
 			}
 			scale := makeQPQuants(4, xval[:], L[:], weight[:])
@@ -200,7 +200,7 @@ func iq2Fit16(s *iqSearch, xval, weight, waux *[16]float32, L *[16]uint8) float3
 	var Laux [16]uint8
 	var onGrid, onGridAux [2]bool
 	*L = [16]uint8{}
-	maxv := maxOf(xval[:])
+	maxv := iqMaxOf(xval[:])
 	var best float32
 	scale := maxv / 5
 	onGrid = [2]bool{true, true}
@@ -260,7 +260,7 @@ func quantRowIQ2_XSW(y []byte, x, qw []float32) {
 			for k := range 2 {
 				signs[k] = iq2Signs(xval[8*k:], xb[8*k:], weight[8*k:], true)
 			}
-			if maxOf(xval[:]) < groupMaxEps {
+			if iqMaxOf(xval[:]) < groupMaxEps {
 				continue
 			}
 			scale := iq2Fit16(s, &xval, &weight, &waux, &L)
@@ -322,7 +322,7 @@ func quantRowIQ2_SW(y []byte, x, qw []float32) {
 			for k := range 2 {
 				sg[k] = iq2Signs(xval[8*k:], xb[8*k:], nil, false)
 			}
-			if maxOf(xval[:]) < 1e-8 { // GROUP_MAX_EPS_IQ2_S
+			if iqMaxOf(xval[:]) < 1e-8 { // GROUP_MAX_EPS_IQ2_S
 				continue
 			}
 			scale := iq2Fit16(s, &xval, &weight, &waux, &L)
