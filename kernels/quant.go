@@ -126,7 +126,8 @@ func sizes(t dtype.DType, n int) (int, error) {
 // Quantize encodes src as type t into dst, which must be exactly the encoded
 // size. len(src) must be a multiple of t's block size. For GGML block types the
 // bytes equal ggml's reference quantizer (ggml_quantize_chunk without an
-// importance matrix).
+// importance matrix); the types ggml quantizes only with one (NeedsWeights) give
+// ErrNeedsWeights, and the grid types refuse NaN and infinities (ErrNonFinite).
 func Quantize(t dtype.DType, dst []byte, src []float32) error {
 	c, ok := codec(t)
 	if NeedsWeights(t) {

@@ -106,3 +106,24 @@ func TestIQValues(t *testing.T) {
 		}
 	}
 }
+
+// TestIQ1MOverflow: IQ1_M's F16 scale lives in the top nibbles of its scale words;
+// an infinite one is found there, in the block it belongs to.
+func TestIQ1MOverflow(t *testing.T) {
+	x := randF32(48, 3*256)
+	out := make([]byte, elemBytes(dtype.IQ1_M, len(x)))
+	if err := kernels.QuantizeWeighted(dtype.IQ1_M, out, x, 256, ones(256)); err != nil {
+		t.Fatal(err)
+	}
+	if i := overflow(dtype.IQ1_M, out); i != -1 {
+		t.Fatalf("finite scales: overflow at %d", i)
+	}
+	// 0x7C00 (+inf) into block 1: nibble i of the f16 is the top nibble of word i.
+	b := out[56:112]
+	for i, nib := range []byte{0x0, 0x0, 0xC, 0x7} {
+		b[49+2*i] = b[49+2*i]&0x0f | nib<<4
+	}
+	if i := overflow(dtype.IQ1_M, out); i != 256 {
+		t.Fatalf("infinite scale in block 1: overflow at %d, want 256", i)
+	}
+}
