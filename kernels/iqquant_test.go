@@ -18,13 +18,17 @@ import (
 // today's ggml: rows.f32 read as rows of 512 values with the importance vector
 // imatrix.f32 (NAME.w.bin) and, for the types ggml quantizes without weights
 // too, without it (NAME.bin); iqrand.f32, random blocks of four shapes, as rows
-// of 1024 values with iqrand.imatrix.f32 (NAME.rand.w.bin, NAME.rand.bin).
+// of 1024 values with iqrand.imatrix.f32 (NAME.rand.w.bin, NAME.rand.bin);
+// iqedge.f32, five groups of blocks of extreme values, each group with its own
+// extreme importance vector from iqedge.imatrix.f32 (NAME.edge.w.bin).
 var iqSets = []struct {
 	input, imatrix, suffix string
-	cols                   int
+	cols, groups           int
+	unweighted             bool
 }{
-	{"rows.f32", "imatrix.f32", "", 512},
-	{"iqrand.f32", "iqrand.imatrix.f32", ".rand", 1024},
+	{"rows.f32", "imatrix.f32", "", 512, 1, true},
+	{"iqrand.f32", "iqrand.imatrix.f32", ".rand", 1024, 1, true},
+	{"iqedge.f32", "iqedge.imatrix.f32", ".edge", 256, 5, false},
 }
 
 var iqGoldens = []struct {
@@ -58,6 +62,13 @@ func init() {
 		"iq1_s.rand.w.bin":   "2a7bd7976b33f5e5f90c9d7cf18042abfcca72b29567a38282216eb8bd5cd8b2",
 		"iq1_m.rand.w.bin":   "8e75715c5258e72a931e9c979b079d38051d10afa8344a4cbdc84e799159b3d6",
 		"iq1_m.rand.bin":     "caaca48eb860bfef327cea2c1b76222445ecf039bbe63e6be8064fe3abff42b2",
+		"iqedge.f32":         "1b42e83af5772e4c44c868a1f27d89f896cf10aa17549e27ce021df6ccd50a53",
+		"iqedge.imatrix.f32": "cbf063f7eae08da9c3f988fe4632569f83ac2464f739a3703c3adeb10194d7a7",
+		"iq2_xxs.edge.w.bin": "3232637c85dce339c2284e1176b2b4e1a85548df146dff6ee6fc4a522fd18139",
+		"iq2_xs.edge.w.bin":  "adb65f5e22ecd358c6a0b453bf62246ce5e87de2ffb9784747e04dd015ab399f",
+		"iq2_s.edge.w.bin":   "0620d69e7061df947eeab8ec3682a3b57b3b28b3d3afbe0bd0c7d7b932308a0e",
+		"iq1_s.edge.w.bin":   "5858fcef2c480a559526e46250f1dd9e693bd665689ea831bbf7f6313d7fc8e4",
+		"iq1_m.edge.w.bin":   "0c1dde4e0110ad0ef56bdedc2a975950dfa4ec60a9b164bee0b27f06329c30af",
 	} {
 		goldenSHA[k] = v
 	}
@@ -72,7 +83,7 @@ func TestGoldenIQ(t *testing.T) {
 		qw := floatsLE(readGolden(t, set.imatrix))
 		for _, g := range iqGoldens {
 			for _, weighted := range []bool{true, false} {
-				if !weighted && !g.unweighted {
+				if !weighted && !(g.unweighted && set.unweighted) {
 					continue
 				}
 				file, w := g.name+set.suffix+".bin", []float32(nil)
@@ -86,8 +97,15 @@ func TestGoldenIQ(t *testing.T) {
 						t.Fatalf("%s has %d bytes, want %d", file, len(want), len(x)/qkK*bb)
 					}
 					got := make([]byte, len(want))
-					if err := QuantizeWeighted(g.t, got, x, set.cols, w); err != nil {
-						t.Fatal(err)
+					xn, qn, bn := len(x)/set.groups, set.cols, len(want)/set.groups
+					for k := range set.groups {
+						var wk []float32
+						if w != nil {
+							wk = w[k*qn : (k+1)*qn]
+						}
+						if err := QuantizeWeighted(g.t, got[k*bn:(k+1)*bn], x[k*xn:(k+1)*xn], set.cols, wk); err != nil {
+							t.Fatal(err)
+						}
 					}
 					bad := 0
 					for b := range len(want) / bb {

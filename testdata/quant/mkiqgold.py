@@ -16,6 +16,14 @@ default_rng(20261128): blocks 0-31 Laplace(0, 1); 32-63 Student t(3) times 1e-3;
 64-95 N(0, 1) with 80% of the values set to 0; 96-127 uniform(-1, 1) with one value
 per block times 50. iqrand.imatrix.f32 is 1024 weights lognormal(0, 2) from the
 same generator. NAME.rand.w.bin and NAME.rand.bin: as set 1, rows of 1024 values.
+
+Set 3, edges: iqedge.f32 is 5 groups of 20 blocks of 256 values from numpy
+default_rng(20261129); in each group, 4 blocks of each of: N(0, 1) times 1e-38 (f32
+subnormals), N(0, 1) times 1e6, {-2, 0, 2}, -0 with 2% of the values 1e-7, N(0, 1)
+rounded to multiples of 1/4. iqedge.imatrix.f32 holds one 256-value importance vector
+per group (each drawn just before its group's blocks): zeros; exponential times 1e10;
+0 or 1; exponential times 1e-20; lognormal(0, 3). NAME.edge.w.bin: each group
+quantized as rows of 256 with its vector, the groups back to back.
 """
 import ctypes, sys
 import numpy as np
@@ -68,3 +76,37 @@ for name, (code, unweighted) in types.items():
         fn = name + (".rand.w.bin" if w is not None else ".rand.bin")
         open(fn, "wb").write(out.raw[:n])
         print(fn, n)
+
+rng = np.random.default_rng(20261129)
+def edge_data(c):
+    if c == 0: return rng.standard_normal((4, 256)) * 1e-38
+    if c == 1: return rng.standard_normal((4, 256)) * 1e6
+    if c == 2: return rng.integers(-1, 2, (4, 256)) * 2.0
+    if c == 3:
+        v = np.full((4, 256), -0.0); v[rng.random((4, 256)) < 0.02] = 1e-7; return v
+    return np.round(rng.standard_normal((4, 256)) * 4) / 4
+def edge_weights(g):
+    if g == 0: return np.zeros(256)
+    if g == 1: return rng.exponential(1, 256) * 1e10
+    if g == 2: return rng.integers(0, 2, 256).astype(float)
+    if g == 3: return rng.exponential(1, 256) * 1e-20
+    return rng.lognormal(0, 3, 256)
+xs, ws = [], []
+for g in range(5):
+    ws.append(edge_weights(g).astype("<f4"))
+    xs.append(np.concatenate([edge_data(c) for c in range(5)]).astype("<f4"))
+xe = np.concatenate(xs).reshape(-1).copy()
+xe.tofile("iqedge.f32")
+qe = np.concatenate(ws).copy()
+qe.tofile("iqedge.imatrix.f32")
+for name, (code, _) in types.items():
+    rb = lib.ggml_row_size(code, 256)
+    out = b""
+    for g in range(5):
+        xg = np.ascontiguousarray(xe[g*20*256:(g+1)*20*256])
+        wg = np.ascontiguousarray(qe[g*256:(g+1)*256])
+        buf = ctypes.create_string_buffer(rb * 20)
+        n = lib.ggml_quantize_chunk(code, xg.ctypes.data, buf, 0, 20, 256, wg.ctypes.data)
+        out += buf.raw[:n]
+    open(name + ".edge.w.bin", "wb").write(out)
+    print(name + ".edge.w.bin", len(out))
