@@ -29,10 +29,9 @@ import (
 const iqMapSize = 43692
 
 type iqSearch struct {
-	digits [][8]uint8   // each grid point's levels 0..2
-	pos    [][8]float32 // the same as ggml's grid stores them: 2l+1
-	kmap   []int32      // code -> grid index, or -(1+offset of the code's list in neigh)
-	neigh  []uint16     // per list: its length, then the grid indices
+	digits [][8]uint8 // each grid point's levels 0..2 (ggml's grid stores 2l+1)
+	kmap   []int32    // code -> grid index, or -(1+offset of the code's list in neigh)
+	neigh  []uint16   // per list: its length, then the grid indices
 }
 
 // neighbours returns the list of a code that is not on the grid.
@@ -46,7 +45,6 @@ func (s *iqSearch) neighbours(u int) []uint16 {
 func newIQSearch(grid [][8]int8, lv [3]int8, nwant int) *iqSearch {
 	s := &iqSearch{
 		digits: make([][8]uint8, len(grid)),
-		pos:    make([][8]float32, len(grid)),
 		kmap:   make([]int32, iqMapSize),
 	}
 	for i := range s.kmap {
@@ -60,7 +58,6 @@ func newIQSearch(grid [][8]int8, lv [3]int8, nwant int) *iqSearch {
 				l++
 			}
 			s.digits[j][i] = uint8(l)
-			s.pos[j][i] = float32(2*l + 1)
 			code |= l << (2 * i)
 		}
 		s.kmap[code] = int32(j)
@@ -133,13 +130,18 @@ func (s *iqSearch) nearest(u int, xval, w []float32, scale float32, L []uint8) i
 	// Each value's term w·(scale·q − x)² takes one of three values (q = 1, 3, 5):
 	// computed once here as ggml computes it per neighbour, then summed in ggml's order.
 	var e [8][3]float32
-	for i := range e {
-		for l := range 3 {
-			diff := float32(scale*float32(2*l+1)) - xval[i]
-			e[i][l] = float32(float32(w[i]*diff) * diff)
-		}
-	}
+	errTerms(&e, &[3]float32{scale, float32(scale * 3), float32(scale * 5)}, xval, w)
 	return s.best(u, &e, L)
+}
+
+// errTerms sets e[i][l] to w[i]·(q[l] − x[i])² for the 8 values and the three
+// levels, each product rounded as ggml rounds it.
+func errTerms(e *[8][3]float32, q *[3]float32, x, w []float32) {
+	for i := range e {
+		xi, wi := x[i], w[i]
+		d0, d1, d2 := q[0]-xi, q[1]-xi, q[2]-xi
+		e[i] = [3]float32{float32(float32(wi*d0) * d0), float32(float32(wi*d1) * d1), float32(float32(wi*d2) * d2)}
+	}
 }
 
 // best returns the grid point of the code's list whose sum of the terms e[i][level i]
@@ -188,12 +190,7 @@ func (s *iqSearch) best(u int, e *[8][3]float32, L []uint8) int {
 // levels l standing for xg[l].
 func (s *iqSearch) nearestIQ1(u int, xval, w []float32, scale float32, xg *[3]float32, L []uint8) int {
 	var e [8][3]float32
-	for i := range e {
-		for l := range 3 {
-			diff := float32(scale*xg[l]) - xval[i]
-			e[i][l] = float32(float32(w[i]*diff) * diff)
-		}
-	}
+	errTerms(&e, &[3]float32{float32(scale * xg[0]), float32(scale * xg[1]), float32(scale * xg[2])}, xval, w)
 	return s.best(u, &e, L)
 }
 
