@@ -286,14 +286,27 @@ func quantRowIQ1_MW(y []byte, x, qw []float32) {
 					qxP0, qxP1, qxM0, qxM1 := txp[0]-sx0, txp[1]-sx1, txm[0]-sx0, txm[1]-sx1
 					q2P0, q2P1 := w1p[0]+w2p[0][i2], w1p[1]+w2p[1][i2]
 					q2M0, q2M1 := w1m[0]+w2m[0][i2], w1m[1]+w2m[1][i2]
-					sumqx := [4]float32{qxP0 + qxP1, qxP0 + qxM1, qxM0 + qxP1, qxM0 + qxM1}
-					sumq2 := [4]float32{q2P0 + q2P1, q2P0 + q2M1, q2M0 + q2P1, q2M0 + q2M1}
-					for k := range 4 {
-						if sumq2[k] > 0 && float32(sumqx[k]*sumqx[k]) > float32(best*sumq2[k]) {
-							scale = sumqx[k] / sumq2[k]
-							best = scale * sumqx[k]
-							besti1, besti2, bestK = i1, i2, k
-						}
+					// The shift pairs k = 0..3 in ggml's order, written out so that the
+					// sums stay in registers.
+					if qx, q2 := qxP0+qxP1, q2P0+q2P1; q2 > 0 && float32(qx*qx) > float32(best*q2) {
+						scale = qx / q2
+						best = scale * qx
+						besti1, besti2, bestK = i1, i2, 0
+					}
+					if qx, q2 := qxP0+qxM1, q2P0+q2M1; q2 > 0 && float32(qx*qx) > float32(best*q2) {
+						scale = qx / q2
+						best = scale * qx
+						besti1, besti2, bestK = i1, i2, 1
+					}
+					if qx, q2 := qxM0+qxP1, q2M0+q2P1; q2 > 0 && float32(qx*qx) > float32(best*q2) {
+						scale = qx / q2
+						best = scale * qx
+						besti1, besti2, bestK = i1, i2, 2
+					}
+					if qx, q2 := qxM0+qxM1, q2M0+q2M1; q2 > 0 && float32(qx*qx) > float32(best*q2) {
+						scale = qx / q2
+						best = scale * qx
+						besti1, besti2, bestK = i1, i2, 3
 					}
 				}
 			}
