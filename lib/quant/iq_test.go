@@ -112,7 +112,7 @@ func TestIQValues(t *testing.T) {
 func TestIQ1MOverflow(t *testing.T) {
 	x := randF32(48, 3*256)
 	out := make([]byte, elemBytes(dtype.IQ1_M, len(x)))
-	if err := kernels.QuantizeWeighted(dtype.IQ1_M, out, x, 256, ones(256)); err != nil {
+	if err := kernels.QuantizeWeighted(dtype.IQ1_M, out, x, 256, unitWeights(256)); err != nil {
 		t.Fatal(err)
 	}
 	if i := overflow(dtype.IQ1_M, out); i != -1 {

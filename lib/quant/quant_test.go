@@ -172,7 +172,7 @@ func TestHalfFieldsPointAtScales(t *testing.T) {
 		b := make([]byte, info.BlockBytes)
 		var err error
 		if kernels.NeedsWeights(d) {
-			err = kernels.QuantizeWeighted(d, b, v, len(v), ones(len(v)))
+			err = kernels.QuantizeWeighted(d, b, v, len(v), unitWeights(len(v)))
 		} else {
 			err = kernels.Quantize(d, b, v)
 		}
@@ -319,8 +319,8 @@ func TestNonFiniteRefused(t *testing.T) {
 	}
 }
 
-// ones is n importance weights of 1.
-func ones(n int) []float32 {
+// unitWeights is n importance weights of 1.
+func unitWeights(n int) []float32 {
 	w := make([]float32, n)
 	for i := range w {
 		w[i] = 1
@@ -354,7 +354,7 @@ func TestScaleOverflowRefused(t *testing.T) {
 			w[100] = c.v
 			o := Options{Type: target}
 			if requiresImatrix("edge.weight", target) {
-				o.Imatrix = &imatrix.Matrix{File: "ones.dat", Entries: map[string][]float32{"edge.weight": ones(256)}, Names: []string{"edge.weight"}}
+				o.Imatrix = &imatrix.Matrix{File: "ones.dat", Entries: map[string][]float32{"edge.weight": unitWeights(256)}, Names: []string{"edge.weight"}}
 			}
 			out, _, err := run(t, o, tensorF32("edge.weight", []int64{1, 256}, w))
 			if err != nil {
