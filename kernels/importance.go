@@ -51,6 +51,12 @@ var weightedRows = map[dtype.DType]func(y []byte, x, qw []float32){
 	dtype.IQ4_XS:  quantRowIQ4_XSW,
 	dtype.IQ3_XXS: quantRowIQ3_XXSW,
 	dtype.IQ3_S:   quantRowIQ3_SW,
+	// The grid types (iq2quant.go, iq1quant.go).
+	dtype.IQ2_XXS: quantRowIQ2_XXSW,
+	dtype.IQ2_XS:  quantRowIQ2_XSW,
+	dtype.IQ2_S:   quantRowIQ2_SW,
+	dtype.IQ1_S:   quantRowIQ1_SW,
+	dtype.IQ1_M:   quantRowIQ1_MW,
 }
 
 // QuantizeWeighted encodes the rows of src (each rowLen values, whole blocks of t)
@@ -74,6 +80,9 @@ func QuantizeWeighted(t dtype.DType, dst []byte, src []float32, rowLen int, qw [
 	}
 	if len(dst) != len(src)/rowLen*rowBytes {
 		return fmt.Errorf("%w: %v needs %d bytes for %d values, dst has %d", ErrLength, t, len(src)/rowLen*rowBytes, len(src), len(dst))
+	}
+	if err := checkFinite(t, src); err != nil {
+		return err
 	}
 	for ; len(src) > 0; src, dst = src[rowLen:], dst[rowBytes:] {
 		row(dst[:rowBytes], src[:rowLen], qw)

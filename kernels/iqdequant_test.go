@@ -311,8 +311,9 @@ func TestIQBlockSizes(t *testing.T) {
 		if info.BlockElems != qkK || info.BlockBytes != sizes[typ] {
 			t.Errorf("%v: dtype has %d values in %d bytes, kernels %d in %d", typ, info.BlockElems, info.BlockBytes, qkK, sizes[typ])
 		}
-		if !CanDequantize(typ) {
-			t.Errorf("%v: CanDequantize false", typ)
+		needsWeights := typ == dtype.IQ2_XXS || typ == dtype.IQ2_XS || typ == dtype.IQ1_S
+		if !CanDequantize(typ) || CanQuantize(typ) == needsWeights {
+			t.Errorf("%v: CanDequantize %v, CanQuantize %v", typ, CanDequantize(typ), CanQuantize(typ))
 		}
 	}
 }

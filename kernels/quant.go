@@ -15,6 +15,12 @@ var (
 	ErrUnsupported = errors.New("kernels: unsupported dtype")
 	// ErrLength is returned when a slice length does not fit the dtype's blocks.
 	ErrLength = errors.New("kernels: length mismatch")
+	// ErrNeedsWeights is returned by Quantize for the types ggml quantizes only
+	// with importance weights (IQ2_XXS, IQ2_XS, IQ1_S): use QuantizeWeighted.
+	ErrNeedsWeights = errors.New("kernels: importance weights needed")
+	// ErrNonFinite is returned for a NaN or infinity given to the grid (IQ)
+	// quantizers, whose searches ggml does not define for them.
+	ErrNonFinite = errors.New("kernels: NaN or infinite value")
 )
 
 type rowFunc struct {
@@ -74,7 +80,7 @@ func codec(t dtype.DType) (rowFunc, bool) {
 	case dtype.IQ2_XS:
 		return rowFunc{nil, dequantIQ2_XS}, true
 	case dtype.IQ2_S:
-		return rowFunc{nil, dequantIQ2_S}, true
+		return rowFunc{quantIQ2_S, dequantIQ2_S}, true
 	case dtype.IQ3_XXS:
 		return rowFunc{quantIQ3_XXS, dequantIQ3_XXS}, true
 	case dtype.IQ3_S:
@@ -82,7 +88,7 @@ func codec(t dtype.DType) (rowFunc, bool) {
 	case dtype.IQ1_S:
 		return rowFunc{nil, dequantIQ1_S}, true
 	case dtype.IQ1_M:
-		return rowFunc{nil, dequantIQ1_M}, true
+		return rowFunc{quantIQ1_M, dequantIQ1_M}, true
 	case dtype.TQ1_0:
 		return rowFunc{quantTQ1_0Generic, dequantTQ1_0}, true
 	case dtype.TQ2_0:
@@ -120,9 +126,13 @@ func sizes(t dtype.DType, n int) (int, error) {
 // Quantize encodes src as type t into dst, which must be exactly the encoded
 // size. len(src) must be a multiple of t's block size. For GGML block types the
 // bytes equal ggml's reference quantizer (ggml_quantize_chunk without an
-// importance matrix).
+// importance matrix); the types ggml quantizes only with one (NeedsWeights) give
+// ErrNeedsWeights, and the grid types refuse NaN and infinities (ErrNonFinite).
 func Quantize(t dtype.DType, dst []byte, src []float32) error {
 	c, ok := codec(t)
+	if NeedsWeights(t) {
+		return fmt.Errorf("%w: ggml quantizes %v only with an importance matrix (llama-quantize --imatrix)", ErrNeedsWeights, t)
+	}
 	if !ok || c.quant == nil {
 		return fmt.Errorf("%w: cannot quantize to %v", ErrUnsupported, t)
 	}
@@ -132,6 +142,9 @@ func Quantize(t dtype.DType, dst []byte, src []float32) error {
 	}
 	if len(dst) != n {
 		return fmt.Errorf("%w: %v needs %d bytes for %d values, dst has %d", ErrLength, t, n, len(src), len(dst))
+	}
+	if err := checkFinite(t, src); err != nil {
+		return err
 	}
 	c.quant(dst, src)
 	return nil

@@ -96,3 +96,31 @@ func TestImatrixFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestIQuantFlag: apr-quant iq2_xxs --imatrix F is a plain type; without --imatrix it
+// exits 1 naming a tensor and the flag, writing nothing; token_embd.weight (no
+// entry, as llama-imatrix leaves it) must be kept with --exclude for the types ggml
+// quantizes only with weights.
+func TestIQuantFlag(t *testing.T) {
+	in := testModel(t)
+	dir := t.TempDir()
+	w := normal(23, 256)
+	for i := range w {
+		w[i] *= w[i] * 1e4
+	}
+	mat := writeImatrix(t, dir, map[string][]float32{"blk.0.attn_q.weight": w})
+	for _, typ := range []string{"iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m"} {
+		r := runCLI(in, typ)
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "--imatrix FILE") || !strings.Contains(r.stderr, `tensor "`) {
+			t.Errorf("%s without --imatrix: exit %d, %d bytes out, %q", typ, r.code, len(r.stdout), r.stderr)
+		}
+		r = runCLI(in, typ, "--imatrix", mat, "--exclude", "token_embd.weight")
+		if r.code != 0 {
+			t.Fatalf("%s --imatrix: exit %d: %s", typ, r.code, r.stderr)
+		}
+		got, _ := dtypes(t, []byte(r.stdout))
+		if got["blk.0.attn_q.weight"].String() != strings.ToUpper(typ) {
+			t.Errorf("%s: attn_q is %v", typ, got["blk.0.attn_q.weight"])
+		}
+	}
+}

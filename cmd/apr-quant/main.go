@@ -41,8 +41,10 @@ on top of it.
 TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4, q1_0,
 q2_0, iq4_nl, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0, tq2_0,
 mxfp4, f16, bf16, or f32 (dequantize every float tensor). The bytes are those of ggml's
-reference quantizers (a type whose quantizer apr does not have yet is refused before
-anything is written; --dry-run still plans it).
+quantizers (llama-quantize's). iq3_xxs, iq2_xxs, iq2_xs, iq2_s, iq1_s and iq1_m need
+--imatrix, as in llama-quantize: a tensor without an entry in the matrix is an error
+(token_embd.weight and output.weight excepted; iq2_s and iq1_m quantize those without
+weights, iq2_xxs, iq2_xs and iq1_s refuse them: keep them with --exclude).
 
 For a language model (one imported from a llama.cpp GGUF or a Hugging Face checkpoint),
 llama-quantize's file types are presets with its per-tensor rules (today's llama.cpp):

@@ -127,6 +127,7 @@ var fileTypes = map[string]uint32{
 	"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
 	"Q2_K": 10, "Q3_K": 12, "Q4_K": 15, "Q5_K": 17, "Q6_K": 18, "BF16": 32,
 	"IQ3_XXS": 23, "IQ4_NL": 25, "IQ3_S": 26, "IQ4_XS": 30,
+	"IQ2_XXS": 19, "IQ2_XS": 20, "IQ1_S": 24, "IQ2_S": 29, "IQ1_M": 31, // IQ2_S: llama-quantize's IQ2_M (its "IQ2_S" is mostly IQ2_XS)
 }
 
 // setFileType updates general.file_type after apr-quant changed the tensor types

@@ -93,6 +93,13 @@ var maxMagnitude = map[dtype.DType]float32{
 	dtype.IQ4_XS:  65504 * 32 * 127,
 	dtype.IQ3_XXS: 65504 * 7.75 * 62,
 	dtype.IQ3_S:   65504 * 31 * 15,
+	// The grid types: the largest scale multiplier ((0.5+15)/4; IQ1: 2·7+1) times the
+	// largest grid level (43; IQ1: 1 + 1/8).
+	dtype.IQ2_XXS: 65504 * 15.5 / 4 * 43,
+	dtype.IQ2_XS:  65504 * 15.5 / 4 * 43,
+	dtype.IQ2_S:   65504 * 15.5 / 4 * 43,
+	dtype.IQ1_S:   65504 * 15 * 1.125,
+	dtype.IQ1_M:   65504 * 15 * 1.125,
 }
 
 // limitExp is the exponent field of the largest power of two not above bound: values
@@ -118,17 +125,32 @@ var halfFields = map[dtype.DType][]int{
 	dtype.Q2_0: {0},
 
 	dtype.IQ4_NL: {0}, dtype.IQ4_XS: {0}, dtype.IQ3_XXS: {0}, dtype.IQ3_S: {0},
+	dtype.IQ2_XXS: {0},
+	dtype.IQ2_XS:  {0},
+	dtype.IQ2_S:   {0},
+	dtype.IQ1_S:   {0},
+	// IQ1_M's is spread over four scale words (see overflow).
 }
 
 // overflow looks for an F16 infinity among the block scales of the output of finite
 // values within maxMagnitude (a second line of defence). It returns the index of the
 // first value of the offending block, or -1.
 func overflow(t dtype.DType, out []byte) int {
+	info := t.Info()
+	if t == dtype.IQ1_M {
+		// Its F16 scale is the top nibbles of its four scale words (bytes 49, 51,
+		// 53, 55, lowest nibble first): the exponent is in the last two.
+		for b, off := 0, 0; off+info.BlockBytes <= len(out); b, off = b+1, off+info.BlockBytes {
+			if (out[off+53]>>4|out[off+55]&0xf0)&0x7C == 0x7C {
+				return b * info.BlockElems
+			}
+		}
+		return -1
+	}
 	fields, ok := halfFields[t]
 	if !ok || scaleBounded[t] {
 		return -1
 	}
-	info := t.Info()
 	for b, off := 0, 0; off+info.BlockBytes <= len(out); b, off = b+1, off+info.BlockBytes {
 		for _, f := range fields {
 			if binary.LittleEndian.Uint16(out[off+f:])&0x7C00 == 0x7C00 {

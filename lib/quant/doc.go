@@ -1,6 +1,8 @@
 // Package quant converts the tensors of a model stream to another type: GGML's block
 // quantizations (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4, NVFP4,
-// Q1_0, Q2_0), F16, BF16, or back to F32. It is the library behind apr-quant.
+// Q1_0, Q2_0, TQ1_0, TQ2_0, the i-quants IQ4_NL, IQ4_XS, IQ3_S, IQ2_S, IQ1_M, and with an
+// importance matrix IQ3_XXS, IQ2_XXS, IQ2_XS, IQ1_S), F16, BF16, or back to F32. It is the
+// library behind apr-quant.
 //
 // # Which tensors change
 //

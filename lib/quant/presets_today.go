@@ -39,7 +39,7 @@ func writable(t dtype.DType) bool {
 		return true
 	}
 	_, bounded := maxMagnitude[t]
-	return kernels.CanQuantize(t) && bounded
+	return (kernels.CanQuantize(t) || kernels.NeedsWeights(t)) && bounded
 }
 
 // presetFor is the type preset p gives a converted tensor of a language model, and
@@ -272,24 +272,34 @@ func fallback(t dtype.DType) (dtype.DType, bool) {
 // needsImatrix is tensor_requires_imatrix: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S and
 // IQ3_XXS (and Q2_K in a Q2_K_S file) need importance weights, except for the token
 // embeddings and the output; llama-quantize refuses the file without a matrix, and a
-// tensor the matrix has no entry for. have: the tensor has its weights.
+// tensor the matrix has no entry for. ggml cannot quantize IQ2_XXS, IQ2_XS and IQ1_S
+// without weights at all (it asserts: llama-quantize --pure stops on the token
+// embeddings there), so those exempt tensors are refused too. have: the tensor has its
+// weights.
 func (o *Options) needsImatrix(name string, to dtype.DType, have bool) error {
-	if have || tokenEmbd(name) || name == "output.weight" {
+	if have {
 		return nil
 	}
+	exempt := tokenEmbd(name) || name == "output.weight"
+	required := false
 	switch to {
 	case dtype.IQ1_S, dtype.IQ1_M, dtype.IQ2_XXS, dtype.IQ2_XS, dtype.IQ2_S, dtype.IQ3_XXS:
+		required = !exempt
 	case dtype.Q2_K:
-		if p, _ := lookupPreset(o.Preset); p.name != "q2_k_s" {
-			return nil
-		}
-	default:
-		return nil
+		p, _ := lookupPreset(o.Preset)
+		required = !exempt && p.name == "q2_k_s"
 	}
-	if o.Imatrix == nil {
+	switch {
+	case !required && !kernels.NeedsWeights(to):
+		return nil
+	case o.Imatrix == nil:
 		return fmt.Errorf("tensor %q: %v needs an importance matrix, as llama-quantize requires for IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, "+
 			"IQ2_S and IQ3_XXS (and Q2_K in a Q2_K_S file): give one with --imatrix FILE (llama-imatrix's .gguf or .dat)", name, to)
+	case required:
+		return fmt.Errorf("tensor %q: the importance matrix %s has no entry for it, and %v is a very low-bit type that needs one "+
+			"(llama-quantize: missing importance matrix for tensor in a very low-bit quantization)", name, o.Imatrix.File, to)
 	}
-	return fmt.Errorf("tensor %q: the importance matrix %s has no entry for it, and %v is a very low-bit type that needs one "+
-		"(llama-quantize: missing importance matrix for tensor in a very low-bit quantization)", name, o.Imatrix.File, to)
+	return fmt.Errorf("tensor %q: ggml quantizes %v only with importance weights, and there are none for this tensor "+
+		"(llama-imatrix records none for embeddings); keep it with --exclude %s or choose a type ggml quantizes without weights for it",
+		name, to, name)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/imatrix"
 	"github.com/apr-go/apr/lib/modeltype"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
@@ -143,10 +144,7 @@ func TestParseType(t *testing.T) {
 		if !strings.EqualFold(d.String(), name) {
 			t.Fatalf("%s parses to %v", name, d)
 		}
-		// The i-quants, ternary types and MXFP4 are named (presets, --dry-run,
-		// --tensor-type) before every quantizer is in kernels; Decide refuses to write
-		// a type kernels lacks (TestDecideUnwritable).
-		if d != dtype.F32 && !kernels.CanQuantize(d) && !slices.Contains(todayTypes, d) {
+		if d != dtype.F32 && !kernels.CanQuantize(d) && !kernels.NeedsWeights(d) {
 			t.Fatalf("%v is a target but kernels cannot quantize it", d)
 		}
 	}
@@ -172,7 +170,13 @@ func TestHalfFieldsPointAtScales(t *testing.T) {
 			v[i] = float32(i%7) + 1 // positive values from 1 to 7
 		}
 		b := make([]byte, info.BlockBytes)
-		if err := kernels.Quantize(d, b, v); err != nil {
+		var err error
+		if kernels.NeedsWeights(d) {
+			err = kernels.QuantizeWeighted(d, b, v, len(v), unitWeights(len(v)))
+		} else {
+			err = kernels.Quantize(d, b, v)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range offs {
@@ -315,6 +319,15 @@ func TestNonFiniteRefused(t *testing.T) {
 	}
 }
 
+// unitWeights is n importance weights of 1.
+func unitWeights(n int) []float32 {
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = 1
+	}
+	return w
+}
+
 func TestScaleOverflowRefused(t *testing.T) {
 	v := randF32(5, 4*256)
 	v[2*256+40] = 3e38 // finite in F32, far beyond F16
@@ -343,10 +356,11 @@ func TestScaleOverflowRefused(t *testing.T) {
 			w := randF32(6, 256)
 			w[100] = c.v
 			name := "edge.weight"
-			if (&Options{Type: target}).needsImatrix(name, target, false) != nil {
-				name = "output.weight" // IQ3_XXS needs an importance matrix elsewhere
+			o := Options{Type: target}
+			if o.needsImatrix(name, target, false) != nil {
+				o.Imatrix = &imatrix.Matrix{File: "ones.dat", Entries: map[string][]float32{name: unitWeights(256)}, Names: []string{name}}
 			}
-			out, _, err := run(t, Options{Type: target}, tensorF32(name, []int64{1, 256}, w))
+			out, _, err := run(t, o, tensorF32(name, []int64{1, 256}, w))
 			if err != nil {
 				if !strings.Contains(err.Error(), "not written") || !strings.Contains(err.Error(), name) {
 					t.Errorf("%v with %g: %v", target, c.v, err)
