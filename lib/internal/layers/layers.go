@@ -17,6 +17,8 @@ var Layer = map[string]int{
 	"lib/internal/regfile": 0,
 	// 1: the kernels and the in-memory tensor, on the dtype table; atomic output files.
 	"kernels": 1, "lib/tensor": 1, "lib/atomicfile": 1,
+	// OpenSSF Model Signing: a model folder's digests, statements and Sigstore bundles.
+	"lib/oms": 1,
 	// 2: the file formats and the models; neither knows the other.
 	"lib/container": 2, "lib/aprender": 2, "lib/npy": 2, "lib/safetensors": 2, "lib/gguf": 2,
 	"lib/model": 2,
