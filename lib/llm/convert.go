@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"io"
+	"strings"
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
@@ -29,7 +30,7 @@ func (cp *Checkpoint) Generated() []tensor.Tensor { return cp.generated }
 // Info returns the table entry of a checkpoint tensor in llama.cpp's form (see
 // Convert) without its data; skip reports a tensor the converter drops.
 func (cp *Checkpoint) Info(info container.TensorInfo) (container.TensorInfo, bool, error) {
-	g, _, skip, err := cp.Arch.GGUFName(info.Name)
+	g, _, skip, err := cp.ggufName(info.Name)
 	if err != nil || skip {
 		return info, skip, err
 	}
@@ -43,10 +44,12 @@ func (cp *Checkpoint) Info(info container.TensorInfo) (container.TensorInfo, boo
 	return info, false, nil
 }
 
-// widened reports a 1-D float tensor (norms, biases) other than F32, which the
-// converter stores in F32 whatever the output type.
+// widened reports a 1-D float tensor (norms, biases) other than F32, or a
+// mixture-of-experts router (ffn_gate_inp, ffn_gate_inp_shexp), which the converter
+// stores in F32 whatever the output type.
 func widened(info container.TensorInfo) bool {
-	return len(info.Shape) == 1 && info.DType.Info().Float && info.DType != dtype.F32
+	router := strings.HasSuffix(info.Name, ".ffn_gate_inp.weight") || strings.HasSuffix(info.Name, ".ffn_gate_inp_shexp.weight")
+	return (len(info.Shape) == 1 || router) && info.DType.Info().Float && info.DType != dtype.F32
 }
 
 // Convert turns one tensor of the checkpoint into llama.cpp's form: its GGUF name,
@@ -55,7 +58,7 @@ func widened(info container.TensorInfo) bool {
 // float tensors (norms, biases) widened to F32. skip reports a tensor the converter
 // drops; its data is consumed.
 func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container.TensorInfo, io.Reader, bool, error) {
-	g, _, skip, err := cp.Arch.GGUFName(info.Name)
+	g, _, skip, err := cp.ggufName(info.Name)
 	if err != nil {
 		return info, nil, false, err
 	}
@@ -74,7 +77,7 @@ func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container
 		return info, nil, false, err
 	}
 	if widened(info) {
-		// A 1-D tensor, small: widened whole.
+		// A 1-D tensor or a router, small: widened whole.
 		size, err := dtype.Size(info.DType, info.Shape)
 		if err != nil {
 			return info, nil, false, tensor.Wrap(hf, err)

@@ -212,6 +212,15 @@ type Checkpoint struct {
 	// converter writes the others (Phi-3's rope.scaling.attn_factor): they follow
 	// general.architecture.
 	earlyKVs []gguf.KV
+	// experts is the routed expert count config.json gives (0: a dense model); stacks
+	// are the per-expert tensors, which the stream writes stacked (Walk).
+	experts int
+	stacks  expertSet
+	// expertParams and perExpert count the stacked tensors' parameters, all and one
+	// expert's, for the size label ("8x1.2M").
+	expertParams, perExpert int64
+	// shapes are the checkpoint's tensors by name.
+	shapes map[string]TensorShape
 	// computedData are the computed tensors (see computed) of a model from a GGUF
 	// file, read on the way back to Hugging Face's layout (HFStream) for HFFiles.
 	computedData map[string][]float32
@@ -267,6 +276,9 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 		return nil, false, err
 	}
 	cp := &Checkpoint{Arch: arch, Hparams: h, config: c, files: files}
+	if cp.experts, err = cp.expertCount(); err != nil {
+		return nil, false, err
+	}
 	if cp.generated, err = arch.family().Generated(cp); err != nil {
 		return nil, false, err
 	}
@@ -338,8 +350,10 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		n, _ := dtype.Elems(t.Shape)
 		params += n
 	}
+	cp.shapes = make(map[string]TensorShape, len(tensors))
 	for _, t := range tensors {
-		g, layer, skip, err := cp.Arch.GGUFName(t.Name)
+		cp.shapes[t.Name] = t
+		g, layer, skip, err := cp.ggufName(t.Name)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -348,6 +362,11 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		}
 		maxLayer = max(maxLayer, layer)
 		have[g] = true
+		if m := layerName.FindStringSubmatch(strings.Replace(t.Name, "language_model.", "", 1)); m != nil {
+			if e, _, ok := cp.Arch.Experts.expertOf(m[2]); ok {
+				cp.stacks.add(g, e, t)
+			}
+		}
 		n := int64(1)
 		for _, d := range t.Shape {
 			n *= d
@@ -365,6 +384,15 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		}
 		var w []int64
 		label := field[suffix]
+		if f, ok := cp.Arch.family().(shaper); ok {
+			ws, l, ok, err := f.shapeOf(cp, suffix)
+			if err != nil {
+				return 0, 0, err
+			}
+			if ok {
+				suffix, w, label = "", ws, l // checked below, not by the switch
+			}
+		}
 		switch suffix {
 		case "token_embd.weight", "output.weight":
 			w = want[suffix]
@@ -404,6 +432,9 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			return 0, 0, fmt.Errorf("config.json: %s give tensor %q the shape %v, but it has %v", label, t.Name, w, t.Shape)
 		}
 	}
+	if cp.expertParams, cp.perExpert, err = cp.stacks.check(cp, cp.experts, cp.expertShape); err != nil {
+		return 0, 0, err
+	}
 	if !have["token_embd.weight"] {
 		hf, _ := cp.Arch.HFName("token_embd.weight")
 		return 0, 0, fmt.Errorf("config.json: vocab_size %d cannot be checked against the embedding rows: the checkpoint has no %q (which llama.cpp needs too)", h.Vocab, hf)
@@ -417,6 +448,15 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 	if !have["output_norm.weight"] {
 		hf, _ := cp.Arch.HFName("output_norm.weight")
 		return 0, 0, fmt.Errorf("the checkpoint has no %q (the final norm, which llama.cpp needs)", hf)
+	}
+	switch {
+	case len(types) == 1 && types[dtype.F16] > 0:
+		fileType = 1
+	case len(types) == 1 && types[dtype.BF16] > 0:
+		fileType = 32
+	}
+	if f, ok := cp.Arch.family().(layered); ok {
+		return params, fileType, cp.checkLayers(f, have)
 	}
 	kinds := cp.Arch.required()
 	for g := range have {
@@ -439,12 +479,6 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			}
 		}
 	}
-	switch {
-	case len(types) == 1 && types[dtype.F16] > 0:
-		fileType = 1
-	case len(types) == 1 && types[dtype.BF16] > 0:
-		fileType = 32
-	}
 	return params, fileType, nil
 }
 
@@ -458,7 +492,11 @@ func (cp *Checkpoint) generalKVs(dir string, params int64, sampling []gguf.KV) [
 	if n := titleOf(filepath.Base(dir)); n != "" && dir != "" {
 		kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.String(n)})
 	}
-	if params > 0 {
+	switch {
+	case cp.expertParams > 0: // gguf-py's size_label: experts x (shared + one expert's)
+		label := fmt.Sprintf("%dx%s", cp.experts, SizeLabel(params-cp.expertParams+cp.perExpert))
+		kvs = append(kvs, gguf.KV{Key: "general.size_label", Value: gguf.String(label)})
+	case params > 0:
 		kvs = append(kvs, gguf.KV{Key: "general.size_label", Value: gguf.String(SizeLabel(params))})
 	}
 	return kvs
@@ -575,6 +613,11 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) ([]gguf.KV, error) {
 	if h.HasNormEps {
 		f32("attention.layer_norm_epsilon", h.NormEps)
 	}
+	experts, err := cp.expertKVs()
+	if err != nil {
+		return nil, err
+	}
+	kvs = append(kvs, experts...)
 	if h.HasHeadDim {
 		u32("attention.key_length", h.HeadDim)
 		u32("attention.value_length", h.HeadDim)

@@ -35,7 +35,7 @@ func FromMetadata(md container.Metadata) (*Checkpoint, bool, error) {
 	}
 	var arch *Arch
 	for _, a := range archs {
-		if a.GGUF == name {
+		if a.GGUF == name && arch == nil { // the first: Llama's, not Mixtral's
 			arch = a
 		}
 	}

@@ -173,6 +173,11 @@ type fileStream struct {
 	llm    *llm.Checkpoint // a language model imported in llama.cpp's form, or nil
 	// generated counts the tensors of llm.Generated already given out
 	generated int
+	// walk places the tensors made of several (stacked experts) in the stream; parts
+	// are those due out next; byName finds a source tensor in the shards.
+	walk   *llm.Walk
+	parts  []llm.Part
+	byName map[string][2]int // name -> shard, tensor
 }
 
 func newFileStream(shards []*safetensors.File, files map[string]any, opts ImportOptions) (*fileStream, error) {
@@ -204,6 +209,13 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 		}
 		if s.llm != nil {
 			s.llm.SetMetadata(&s.h.Metadata)
+			s.walk = s.llm.Walk()
+			s.byName = map[string][2]int{}
+			for i, f := range shards {
+				for j, t := range f.Header().Tensors {
+					s.byName[t.Name] = [2]int{i, j}
+				}
+			}
 		}
 	}
 	s.h.Table = tableOf(tensors, s.llm)
@@ -217,15 +229,25 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 // reports that error.
 func tableOf(shards [][]safetensors.TensorInfo, cp *llm.Checkpoint) []container.TensorInfo {
 	table := []container.TensorInfo{}
+	var walk *llm.Walk
 	if cp != nil {
 		for _, t := range cp.Generated() {
 			table = append(table, container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape})
 		}
+		walk = cp.Walk()
 	}
 	for _, tensors := range shards {
 		for _, t := range tensors {
 			info := containerInfo(t)
 			if cp != nil {
+				if parts, handled, err := walk.Place(t.Name); err != nil {
+					return nil
+				} else if handled {
+					for _, p := range parts {
+						table = append(table, p.Info)
+					}
+					continue
+				}
 				var skip bool
 				var err error
 				if info, skip, err = cp.Info(info); err != nil {
@@ -273,15 +295,58 @@ func (s *fileStream) Next() (container.TensorInfo, io.Reader, error) {
 		return container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}, bytes.NewReader(t.Data), nil
 	}
 	for {
+		if len(s.parts) > 0 {
+			p := s.parts[0]
+			s.parts = s.parts[1:]
+			r, err := p.Open(s.open)
+			return p.Info, r, err
+		}
 		info, r, err := s.next1()
+		if err == io.EOF && s.walk != nil {
+			if err := s.walk.Done(); err != nil {
+				return info, nil, err
+			}
+		}
 		if err != nil || s.llm == nil {
 			return info, r, err
+		}
+		parts, handled, err := s.walk.Place(info.Name)
+		if err != nil {
+			return info, nil, err
+		}
+		if handled { // its data is read in place when its parts come out
+			s.parts = parts
+			continue
 		}
 		info, r, skip, err := s.llm.Convert(info, r)
 		if !skip {
 			return info, r, err
 		}
 	}
+}
+
+// open returns a reader of the data of the checkpoint tensor name, wherever it is in
+// the shards: a tensor made of several (stacked experts) reads its sources this way.
+func (s *fileStream) open(name string) (io.Reader, error) {
+	at, ok := s.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("tensor %q is not in the checkpoint", name)
+	}
+	f := s.shards[at[0]]
+	return tensorReader(f, f.Header().Tensors[at[1]])
+}
+
+// tensorReader reads tensor t of f: in place from the mapping when f is mapped.
+func tensorReader(f *safetensors.File, t safetensors.TensorInfo) (io.Reader, error) {
+	off := f.Header().DataStart() + t.Begin
+	if !f.Mapped() {
+		return io.NewSectionReader(f, off, t.Size()), nil
+	}
+	data, err := f.TensorData(t)
+	if err != nil {
+		return nil, err
+	}
+	return &pageReader{f: f, data: data, off: off}, nil
 }
 
 func (s *fileStream) next1() (container.TensorInfo, io.Reader, error) {
@@ -299,15 +364,11 @@ func (s *fileStream) next1() (container.TensorInfo, io.Reader, error) {
 		return container.TensorInfo{}, nil, fmt.Errorf("%s: tensor %q is also in %s", f.Path(), t.Name, prev)
 	}
 	s.seen[t.Name] = f.Path()
-	off := f.Header().DataStart() + t.Begin
-	if !f.Mapped() {
-		return containerInfo(t), io.NewSectionReader(f, off, t.Size()), nil
-	}
-	data, err := f.TensorData(t)
+	r, err := tensorReader(f, t)
 	if err != nil {
 		return container.TensorInfo{}, nil, err
 	}
-	return containerInfo(t), &pageReader{f: f, data: data, off: off}, nil
+	return containerInfo(t), r, nil
 }
 
 func (s *fileStream) Blocks() []container.Block { return nil }

@@ -28,6 +28,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"flag"
@@ -102,6 +103,12 @@ func main() {
 	specials := flag.String("specials", "", "more special tokens (space-separated) after qwen2-bpe's own")
 	tcExtra := flag.String("tokenizer-config", "", "more tokenizer_config.json fields (a JSON object), for a SentencePiece tokenizer")
 	genConfig := flag.String("generation", `{"bos_token_id": 1, "eos_token_id": 2}`, "generation_config.json's fields (JSON)")
+	experts := flag.Int("experts", 0, "routed experts a layer (0: a dense feed-forward network); config.json's expert fields come with -extra")
+	moeFFN := flag.Int64("moe-ffn", 0, "each expert's intermediate size (0: -ffn)")
+	sharedFFN := flag.Int64("shared-ffn", 0, "the shared experts' intermediate size, all of them together (0: none)")
+	mla := flag.String("mla", "", "DeepSeek's multi-head latent attention: q_lora_rank,kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,v_head_dim (q_lora_rank 0: a plain q_proj)")
+	dense := flag.Int("dense-layers", 0, "leading layers with a dense feed-forward network (DeepSeek's first_k_dense_replace)")
+	mtp := flag.Int("mtp-layers", 0, "multi-token prediction layers after the model's (DeepSeek's num_nextn_predict_layers)")
 	flag.Parse()
 	headDim := *headDimFlag
 	headDimJSON := fmt.Sprintf("\n  \"head_dim\": %d,", headDim)
@@ -140,7 +147,20 @@ func main() {
 	if !*tied {
 		half("lm_head.weight", *vocab, *hidden)
 	}
+	if *mla != "" {
+		var m [5]int64
+		if _, err := fmt.Sscanf(*mla, "%d,%d,%d,%d,%d", &m[0], &m[1], &m[2], &m[3], &m[4]); err != nil {
+			log.Fatalf("-mla %s: %v", *mla, err)
+		}
+		for l := range *layers + *mtp {
+			deepseekLayer(half, fmt.Sprintf("model.layers.%d.", l), m, *heads, *hidden, *ffn, cmp.Or(*moeFFN, *ffn), *sharedFFN,
+				*experts, l < *dense, l >= *layers, *arch == "DeepseekV3ForCausalLM")
+		}
+	}
 	for l := range *layers {
+		if *mla != "" {
+			break
+		}
 		p := fmt.Sprintf("model.layers.%d.", l)
 		if *arch != "Olmo2ForCausalLM" { // OLMo 2 normalizes after attention and feed-forward only
 			half(p+"input_layernorm.weight", *hidden)
@@ -185,15 +205,19 @@ func main() {
 		half(p+"self_attn.k_proj.weight", *kvHeads*headDim, *hidden)
 		half(p+"self_attn.v_proj.weight", *kvHeads*headDim, *hidden)
 		half(p+"self_attn.o_proj.weight", *hidden, *heads*headDim)
-		half(p+"mlp.gate_proj.weight", *ffn, *hidden)
-		half(p+"mlp.up_proj.weight", *ffn, *hidden)
-		half(p+"mlp.down_proj.weight", *hidden, *ffn)
+		if *experts > 0 {
+			moeLayer(half, p, *arch, *experts, cmp.Or(*moeFFN, *ffn), *sharedFFN, *hidden)
+		} else {
+			half(p+"mlp.gate_proj.weight", *ffn, *hidden)
+			half(p+"mlp.up_proj.weight", *ffn, *hidden)
+			half(p+"mlp.down_proj.weight", *hidden, *ffn)
+		}
 		switch *arch {
-		case "Qwen2ForCausalLM":
+		case "Qwen2ForCausalLM", "Qwen2MoeForCausalLM":
 			half(p+"self_attn.q_proj.bias", *heads*headDim)
 			half(p+"self_attn.k_proj.bias", *kvHeads*headDim)
 			half(p+"self_attn.v_proj.bias", *kvHeads*headDim)
-		case "Qwen3ForCausalLM":
+		case "Qwen3ForCausalLM", "Qwen3MoeForCausalLM":
 			half(p+"self_attn.q_norm.weight", headDim)
 			half(p+"self_attn.k_norm.weight", headDim)
 		case "Olmo2ForCausalLM": // q/k norms over the whole projection
@@ -210,6 +234,10 @@ func main() {
 		}
 	}
 	model := strings.ToLower(strings.TrimSuffix(*arch, "ForCausalLM"))
+	if t, ok := map[string]string{"qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe", "deepseekv2": "deepseek_v2",
+		"deepseekv3": "deepseek_v3"}[model]; ok {
+		model = t // transformers' names
+	}
 	ids := "\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2,"
 	files := map[string]any{
 		"tokenizer.model":         spm,
@@ -267,6 +295,87 @@ func main() {
 		rng: rand.New(rand.NewPCG(2026, 11)), enc: d.enc, normOffset: !strings.HasPrefix(*arch, "Gemma")}
 	if err := stconv.ExportDir(*out, stconv.StreamSource(s), stconv.ExportOptions{ShardSize: shard}); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// moeLayer adds a mixture-of-experts feed-forward network's tensors to layer p: the
+// router and each expert's three projections, under Mixtral's names
+// (block_sparse_moe.experts.E.w1/w2/w3, gate, down and up) or Qwen-MoE's
+// (mlp.experts.E.gate_proj/up_proj/down_proj), and Qwen2-MoE's shared expert with
+// its gate when shared is not 0.
+func moeLayer(half func(string, ...int64), p, arch string, experts int, ffn, shared, hidden int64) {
+	e := int64(experts)
+	if arch == "MixtralForCausalLM" {
+		half(p+"block_sparse_moe.gate.weight", e, hidden)
+		for x := range experts {
+			q := fmt.Sprintf("%sblock_sparse_moe.experts.%d.", p, x)
+			half(q+"w1.weight", ffn, hidden)
+			half(q+"w2.weight", hidden, ffn)
+			half(q+"w3.weight", ffn, hidden)
+		}
+		return
+	}
+	half(p+"mlp.gate.weight", e, hidden)
+	for x := range experts {
+		q := fmt.Sprintf("%smlp.experts.%d.", p, x)
+		half(q+"gate_proj.weight", ffn, hidden)
+		half(q+"up_proj.weight", ffn, hidden)
+		half(q+"down_proj.weight", hidden, ffn)
+	}
+	if shared > 0 {
+		half(p+"mlp.shared_expert.gate_proj.weight", shared, hidden)
+		half(p+"mlp.shared_expert.up_proj.weight", shared, hidden)
+		half(p+"mlp.shared_expert.down_proj.weight", hidden, shared)
+		half(p+"mlp.shared_expert_gate.weight", 1, hidden)
+	}
+}
+
+// deepseekLayer adds the tensors of DeepSeek-V2/V3 layer p: multi-head latent
+// attention of ranks m (q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+// v_head_dim), then a dense feed-forward network or routed experts with their router,
+// DeepSeek-V3's score correction bias (v3) and shared experts. A multi-token prediction
+// layer (mtp) holds its own norms and projection too, which the converter leaves out.
+func deepseekLayer(half func(string, ...int64), p string, m [5]int64, heads, hidden, ffn, moeFFN, shared int64, experts int, dense, mtp, v3 bool) {
+	qLora, kvLora, nope, rope, v := m[0], m[1], m[2], m[3], m[4]
+	half(p+"input_layernorm.weight", hidden)
+	half(p+"post_attention_layernorm.weight", hidden)
+	if qLora > 0 {
+		half(p+"self_attn.q_a_proj.weight", qLora, hidden)
+		half(p+"self_attn.q_a_layernorm.weight", qLora)
+		half(p+"self_attn.q_b_proj.weight", heads*(nope+rope), qLora)
+	} else {
+		half(p+"self_attn.q_proj.weight", heads*(nope+rope), hidden)
+	}
+	half(p+"self_attn.kv_a_proj_with_mqa.weight", kvLora+rope, hidden)
+	half(p+"self_attn.kv_a_layernorm.weight", kvLora)
+	half(p+"self_attn.kv_b_proj.weight", heads*(nope+v), kvLora)
+	half(p+"self_attn.o_proj.weight", hidden, heads*v)
+	if mtp {
+		half(p+"enorm.weight", hidden)
+		half(p+"hnorm.weight", hidden)
+		half(p+"eh_proj.weight", hidden, 2*hidden)
+		half(p+"shared_head.norm.weight", hidden)
+	}
+	if dense {
+		half(p+"mlp.gate_proj.weight", ffn, hidden)
+		half(p+"mlp.up_proj.weight", ffn, hidden)
+		half(p+"mlp.down_proj.weight", hidden, ffn)
+		return
+	}
+	half(p+"mlp.gate.weight", int64(experts), hidden)
+	if v3 {
+		half(p+"mlp.gate.e_score_correction_bias", int64(experts))
+	}
+	for x := range experts {
+		q := fmt.Sprintf("%smlp.experts.%d.", p, x)
+		half(q+"gate_proj.weight", moeFFN, hidden)
+		half(q+"up_proj.weight", moeFFN, hidden)
+		half(q+"down_proj.weight", hidden, moeFFN)
+	}
+	if shared > 0 {
+		half(p+"mlp.shared_experts.gate_proj.weight", shared, hidden)
+		half(p+"mlp.shared_experts.up_proj.weight", shared, hidden)
+		half(p+"mlp.shared_experts.down_proj.weight", hidden, shared)
 	}
 }
 
