@@ -213,7 +213,7 @@ var archs = []*Arch{
 			"block_sparse_moe.gate.weight":    "ffn_gate_inp.weight",
 		}),
 		PermuteQK: true, SpacePrefix: true, Skip: []string{"self_attn.rotary_emb.inv_freq"},
-		Back: [2]string{"MixtralForCausalLM", "mixtral"}, Family: llama{}, Experts: mixtralExperts,
+		Back: [2]string{"MixtralForCausalLM", "mixtral"}, Family: mixtral{}, Experts: mixtralExperts,
 	},
 	{
 		HF:   []string{"Qwen2MoeForCausalLM"},

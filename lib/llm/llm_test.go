@@ -38,10 +38,19 @@ var checkpoints = []struct {
 	{"tiny-glm4", 0}}
 
 // moeCheckpoints are the mixtures of experts (testdata/hf/README.md): tiny-qwen3moe,
-// tiny-qwen2moe (shared expert, three shards) and tiny-mixtral (8 experts, the
-// expert-count rules of the presets). Their stacked experts do not go back to Hugging
-// Face's layout yet (TestMoEBackRefused).
+// tiny-qwen2moe (shared expert, three shards), tiny-mixtral (8 experts, the
+// expert-count rules of the presets), tiny-deepseek3 and tiny-deepseek2 (latent
+// attention, leading dense block; DeepSeek-V3's MTP layer left out). DeepSeek's do not
+// go back to Hugging Face's layout yet (TestMoEBackRefused).
 var moeCheckpoints = []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2"}
+
+// moeBack are the mixtures of experts whose imports go back to their checkpoints,
+// the experts unstacked (TestHFRoundTrip), with the sizes of the shards to export
+// each back in.
+var moeBack = []struct {
+	name  string
+	shard int64
+}{{"tiny-qwen3moe", 0}, {"tiny-qwen2moe", 2757888}, {"tiny-mixtral", 0}}
 
 // converted are the checkpoints whose conversions are compared with llama.cpp's.
 func converted() []string {
@@ -150,7 +159,7 @@ func TestPresetBytes(t *testing.T) {
 // files, byte for byte (shards and index included); a Gemma checkpoint's weights to
 // the same values but where the converter's +1 on a norm rounded (sameValues).
 func TestHFRoundTrip(t *testing.T) {
-	for _, c := range checkpoints {
+	for _, c := range append(checkpoints, moeBack...) {
 		dir := "../../testdata/hf/" + c.name
 		s, err := stconv.Open(dir, stconv.ImportOptions{})
 		if err != nil {

@@ -424,3 +424,66 @@ func (cp *Checkpoint) mtpLayer(hf string) bool {
 	l, ok := layerNumber(m[1])
 	return ok && l >= cp.Hparams.Layers
 }
+
+// unstacked returns the Hugging Face names of the experts a stacked tensor t (in
+// llama.cpp's form, [experts, rows, cols]) holds, expert 0 first, and each one's
+// shape; ok false for any other tensor.
+func (l *expertLayout) unstacked(t container.TensorInfo) (names []string, shape []int64, ok bool) {
+	if l == nil || len(t.Shape) != 3 {
+		return nil, nil, false
+	}
+	rest, ok := strings.CutPrefix(t.Name, "blk.")
+	i := strings.IndexByte(rest, '.')
+	if !ok || i <= 0 {
+		return nil, nil, false
+	}
+	layer, ok := layerNumber(rest[:i])
+	if !ok {
+		return nil, nil, false
+	}
+	for _, p := range l.proj {
+		if p[1] == rest[i+1:] {
+			for e := range t.Shape[0] {
+				names = append(names, fmt.Sprintf("model.layers.%d.%s%d.%s", layer, l.prefix, e, p[0]))
+			}
+			return names, slices.Clone(t.Shape[1:]), true
+		}
+	}
+	return nil, nil, false
+}
+
+// moeConfig writes config.json's expert fields back from a GGUF's keys: the expert
+// count under the family's name for it, the experts used a token, and (names
+// non-empty) the experts' and shared experts' intermediate sizes.
+func moeConfig(g ggufKVs, cfg *jsonObject, count string, sizes bool) {
+	if n, ok := g.archUint("expert_count"); ok {
+		cfg.set(count, n)
+	}
+	if n, ok := g.archUint("expert_used_count"); ok {
+		cfg.set("num_experts_per_tok", n)
+	}
+	if !sizes {
+		return
+	}
+	if n, ok := g.archUint("expert_feed_forward_length"); ok {
+		cfg.set("moe_intermediate_size", n)
+	}
+	if n, ok := g.archUint("expert_shared_feed_forward_length"); ok {
+		cfg.set("shared_expert_intermediate_size", n)
+	}
+}
+
+// HFConfig writes Qwen-MoE's expert fields back.
+func (qwenMoE) HFConfig(_ *Checkpoint, g ggufKVs, cfg *jsonObject) error {
+	moeConfig(g, cfg, "num_experts", true)
+	return nil
+}
+
+// mixtral is Mixtral's code: Llama's (the converter's LlamaModel), with its expert
+// fields written back.
+type mixtral struct{ llama }
+
+func (mixtral) HFConfig(_ *Checkpoint, g ggufKVs, cfg *jsonObject) error {
+	moeConfig(g, cfg, "num_local_experts", false)
+	return nil
+}

@@ -2,7 +2,9 @@ package llm_test
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apr-go/apr/lib/ggufconv"
@@ -51,5 +53,23 @@ func TestImatrixExperts(t *testing.T) {
 				t.Errorf("SHA-256 of the export %s, llama-quantize --imatrix wrote %s (%d bytes)", got, want, out.Len())
 			}
 		})
+	}
+}
+
+// TestMoEBackRefused: DeepSeek's latent attention does not go back to Hugging Face's
+// layout yet (its kv_b_proj is split in two): the export says so, naming the tensor.
+func TestMoEBackRefused(t *testing.T) {
+	s, err := stconv.Open("../../testdata/hf/tiny-deepseek3", stconv.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := filepath.Join(t.TempDir(), "out")
+	err = stconv.ExportDir(out, stconv.StreamSource(apr(t, s)), stconv.ExportOptions{TempDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), `"blk.0.attn_k_b.weight" is one half of a latent attention's kv_b_proj`) {
+		t.Fatalf("export: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the failed export left %s behind (%v)", out, err)
 	}
 }
