@@ -160,6 +160,23 @@ func (s *expertSet) check(cp *Checkpoint, n int, want func(stacked string) ([]in
 		return 0, 0, fmt.Errorf("config.json gives no expert count (num_local_experts, num_experts or n_routed_experts), but the checkpoint has per-expert tensors such as %q",
 			s.byStacked[s.order[0]][len(s.byStacked[s.order[0]])-1].Name)
 	}
+	for _, g := range s.order { // a layer with experts has each projection of them
+		blk := g[:strings.IndexByte(g[4:], '.')+5]
+		for _, p := range cp.Arch.Experts.proj {
+			if _, ok := s.byStacked[blk+p[1]]; !ok {
+				list := s.byStacked[g]
+				var t TensorShape
+				for _, t = range list {
+					if t.Name != "" {
+						break
+					}
+				}
+				l := cp.Arch.Experts
+				hf := t.Name[:strings.Index(t.Name, l.prefix)+len(l.prefix)] + "0." + p[0]
+				return 0, 0, fmt.Errorf("the checkpoint has no %q (nor any expert's %s), but has %q: llama.cpp's %s%s stacks them", hf, p[0], t.Name, blk, p[1])
+			}
+		}
+	}
 	for _, g := range s.order {
 		list := s.byStacked[g]
 		if len(list) > n {

@@ -1,11 +1,15 @@
 package llm
 
 import (
+	"fmt"
+	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/safetensors"
 )
 
@@ -63,6 +67,9 @@ func TestExpertErrors(t *testing.T) {
 	}{
 		{"missing expert", "tiny-qwen3moe", drop("model.layers.1.mlp.experts.3.up_proj.weight"), [2]string{},
 			`the checkpoint has no "model.layers.1.mlp.experts.3.up_proj.weight": expert 3 of the 6 that config.json gives`},
+		{"a projection missing", "tiny-qwen3moe", func(s []TensorShape) []TensorShape {
+			return slices.DeleteFunc(s, func(t TensorShape) bool { return strings.HasSuffix(t.Name, "up_proj.weight") })
+		}, [2]string{}, `the checkpoint has no "model.layers.0.mlp.experts.0.up_proj.weight" (nor any expert's up_proj.weight)`},
 		{"experts unlike", "tiny-mixtral", reshape("model.layers.0.block_sparse_moe.experts.5.w2.weight", 256, 64), [2]string{},
 			`tensor "model.layers.0.block_sparse_moe.experts.5.w2.weight" is BF16 [256 64], but "model.layers.0.block_sparse_moe.experts.0.w2.weight" is BF16 [256 128]`},
 		{"more experts than config", "tiny-qwen3moe", nil, [2]string{`"num_experts": 6`, `"num_experts": 5`},
@@ -160,4 +167,79 @@ func TestWalkOrder(t *testing.T) {
 	if _, _, ok := qwenExperts.expertOf("mlp.experts.07.gate_proj.weight"); ok {
 		t.Error("expert \"07\" parsed")
 	}
+}
+
+// FuzzMoECheckpoint: a mixture of experts' config.json and tensor list, changed
+// (config bytes, a tensor dropped, a dimension changed), is described or refused with
+// an error, never a panic; described, every tensor walks to its place and every part
+// reads to exactly its size.
+func FuzzMoECheckpoint(f *testing.F) {
+	type ckpt struct {
+		files  map[string][]byte
+		shapes []TensorShape
+	}
+	var ckpts []ckpt
+	for i, name := range []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2"} {
+		files, shapes := ckptOf(f, name)
+		ckpts = append(ckpts, ckpt{files, shapes})
+		f.Add(uint8(i), files["config.json"], uint16(0xffff), uint16(0xffff), int64(0))
+		f.Add(uint8(i), files["config.json"], uint16(7), uint16(0xffff), int64(0))
+		f.Add(uint8(i), files["config.json"], uint16(0xffff), uint16(9), int64(64))
+	}
+	f.Fuzz(func(t *testing.T, which uint8, cfg []byte, drop, reshape uint16, dim int64) {
+		c := ckpts[int(which)%len(ckpts)]
+		files := maps.Clone(c.files)
+		files["config.json"] = cfg
+		shapes := slices.Clone(c.shapes)
+		if int(reshape) < len(shapes) && dim > 0 && dim < 1<<12 {
+			shapes[reshape].Shape = append([]int64{dim}, shapes[reshape].Shape[1:]...)
+		}
+		if int(drop) < len(shapes) {
+			shapes = slices.Delete(shapes, int(drop), int(drop)+1)
+		}
+		cp, ok, err := FromCheckpointWith(files, "x", shapes, Options{TokenizerPre: "qwen2"})
+		if err != nil || !ok {
+			return
+		}
+		w := cp.Walk()
+		open := func(name string) (io.Reader, error) {
+			s, ok := cp.shapes[name]
+			if !ok {
+				return nil, fmt.Errorf("no %s", name)
+			}
+			n, err := dtype.Size(s.DType, s.Shape)
+			if err != nil {
+				return nil, err
+			}
+			return io.LimitReader(zeros{}, n), nil
+		}
+		for _, s := range shapes {
+			parts, _, err := w.Place(s.Name)
+			if err != nil {
+				return
+			}
+			for _, p := range parts {
+				r, err := p.Open(open)
+				if err != nil {
+					t.Fatalf("%s: %v", p.Info.Name, err)
+				}
+				n, err := io.Copy(io.Discard, r)
+				want, _ := dtype.Size(p.Info.DType, p.Info.Shape)
+				if err != nil || n != want {
+					t.Fatalf("%s: read %d bytes (%v), its shape %v holds %d", p.Info.Name, n, err, p.Info.Shape, want)
+				}
+			}
+		}
+		if err := w.Done(); err != nil {
+			t.Fatalf("a described checkpoint left experts held: %v", err)
+		}
+	})
+}
+
+// zeros reads zeros without end.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
