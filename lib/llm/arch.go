@@ -229,6 +229,12 @@ var archs = []*Arch{
 		Back: [2]string{"Qwen3MoeForCausalLM", "qwen3_moe"}, Family: qwenMoE{}, Experts: qwenExperts,
 	},
 	{
+		HF:   []string{"OlmoeForCausalLM"},
+		GGUF: "olmoe", Top: llamaTop, Layer: withLayer(withLayer(attnLayer, qwenMoELayer), qkNorm),
+		Skip: []string{"self_attn.rotary_emb.inv_freq"}, WideQKNorm: true,
+		Back: [2]string{"OlmoeForCausalLM", "olmoe"}, Family: olmoe{}, Experts: qwenExperts,
+	},
+	{
 		HF:   []string{"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"},
 		GGUF: "deepseek2", Top: llamaTop, Layer: deepseekLayer,
 		Skip: []string{"self_attn.rotary_emb.inv_freq"}, MTP: true,

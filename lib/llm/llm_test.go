@@ -40,9 +40,9 @@ var checkpoints = []struct {
 // moeCheckpoints are the mixtures of experts (testdata/hf/README.md): tiny-qwen3moe,
 // tiny-qwen2moe (shared expert, three shards), tiny-mixtral (8 experts, the
 // expert-count rules of the presets), tiny-deepseek3 and tiny-deepseek2 (latent
-// attention, leading dense block; DeepSeek-V3's MTP layer left out). DeepSeek's do not
+// attention, leading dense block; DeepSeek-V3's MTP layer left out) and tiny-olmoe. DeepSeek's do not
 // go back to Hugging Face's layout yet (TestMoEBackRefused).
-var moeCheckpoints = []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2"}
+var moeCheckpoints = []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2", "tiny-olmoe"}
 
 // moeBack are the mixtures of experts whose imports go back to their checkpoints,
 // the experts unstacked (TestHFRoundTrip), with the sizes of the shards to export
@@ -50,7 +50,7 @@ var moeCheckpoints = []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", 
 var moeBack = []struct {
 	name  string
 	shard int64
-}{{"tiny-qwen3moe", 0}, {"tiny-qwen2moe", 2757888}, {"tiny-mixtral", 0}}
+}{{"tiny-qwen3moe", 0}, {"tiny-qwen2moe", 2757888}, {"tiny-mixtral", 0}, {"tiny-olmoe", 0}}
 
 // converted are the checkpoints whose conversions are compared with llama.cpp's.
 func converted() []string {

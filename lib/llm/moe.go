@@ -504,3 +504,17 @@ func (mixtral) HFConfig(_ *Checkpoint, g ggufKVs, cfg *jsonObject) error {
 	moeConfig(g, cfg, "num_local_experts", false)
 	return nil
 }
+
+// olmoe is OLMoE's code (the converter's OlmoeModel): the base keys, with the RMS norm
+// epsilon set to 1e-5 again after them (keeping its place: a key written twice keeps
+// its first place), whatever config.json says.
+type olmoe struct{ plain }
+
+func (olmoe) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
+	return append(base, gguf.KV{Key: cp.Arch.GGUF + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32(1e-5)}), nil
+}
+
+func (olmoe) HFConfig(_ *Checkpoint, g ggufKVs, cfg *jsonObject) error {
+	moeConfig(g, cfg, "num_experts", false)
+	return nil
+}

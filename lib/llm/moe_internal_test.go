@@ -179,7 +179,7 @@ func FuzzMoECheckpoint(f *testing.F) {
 		shapes []TensorShape
 	}
 	var ckpts []ckpt
-	for i, name := range []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2"} {
+	for i, name := range []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2", "tiny-olmoe"} {
 		files, shapes := ckptOf(f, name)
 		ckpts = append(ckpts, ckpt{files, shapes})
 		f.Add(uint8(i), files["config.json"], uint16(0xffff), uint16(0xffff), int64(0))

@@ -22,8 +22,8 @@ feed-forward outputs only, and its q/k norms over the whole projections; Granite
 multipliers of the embeddings, attention scores, residual branches and logits;
 StarCoder2's LayerNorms with biases, biased projections and GELU feed-forward of two;
 GLM-4's norms after attention and feed-forward besides before, fused gate/up, and its
-rotary embedding of interleaved pairs over half of each head; Mixtral's, Qwen2-MoE's and
-Qwen3-MoE's mixtures of experts (softmax routing to the top-k experts, Qwen2-MoE's
+rotary embedding of interleaved pairs over half of each head; Mixtral's, Qwen2-MoE's,
+Qwen3-MoE's and OLMoE's mixtures of experts (softmax routing to the top-k experts, Qwen2-MoE's
 shared expert with its sigmoid gate).
 
     forward.py CKPT --tokens 1,450,... [--out ref.f64]
@@ -127,9 +127,9 @@ def linear(x, w, bias=None):
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
     if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2", "granite", "starcoder2", "glm4",
-                    "mixtral", "qwen2_moe", "qwen3_moe"):
+                    "mixtral", "qwen2_moe", "qwen3_moe", "olmoe"):
         raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3, olmo2, granite, starcoder2, glm4, "
-                         "mixtral, qwen2_moe and qwen3_moe")
+                         "mixtral, qwen2_moe, qwen3_moe and olmoe")
     gemma = arch.startswith("gemma")
     act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
     if act not in ("silu", "gelu_pytorch_tanh"):
@@ -217,7 +217,7 @@ def forward(cfg, w, tokens):
             q = linear(x, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
             k = linear(x, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
             v = linear(x, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
-        if arch == "olmo2":  # RMS norm over the whole projection, before the heads
+        if arch in ("olmo2", "olmoe"):  # RMS norm over the whole projection, before the heads
             q = norm(q, w[p + "self_attn.q_norm.weight"])
             k = norm(k, w[p + "self_attn.k_norm.weight"])
         q = q.reshape(T, n_head, head_dim)
@@ -264,7 +264,7 @@ def forward(cfg, w, tokens):
             g = 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
             h = h + linear(g, w[p + "mlp.c_proj.weight"], w[p + "mlp.c_proj.bias"])
             continue
-        if arch in ("mixtral", "qwen2_moe", "qwen3_moe"):
+        if arch in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe"):
             h = h + moe(cfg, w, p, x, arch)
             continue
         if arch in ("phi3", "glm4"):  # gate then up in one projection
@@ -302,7 +302,7 @@ def silu(x):
 
 def moe(cfg, w, p, x, arch):
     """A mixture of experts' feed-forward network (transformers' MixtralSparseMoeBlock,
-    Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock): the router's softmax over the
+    Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock, OlmoeSparseMoeBlock): the router's softmax over the
     experts, the top num_experts_per_tok of them per token, their weights renormalized
     to sum 1 where the model says so (Mixtral always, Qwen's norm_topk_prob), each
     expert a SwiGLU network; Qwen2-MoE adds its shared expert, scaled by the sigmoid of

@@ -77,3 +77,7 @@ gen tiny-deepseek2 -tokenizer qwen2-bpe -arch DeepseekV2ForCausalLM -vocab 320 -
 	-rope-scaling '{"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096, "type": "yarn"}' \
 	-extra '{"first_k_dense_replace": 1, "kv_lora_rank": 256, "moe_intermediate_size": 128, "moe_layer_freq": 1, "n_group": 2, "n_routed_experts": 4, "n_shared_experts": 2, "norm_topk_prob": false, "num_experts_per_tok": 2, "q_lora_rank": 128, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "routed_scaling_factor": 1.0, "scoring_func": "softmax", "topk_group": 1, "topk_method": "group_limited_greedy", "v_head_dim": 64}' \
 	-generation '{"bos_token_id": 311, "eos_token_id": 313}'
+gen tiny-olmoe -tokenizer qwen2-bpe -arch OlmoeForCausalLM -vocab 320 -hidden 256 -ffn 128 -layers 2 -heads 4 \
+	-kvheads 4 -headdim 0 -dtype bf16 -tied=false -shards 1 -experts 4 -rope-theta 10000.0 \
+	-extra '{"num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": false, "clip_qkv": null, "router_aux_loss_coef": 0.01, "rms_norm_eps": 1e-05}' \
+	-generation '{"bos_token_id": 311, "eos_token_id": 313}'

@@ -220,6 +220,9 @@ func main() {
 		case "Qwen3ForCausalLM", "Qwen3MoeForCausalLM":
 			half(p+"self_attn.q_norm.weight", headDim)
 			half(p+"self_attn.k_norm.weight", headDim)
+		case "OlmoeForCausalLM": // q/k norms over the whole projection
+			half(p+"self_attn.q_norm.weight", *heads*headDim)
+			half(p+"self_attn.k_norm.weight", *kvHeads*headDim)
 		case "Olmo2ForCausalLM": // q/k norms over the whole projection
 			half(p+"post_feedforward_layernorm.weight", *hidden)
 			half(p+"self_attn.q_norm.weight", *heads*headDim)
@@ -273,7 +276,7 @@ func main() {
 	}
 	cfg := fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
 		headDimJSON, *ropeTheta, scaling, *tied, ids, more, d.torch)
-	for _, f := range []string{"sliding_window", "hidden_act"} { // -extra gives it: not twice
+	for _, f := range []string{"sliding_window", "hidden_act", "rms_norm_eps"} { // -extra gives it: not twice
 		if strings.Contains(more, `"`+f+`":`) {
 			if loc := regexp.MustCompile(`\n  "` + f + `": [^,]*,`).FindStringIndex(cfg); loc != nil {
 				cfg = cfg[:loc[0]] + cfg[loc[1]:] // the template's, which comes first
