@@ -229,6 +229,20 @@ var archs = []*Arch{
 		Back: [2]string{"Qwen3MoeForCausalLM", "qwen3_moe"}, Family: qwenMoE{}, Experts: qwenExperts,
 	},
 	{
+		HF:   []string{"GraniteMoeForCausalLM", "GraniteMoeSharedForCausalLM"},
+		GGUF: "granitemoe", Top: llamaTop, Layer: withLayer(attnLayer, map[string]string{
+			"input_layernorm.weight":                "attn_norm.weight",
+			"post_attention_layernorm.weight":       "ffn_norm.weight",
+			"block_sparse_moe.router.layer.weight":  "ffn_gate_inp.weight",
+			"block_sparse_moe.input_linear.weight":  "ffn_gate_up_exps.weight", // split (granitemoe.split)
+			"block_sparse_moe.output_linear.weight": "ffn_down_exps.weight",
+			"shared_mlp.input_linear.weight":        "ffn_gate_up_shexp.weight", // split
+			"shared_mlp.output_linear.weight":       "ffn_down_shexp.weight",
+		}),
+		PermuteQK: true, SpacePrefix: true, Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"GraniteMoeForCausalLM", "granitemoe"}, Family: granitemoe{},
+	},
+	{
 		HF:   []string{"OlmoeForCausalLM"},
 		GGUF: "olmoe", Top: llamaTop, Layer: withLayer(withLayer(attnLayer, qwenMoELayer), qkNorm),
 		Skip: []string{"self_attn.rotary_emb.inv_freq"}, WideQKNorm: true,

@@ -20,8 +20,8 @@
 // GraniteForCausalLM (llama.go), Starcoder2ForCausalLM, Glm4ForCausalLM (glm4.go),
 // SmolLM3ForCausalLM, Olmo2ForCausalLM (olmo2.go), Mistral3ForConditionalGeneration's
 // text model, and the mixtures of experts MixtralForCausalLM, Qwen2MoeForCausalLM,
-// Qwen3MoeForCausalLM, OlmoeForCausalLM (moe.go: per-expert tensors stacked as the
-// stream goes, Walk)
+// Qwen3MoeForCausalLM, OlmoeForCausalLM, GraniteMoeForCausalLM (moe.go: per-expert
+// tensors stacked as the stream goes, Walk; fused ones split)
 // and DeepseekV2ForCausalLM/DeepseekV3ForCausalLM (deepseek.go)
 // (grouped-query attention, tied or untied embeddings, sharded checkpoints), with a
 // SentencePiece tokenizer.model or a byte-level BPE tokenizer.json (bpe.go; llama.cpp's

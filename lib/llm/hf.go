@@ -219,6 +219,8 @@ type Checkpoint struct {
 	// expertParams and perExpert count the stacked tensors' parameters, all and one
 	// expert's, for the size label ("8x1.2M").
 	expertParams, perExpert int64
+	// stackedParams and stackedPerExpert are the same of tensors stacked already.
+	stackedParams, stackedPerExpert int64
 	// shapes are the checkpoint's tensors by name.
 	shapes map[string]TensorShape
 	// computedData are the computed tensors (see computed) of a model from a GGUF
@@ -372,6 +374,10 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			n *= d
 		}
 		params += n
+		if len(t.Shape) == 3 && t.Shape[0] > 0 && strings.Contains(g, "_exps.") { // experts stacked already
+			cp.stackedParams += n
+			cp.stackedPerExpert += n / t.Shape[0]
+		}
 		if len(t.Shape) >= 2 {
 			types[t.DType]++
 		}
@@ -435,6 +441,8 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 	if cp.expertParams, cp.perExpert, err = cp.stacks.check(cp, cp.experts, cp.expertShape); err != nil {
 		return 0, 0, err
 	}
+	cp.expertParams += cp.stackedParams
+	cp.perExpert += cp.stackedPerExpert
 	if !have["token_embd.weight"] {
 		hf, _ := cp.Arch.HFName("token_embd.weight")
 		return 0, 0, fmt.Errorf("config.json: vocab_size %d cannot be checked against the embedding rows: the checkpoint has no %q (which llama.cpp needs too)", h.Vocab, hf)

@@ -40,9 +40,11 @@ var checkpoints = []struct {
 // moeCheckpoints are the mixtures of experts (testdata/hf/README.md): tiny-qwen3moe,
 // tiny-qwen2moe (shared expert, three shards), tiny-mixtral (8 experts, the
 // expert-count rules of the presets), tiny-deepseek3 and tiny-deepseek2 (latent
-// attention, leading dense block; DeepSeek-V3's MTP layer left out) and tiny-olmoe. DeepSeek's do not
-// go back to Hugging Face's layout yet (TestMoEBackRefused).
-var moeCheckpoints = []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2", "tiny-olmoe"}
+// attention, leading dense block; DeepSeek-V3's MTP layer left out), tiny-olmoe and
+// tiny-granitemoe (experts stacked already, gate and up fused: split). DeepSeek's and
+// Granite-MoE's split tensors do not go back to Hugging Face's layout yet
+// (TestMoEBackRefused).
+var moeCheckpoints = []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2", "tiny-olmoe", "tiny-granitemoe"}
 
 // moeBack are the mixtures of experts whose imports go back to their checkpoints,
 // the experts unstacked (TestHFRoundTrip), with the sizes of the shards to export

@@ -518,3 +518,115 @@ func (olmoe) HFConfig(_ *Checkpoint, g ggufKVs, cfg *jsonObject) error {
 	moeConfig(g, cfg, "num_experts", false)
 	return nil
 }
+
+// granitemoe is Granite-MoE's code (the converter's GraniteMoeModel, a GraniteModel):
+// Granite's keys with the base's expert keys and the shared experts' intermediate
+// size; its experts come stacked already ([experts, 2 x intermediate_size, hidden]
+// input_linear, gate rows then up rows of each expert), which the converter splits
+// into ffn_gate_exps and ffn_up_exps, and so the shared experts' input_linear.
+type granitemoe struct{ granite }
+
+func (g granitemoe) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
+	kvs, err := g.granite.KVs(cp, base)
+	if err != nil {
+		return nil, err
+	}
+	if n, ok, err := cp.config.int("shared_intermediate_size", false); err != nil {
+		return nil, err
+	} else if ok && n != 0 {
+		kvs = append(kvs, gguf.KV{Key: cp.Arch.GGUF + ".expert_shared_feed_forward_length", Value: gguf.Uint32(uint32(n))})
+	}
+	return kvs, nil
+}
+
+// shapeOf gives the fused tensors' shapes, which the split relies on.
+func (granitemoe) shapeOf(cp *Checkpoint, suffix string) ([]int64, string, bool, error) {
+	h := cp.Hparams
+	switch suffix {
+	case "ffn_gate_up_exps.weight":
+		return []int64{int64(cp.experts), 2 * int64(h.FFN), int64(h.Hidden)}, "num_local_experts/intermediate_size/hidden_size", true, nil
+	case "ffn_down_exps.weight":
+		return []int64{int64(cp.experts), int64(h.Hidden), int64(h.FFN)}, "num_local_experts/hidden_size/intermediate_size", true, nil
+	case "ffn_gate_up_shexp.weight":
+		n, ok, err := cp.config.int("shared_intermediate_size", false)
+		if !ok {
+			n = h.FFN
+		}
+		return []int64{2 * int64(n), int64(h.Hidden)}, "shared_intermediate_size/hidden_size", true, err
+	}
+	return nil, "", false, nil
+}
+
+func (granitemoe) split(cp *Checkpoint, name string, layer int, rest string) ([]Part, bool, error) {
+	var gate, up string
+	switch rest {
+	case "block_sparse_moe.input_linear.weight":
+		gate, up = "ffn_gate_exps.weight", "ffn_up_exps.weight"
+	case "shared_mlp.input_linear.weight":
+		gate, up = "ffn_gate_shexp.weight", "ffn_up_shexp.weight"
+	default:
+		return nil, false, nil
+	}
+	src := cp.shapes[name]
+	info := src.DType.Info()
+	if info.BlockElems != 1 || len(src.Shape) < 2 || src.Shape[len(src.Shape)-2]%2 != 0 {
+		return nil, true, fmt.Errorf("tensor %q is %v %v; apr splits a float [..., 2 x rows, cols] tensor only", name, src.DType, src.Shape)
+	}
+	shape := slices.Clone(src.Shape)
+	shape[len(shape)-2] /= 2
+	halfBytes := shape[len(shape)-2] * shape[len(shape)-1] * int64(info.BlockBytes)
+	blocks := int64(1)
+	if len(shape) == 3 {
+		blocks = shape[0]
+	}
+	mk := func(g string, second bool) Part {
+		return Part{
+			Info:    container.TensorInfo{Name: fmt.Sprintf("blk.%d.%s", layer, g), DType: src.DType, Shape: shape},
+			Sources: []string{name},
+			read: func(open func(string) (io.Reader, error)) (io.Reader, error) {
+				r, err := open(name)
+				if err != nil {
+					return nil, err
+				}
+				return &halvesReader{name: name, r: r, blocks: blocks, half: halfBytes, second: second}, nil
+			},
+		}
+	}
+	return []Part{mk(gate, false), mk(up, true)}, true, nil
+}
+
+// halvesReader reads the first or the second half of each of blocks blocks of r (each
+// expert's gate rows, or its up rows), one expert in memory at a time.
+type halvesReader struct {
+	name         string
+	r            io.Reader
+	blocks, half int64
+	second       bool
+	done         int64
+	buf, pending []byte
+}
+
+func (h *halvesReader) Read(p []byte) (int, error) {
+	if len(h.pending) == 0 {
+		if h.done == h.blocks {
+			return 0, io.EOF
+		}
+		if h.buf == nil {
+			h.buf = make([]byte, 2*h.half)
+		}
+		if _, err := io.ReadFull(h.r, h.buf); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, fmt.Errorf("tensor %q: %w", h.name, err)
+		}
+		h.done++
+		h.pending = h.buf[:h.half]
+		if h.second {
+			h.pending = h.buf[h.half:]
+		}
+	}
+	n := copy(p, h.pending)
+	h.pending = h.pending[n:]
+	return n, nil
+}

@@ -86,6 +86,8 @@ func TestExpertErrors(t *testing.T) {
 			`the checkpoint has no "model.layers.0.mlp.up_proj.weight", which layer 0`},
 		{"router missing", "tiny-deepseek2", drop("model.layers.1.mlp.gate.weight"), [2]string{},
 			`the checkpoint has no "model.layers.1.mlp.gate.weight", which layer 1`},
+		{"fused experts", "tiny-granitemoe", reshape("model.layers.1.block_sparse_moe.input_linear.weight", 4, 255, 256), [2]string{},
+			`num_local_experts/intermediate_size/hidden_size give tensor "model.layers.1.block_sparse_moe.input_linear.weight" the shape [4 256 256], but it has [4 255 256]`},
 		{"gating function", "tiny-deepseek3", nil, [2]string{`"scoring_func": "sigmoid"`, `"scoring_func": "tanh"`},
 			`scoring_func tanh is not a gating function llama.cpp knows`},
 	} {
@@ -179,7 +181,7 @@ func FuzzMoECheckpoint(f *testing.F) {
 		shapes []TensorShape
 	}
 	var ckpts []ckpt
-	for i, name := range []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2", "tiny-olmoe"} {
+	for i, name := range []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2", "tiny-olmoe", "tiny-granitemoe"} {
 		files, shapes := ckptOf(f, name)
 		ckpts = append(ckpts, ckpt{files, shapes})
 		f.Add(uint8(i), files["config.json"], uint16(0xffff), uint16(0xffff), int64(0))

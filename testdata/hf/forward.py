@@ -23,7 +23,7 @@ multipliers of the embeddings, attention scores, residual branches and logits;
 StarCoder2's LayerNorms with biases, biased projections and GELU feed-forward of two;
 GLM-4's norms after attention and feed-forward besides before, fused gate/up, and its
 rotary embedding of interleaved pairs over half of each head; Mixtral's, Qwen2-MoE's,
-Qwen3-MoE's and OLMoE's mixtures of experts (softmax routing to the top-k experts, Qwen2-MoE's
+Qwen3-MoE's, OLMoE's and Granite-MoE's mixtures of experts (softmax routing to the top-k experts, Qwen2-MoE's
 shared expert with its sigmoid gate).
 
     forward.py CKPT --tokens 1,450,... [--out ref.f64]
@@ -127,9 +127,9 @@ def linear(x, w, bias=None):
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
     if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2", "granite", "starcoder2", "glm4",
-                    "mixtral", "qwen2_moe", "qwen3_moe", "olmoe"):
+                    "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoeshared", "granitemoe"):
         raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3, olmo2, granite, starcoder2, glm4, "
-                         "mixtral, qwen2_moe, qwen3_moe and olmoe")
+                         "mixtral, qwen2_moe, qwen3_moe, olmoe and granitemoe(shared)")
     gemma = arch.startswith("gemma")
     act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
     if act not in ("silu", "gelu_pytorch_tanh"):
@@ -189,7 +189,7 @@ def forward(cfg, w, tokens):
             y = c / np.sqrt(np.mean(c * c, axis=-1, keepdims=True) + ln_eps) * wt
             return y if bias is None else y + bias
     scale = cfg.get("query_pre_attn_scalar", head_dim) ** -0.5 if gemma else head_dim ** -0.5
-    granite = arch == "granite"
+    granite = arch.startswith("granite")
     if granite:
         scale = cfg.get("attention_multiplier") or scale
     residual = cfg.get("residual_multiplier", 1.0) if granite else 1.0
@@ -264,8 +264,8 @@ def forward(cfg, w, tokens):
             g = 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
             h = h + linear(g, w[p + "mlp.c_proj.weight"], w[p + "mlp.c_proj.bias"])
             continue
-        if arch in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe"):
-            h = h + moe(cfg, w, p, x, arch)
+        if arch in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "granitemoeshared"):
+            h = h + residual * moe(cfg, w, p, x, arch)
             continue
         if arch in ("phi3", "glm4"):  # gate then up in one projection
             g, u = np.split(linear(x, w[p + "mlp.gate_up_proj.weight"]), 2, axis=-1)
@@ -307,6 +307,21 @@ def moe(cfg, w, p, x, arch):
     to sum 1 where the model says so (Mixtral always, Qwen's norm_topk_prob), each
     expert a SwiGLU network; Qwen2-MoE adds its shared expert, scaled by the sigmoid of
     its gate."""
+    if arch.startswith("granitemoe"):  # experts stacked, gate and up fused; top-k, then softmax over those
+        k = cfg["num_experts_per_tok"]
+        logits = linear(x, w[p + "block_sparse_moe.router.layer.weight"])
+        fused, down = w[p + "block_sparse_moe.input_linear.weight"], w[p + "block_sparse_moe.output_linear.weight"]
+        out = np.zeros_like(x)
+        for t in range(x.shape[0]):
+            top = np.argsort(-logits[t], kind="stable")[:k]
+            e = np.exp(logits[t, top] - logits[t, top].max())
+            for i, wt in zip(top, e / e.sum()):
+                g, u = np.split(fused[i] @ x[t], 2)
+                out[t] += wt * (down[i] @ (silu(g) * u))
+        if p + "shared_mlp.input_linear.weight" in w:
+            g, u = np.split(linear(x, w[p + "shared_mlp.input_linear.weight"]), 2, axis=-1)
+            out = out + linear(silu(g) * u, w[p + "shared_mlp.output_linear.weight"])
+        return out
     if arch == "mixtral":
         router, experts, names, norm_topk = "block_sparse_moe.gate.weight", "block_sparse_moe.experts.", ("w1", "w3", "w2"), True
     else:

@@ -81,3 +81,6 @@ gen tiny-olmoe -tokenizer qwen2-bpe -arch OlmoeForCausalLM -vocab 320 -hidden 25
 	-kvheads 4 -headdim 0 -dtype bf16 -tied=false -shards 1 -experts 4 -rope-theta 10000.0 \
 	-extra '{"num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": false, "clip_qkv": null, "router_aux_loss_coef": 0.01, "rms_norm_eps": 1e-05}' \
 	-generation '{"bos_token_id": 311, "eos_token_id": 313}'
+gen tiny-granitemoe -tokenizer "$spm" -arch GraniteMoeSharedForCausalLM -vocab 512 -hidden 256 -ffn 128 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 0 -dtype bf16 -tied=true -shards 1 -experts 4 -shared-ffn 256 -rope-theta 10000.0 \
+	-extra '{"num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 256, "attention_multiplier": 0.015625, "embedding_multiplier": 12.0, "residual_multiplier": 0.22, "logits_scaling": 8.0}'

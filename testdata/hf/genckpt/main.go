@@ -305,9 +305,20 @@ func main() {
 // router and each expert's three projections, under Mixtral's names
 // (block_sparse_moe.experts.E.w1/w2/w3, gate, down and up) or Qwen-MoE's
 // (mlp.experts.E.gate_proj/up_proj/down_proj), and Qwen2-MoE's shared expert with
-// its gate when shared is not 0.
+// its gate when shared is not 0; Granite-MoE's are stacked already, gate and up fused
+// (block_sparse_moe.input_linear), with its shared_mlp.
 func moeLayer(half func(string, ...int64), p, arch string, experts int, ffn, shared, hidden int64) {
 	e := int64(experts)
+	if arch == "GraniteMoeForCausalLM" || arch == "GraniteMoeSharedForCausalLM" { // experts already stacked, gate and up fused
+		half(p+"block_sparse_moe.router.layer.weight", e, hidden)
+		half(p+"block_sparse_moe.input_linear.weight", e, 2*ffn, hidden)
+		half(p+"block_sparse_moe.output_linear.weight", e, hidden, ffn)
+		if shared > 0 {
+			half(p+"shared_mlp.input_linear.weight", 2*shared, hidden)
+			half(p+"shared_mlp.output_linear.weight", hidden, shared)
+		}
+		return
+	}
 	if arch == "MixtralForCausalLM" {
 		half(p+"block_sparse_moe.gate.weight", e, hidden)
 		for x := range experts {
