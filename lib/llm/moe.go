@@ -132,7 +132,7 @@ type expertSet struct {
 }
 
 // add records tensor t, expert e of the stacked tensor g.
-func (s *expertSet) add(g string, e int, t TensorShape) error {
+func (s *expertSet) add(g string, e int, t TensorShape) {
 	if s.byStacked == nil {
 		s.byStacked = map[string][]TensorShape{}
 	}
@@ -145,7 +145,17 @@ func (s *expertSet) add(g string, e int, t TensorShape) error {
 	}
 	list[e] = t
 	s.byStacked[g] = list
-	return nil
+}
+
+// firstExpert is the lowest-numbered expert of a stacked tensor that the checkpoint
+// has, and its tensor.
+func firstExpert(list []TensorShape) (int, TensorShape) {
+	for e, t := range list {
+		if t.Name != "" {
+			return e, t
+		}
+	}
+	return -1, TensorShape{}
 }
 
 // check checks that each stacked tensor has exactly the n experts config.json
@@ -157,21 +167,15 @@ func (s *expertSet) check(cp *Checkpoint, n int, want func(stacked string) ([]in
 		return 0, 0, nil
 	}
 	if n == 0 {
-		return 0, 0, fmt.Errorf("config.json gives no expert count (num_local_experts, num_experts or n_routed_experts), but the checkpoint has per-expert tensors such as %q",
-			s.byStacked[s.order[0]][len(s.byStacked[s.order[0]])-1].Name)
+		_, t := firstExpert(s.byStacked[s.order[0]])
+		return 0, 0, fmt.Errorf("config.json gives no expert count (num_local_experts, num_experts or n_routed_experts), but the checkpoint has per-expert tensors such as %q", t.Name)
 	}
+	l := cp.Arch.Experts
 	for _, g := range s.order { // a layer with experts has each projection of them
 		blk := g[:strings.IndexByte(g[4:], '.')+5]
-		for _, p := range cp.Arch.Experts.proj {
+		for _, p := range l.proj {
 			if _, ok := s.byStacked[blk+p[1]]; !ok {
-				list := s.byStacked[g]
-				var t TensorShape
-				for _, t = range list {
-					if t.Name != "" {
-						break
-					}
-				}
-				l := cp.Arch.Experts
+				_, t := firstExpert(s.byStacked[g])
 				hf := t.Name[:strings.Index(t.Name, l.prefix)+len(l.prefix)] + "0." + p[0]
 				return 0, 0, fmt.Errorf("the checkpoint has no %q (nor any expert's %s), but has %q: llama.cpp's %s%s stacks them", hf, p[0], t.Name, blk, p[1])
 			}
@@ -182,14 +186,7 @@ func (s *expertSet) check(cp *Checkpoint, n int, want func(stacked string) ([]in
 		if len(list) > n {
 			return 0, 0, fmt.Errorf("config.json gives %d experts, but the checkpoint has tensor %q (expert %d)", n, list[len(list)-1].Name, len(list)-1)
 		}
-		first := -1
-		for e, t := range list {
-			if t.Name != "" {
-				first = e
-				break
-			}
-		}
-		ref := list[first]
+		first, ref := firstExpert(list)
 		for e := range n {
 			if e >= len(list) || list[e].Name == "" {
 				return 0, 0, fmt.Errorf("the checkpoint has no %q: expert %d of the %d that config.json gives, which llama.cpp's %s stacks",
