@@ -3,8 +3,10 @@ package llm
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/tensor"
 )
@@ -306,3 +308,72 @@ func (k *kvbReader) head() error {
 	k.pending = k.out[:k.nope*row]
 	return nil
 }
+
+// maxKB caps the attn_k_b tensor held on the way back to Hugging Face's layout
+// (DeepSeek-V3's is 128 x 512 x 128 values: 32 MiB in F32).
+const maxKB = 1 << 30
+
+// kvbInfo is kv_b_proj's table entry from its two halves' (k_b [heads, kv_lora, nope],
+// v_b [heads, v, kv_lora]): [heads x (nope + v), kv_lora], under attn_kv_b's name.
+func kvbInfo(k, v container.TensorInfo) (container.TensorInfo, error) {
+	if len(k.Shape) != 3 || len(v.Shape) != 3 || k.Shape[0] != v.Shape[0] || k.Shape[1] != v.Shape[2] || k.DType != v.DType ||
+		k.DType.Info().BlockElems != 1 || strings.TrimSuffix(k.Name, "attn_k_b.weight") != strings.TrimSuffix(v.Name, "attn_v_b.weight") {
+		return v, fmt.Errorf("tensors %q %v %v and %q %v %v are not the two halves of one kv_b_proj ([heads, kv_lora, nope] and [heads, v, kv_lora] of one float type)",
+			k.Name, k.DType, k.Shape, v.Name, v.DType, v.Shape)
+	}
+	return container.TensorInfo{Name: strings.TrimSuffix(k.Name, "attn_k_b.weight") + "attn_kv_b.weight", DType: k.DType,
+		Shape: []int64{k.Shape[0] * (k.Shape[2] + v.Shape[1]), k.Shape[1]}}, nil
+}
+
+// joinKVB makes kv_b_proj again from attn_k_b (info, r: held whole, since each head's
+// key rows come before its value rows) and the attn_v_b that follows it in the stream:
+// each head's key rows transposed back, then its value rows.
+func (s *hfStream) joinKVB(k container.TensorInfo, r io.Reader) (container.TensorInfo, io.Reader, error) {
+	size, err := dtype.Size(k.DType, k.Shape)
+	if err != nil || size > maxKB {
+		return k, nil, fmt.Errorf("tensor %q (shape %v): over the %d bytes apr holds to join kv_b_proj back (%v)", k.Name, k.Shape, maxKB, err)
+	}
+	keys := make([]byte, size)
+	if _, err := io.ReadFull(r, keys); err != nil {
+		return k, nil, tensor.Wrap(k.Name, err)
+	}
+	v, vr, err := s.next()
+	if err != nil {
+		return k, nil, err
+	}
+	info, err := kvbInfo(k, v)
+	if err != nil {
+		return k, nil, err
+	}
+	heads, kvl, nope, vd := k.Shape[0], k.Shape[1], k.Shape[2], v.Shape[1]
+	e := int64(k.DType.Info().BlockBytes)
+	head := make([]byte, (nope+vd)*kvl*e)
+	var pending []byte
+	h := int64(0)
+	return info, readerFunc(func(p []byte) (int, error) {
+		if len(pending) == 0 {
+			if h == heads {
+				return 0, io.EOF
+			}
+			kh := keys[h*kvl*nope*e:]
+			for i := range nope { // [kv_lora, nope] -> [nope, kv_lora]
+				for j := range kvl {
+					copy(head[(i*kvl+j)*e:(i*kvl+j+1)*e], kh[(j*nope+i)*e:(j*nope+i+1)*e])
+				}
+			}
+			if _, err := io.ReadFull(vr, head[nope*kvl*e:]); err != nil {
+				return 0, tensor.Wrap(v.Name, err)
+			}
+			h++
+			pending = head
+		}
+		n := copy(p, pending)
+		pending = pending[n:]
+		return n, nil
+	}), nil
+}
+
+// readerFunc is an io.Reader of a function.
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

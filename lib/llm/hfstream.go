@@ -118,9 +118,22 @@ func (cp *Checkpoint) HFStream(s stream.Stream, withConfig bool) stream.Stream {
 	}
 	if h.Table != nil {
 		h.Table = make([]container.TensorInfo, 0, len(h.Table))
+		var keys container.TensorInfo
 		for _, t := range s.Header().Table {
 			if _, ok := computed[t.Name]; ok && (withConfig || cp.computedData[t.Name] != nil) {
 				continue
+			}
+			if strings.HasSuffix(t.Name, ".attn_k_b.weight") {
+				keys = t // joined with the next, attn_v_b (joinKVB)
+				continue
+			}
+			if strings.HasSuffix(t.Name, ".attn_v_b.weight") && keys.Name != "" {
+				var err error
+				if t, err = kvbInfo(keys, t); err != nil {
+					h.Table = nil // Next reports the error
+					break
+				}
+				keys = container.TensorInfo{}
 			}
 			if names, shape, ok := cp.Arch.Experts.unstacked(t); ok {
 				for _, n := range names {
@@ -150,7 +163,7 @@ func (s *hfStream) hfName(g string) (string, error) {
 		return "", fmt.Errorf("tensor %q holds %s, which the converter computes from config.json; a model from a GGUF file has no config.json to write them back into (apr-st export writes a checkpoint only where it can make the same GGUF again)", g, what)
 	}
 	if strings.HasSuffix(g, ".attn_k_b.weight") || strings.HasSuffix(g, ".attn_v_b.weight") {
-		return "", fmt.Errorf("tensor %q is one half of a latent attention's kv_b_proj, which the converter splits; apr does not join the halves back into Hugging Face's kv_b_proj yet", g)
+		return "", fmt.Errorf("tensor %q is one half of a latent attention's kv_b_proj, which the converter splits, without the other half after it", g)
 	}
 	return s.cp.Arch.HFName(g)
 }
@@ -246,6 +259,11 @@ func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
 	if names, shape, ok := s.cp.Arch.Experts.unstacked(info); ok {
 		s.experts, s.expertShape, s.expertDType, s.stacked, s.prev = names, shape, info.DType, r, nil
 		return s.nextExpert()
+	}
+	if strings.HasSuffix(info.Name, ".attn_k_b.weight") {
+		if info, r, err = s.joinKVB(info, r); err != nil {
+			return info, nil, err
+		}
 	}
 	hf, err := s.hfName(info.Name)
 	if err != nil {

@@ -41,9 +41,8 @@ var checkpoints = []struct {
 // tiny-qwen2moe (shared expert, three shards), tiny-mixtral (8 experts, the
 // expert-count rules of the presets), tiny-deepseek3 and tiny-deepseek2 (latent
 // attention, leading dense block; DeepSeek-V3's MTP layer left out), tiny-olmoe and
-// tiny-granitemoe (experts stacked already, gate and up fused: split). DeepSeek's and
-// Granite-MoE's split tensors do not go back to Hugging Face's layout yet
-// (TestMoEBackRefused).
+// tiny-granitemoe (experts stacked already, gate and up fused: split). Granite-MoE's
+// split gate and up do not go back to Hugging Face's layout yet (TestMoEBackRefused).
 var moeCheckpoints = []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2", "tiny-olmoe", "tiny-granitemoe"}
 
 // moeBack are the mixtures of experts whose imports go back to their checkpoints,
@@ -52,7 +51,12 @@ var moeCheckpoints = []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", 
 var moeBack = []struct {
 	name  string
 	shard int64
-}{{"tiny-qwen3moe", 0}, {"tiny-qwen2moe", 2757888}, {"tiny-mixtral", 0}, {"tiny-olmoe", 0}}
+}{{"tiny-qwen3moe", 0}, {"tiny-qwen2moe", 2757888}, {"tiny-mixtral", 0}, {"tiny-olmoe", 0}, {"tiny-deepseek2", 0}}
+
+// moeGGUFBack are those that also come back from a GGUF file alone, their config.json
+// generated (TestGGUFBack): all but DeepSeek's, whose yarn rope scaling is not written
+// back into config.json yet.
+var moeGGUFBack = moeBack[:4]
 
 // converted are the checkpoints whose conversions are compared with llama.cpp's.
 func converted() []string {

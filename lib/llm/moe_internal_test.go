@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/safetensors"
 )
@@ -244,4 +245,24 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// TestKVBJoinChecks: the halves of kv_b_proj join only when they fit together.
+func TestKVBJoinChecks(t *testing.T) {
+	k := container.TensorInfo{Name: "blk.3.attn_k_b.weight", DType: dtype.BF16, Shape: []int64{2, 256, 64}}
+	v := container.TensorInfo{Name: "blk.3.attn_v_b.weight", DType: dtype.BF16, Shape: []int64{2, 64, 256}}
+	if got, err := kvbInfo(k, v); err != nil || got.Name != "blk.3.attn_kv_b.weight" || !slices.Equal(got.Shape, []int64{256, 256}) {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range []container.TensorInfo{
+		{Name: "blk.4.attn_v_b.weight", DType: dtype.BF16, Shape: []int64{2, 64, 256}},
+		{Name: "blk.3.attn_v_b.weight", DType: dtype.F16, Shape: []int64{2, 64, 256}},
+		{Name: "blk.3.attn_v_b.weight", DType: dtype.BF16, Shape: []int64{2, 64, 128}},
+		{Name: "blk.3.attn_v_b.weight", DType: dtype.BF16, Shape: []int64{4, 64, 256}},
+		{Name: "blk.3.attn_v_b.weight", DType: dtype.BF16, Shape: []int64{128, 256}},
+	} {
+		if _, err := kvbInfo(k, bad); err == nil || !strings.Contains(err.Error(), "are not the two halves of one kv_b_proj") {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
 }
