@@ -12,7 +12,7 @@ PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
 .PHONY: all build test test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
-        test-docs test-ollama test-browser golden lint demo models browser bench bench-llm bench-giant fuzz install clean
+        test-docs test-ollama test-oms test-browser golden lint demo models browser bench bench-llm bench-giant fuzz install clean
 
 all: build
 
@@ -56,7 +56,7 @@ lint:
 # under GOEXPERIMENT=simd), pure Go, arm64 under qemu-user, js/wasm under node, wasip1
 # under wazero, brief fuzzing. The whole-pipeline tests (./pipelines) are part of
 # test-native; they build the programs themselves.
-test: lint test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-ollama test-browser
+test: lint test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-ollama test-oms test-browser
 
 test-native:
 	$(GO) test ./...
@@ -97,6 +97,12 @@ test-fuzz:
 # library never depends on Ollama.
 test-ollama:
 	cd pipelines/ollama && $(GO) vet . && $(GO) test -count=1 .
+
+# OMS bundles apr writes, checked by sigstore-go and the spec's JSON schemas
+# (docs/SIGNING.md): pipelines/oms is a module of its own, so that apr's go.mod keeps
+# only the libraries apr needs.
+test-oms:
+	cd pipelines/oms && $(GO) vet . && $(GO) test -count=1 .
 
 test-pipelines:
 	$(GO) test -count=1 ./pipelines/
@@ -156,7 +162,7 @@ bench-giant:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/
 	$(GO) test -run '^$$' -bench EmbeddedColdStart -benchtime 500x ./pipelines/
-	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec .ci/bench-distill .ci/bench-llm .ci/bench-predict .ci/bench-vs-llama; do \
+	for b in .ci/bench .ci/bench-quant .ci/bench-st .ci/bench-gguf .ci/bench-sec .ci/bench-oms .ci/bench-distill .ci/bench-llm .ci/bench-predict .ci/bench-vs-llama; do \
 		[ ! -x $$b ] || PATH="$(BIN):$$PATH" $$b || exit 1; \
 	done
 

@@ -39,18 +39,20 @@ func benchDequantize(b *testing.B, d dtype.DType) {
 	}
 }
 
-func BenchmarkQuantizeQ8_0(b *testing.B) { benchQuantize(b, dtype.Q8_0) }
-func BenchmarkQuantizeQ4_0(b *testing.B) { benchQuantize(b, dtype.Q4_0) }
-func BenchmarkQuantizeQ4_1(b *testing.B) { benchQuantize(b, dtype.Q4_1) }
-func BenchmarkQuantizeQ5_0(b *testing.B) { benchQuantize(b, dtype.Q5_0) }
-func BenchmarkQuantizeQ5_1(b *testing.B) { benchQuantize(b, dtype.Q5_1) }
-func BenchmarkQuantizeQ2_K(b *testing.B) { benchQuantize(b, dtype.Q2_K) }
-func BenchmarkQuantizeQ3_K(b *testing.B) { benchQuantize(b, dtype.Q3_K) }
-func BenchmarkQuantizeQ4_K(b *testing.B) { benchQuantize(b, dtype.Q4_K) }
-func BenchmarkQuantizeQ5_K(b *testing.B) { benchQuantize(b, dtype.Q5_K) }
-func BenchmarkQuantizeQ6_K(b *testing.B) { benchQuantize(b, dtype.Q6_K) }
-func BenchmarkQuantizeF16(b *testing.B)  { benchQuantize(b, dtype.F16) }
-func BenchmarkQuantizeBF16(b *testing.B) { benchQuantize(b, dtype.BF16) }
+func BenchmarkQuantizeQ8_0(b *testing.B)  { benchQuantize(b, dtype.Q8_0) }
+func BenchmarkQuantizeQ4_0(b *testing.B)  { benchQuantize(b, dtype.Q4_0) }
+func BenchmarkQuantizeQ4_1(b *testing.B)  { benchQuantize(b, dtype.Q4_1) }
+func BenchmarkQuantizeQ5_0(b *testing.B)  { benchQuantize(b, dtype.Q5_0) }
+func BenchmarkQuantizeQ5_1(b *testing.B)  { benchQuantize(b, dtype.Q5_1) }
+func BenchmarkQuantizeQ2_K(b *testing.B)  { benchQuantize(b, dtype.Q2_K) }
+func BenchmarkQuantizeQ3_K(b *testing.B)  { benchQuantize(b, dtype.Q3_K) }
+func BenchmarkQuantizeQ4_K(b *testing.B)  { benchQuantize(b, dtype.Q4_K) }
+func BenchmarkQuantizeQ5_K(b *testing.B)  { benchQuantize(b, dtype.Q5_K) }
+func BenchmarkQuantizeQ6_K(b *testing.B)  { benchQuantize(b, dtype.Q6_K) }
+func BenchmarkQuantizeMXFP4(b *testing.B) { benchQuantize(b, dtype.MXFP4) }
+func BenchmarkQuantizeNVFP4(b *testing.B) { benchQuantize(b, dtype.NVFP4) }
+func BenchmarkQuantizeF16(b *testing.B)   { benchQuantize(b, dtype.F16) }
+func BenchmarkQuantizeBF16(b *testing.B)  { benchQuantize(b, dtype.BF16) }
 
 // benchChecked runs QuantizeChecked on one chunk as apr-quant does (1 MiB of
 // float32 values per call), which shows the kernels' loops without the

@@ -10,10 +10,11 @@
 //
 // Dequantize decodes every GGML block type in lib/dtype, following ggml's
 // dequantize_row_* functions, including the types that have no quantizer
-// here (IQ4_NL, IQ4_XS, MXFP4 and the grid-based IQ2_XXS to IQ1_M, whose
+// here (IQ4_NL, IQ4_XS and the grid-based IQ2_XXS to IQ1_M, whose
 // codebooks are stored compactly in iqgrids.go) and ggml's newest NVFP4, Q1_0
 // and Q2_0 (newtypes.go; they also quantize, byte for byte as ggml's reference
 // quantizers: testdata/quant has ggml's bytes and decoded values for them);
+// MXFP4 quantizes too, as ggml's quantize_row_mxfp4_ref (other.go);
 // .ci/test-peers-gguf checks the grid types and the newest three against
 // llama.cpp bit for bit.
 //

@@ -42,6 +42,10 @@ var goldenSHA = map[string]string{
 	"nvfp4.dequant.f32":     "f4ea2cfb16d148be001b4c2687e731b9a73b4cc867190a99d82495b7f0b4c2b6",
 	"q1_0.dequant.f32":      "bf99e2205cc2cbf195f86d5b8c8c0adad73cd15bd45817678f9bfa2bd96a0080",
 	"q2_0.dequant.f32":      "51a899eab6be2ec7c2f82c9c9a9d15a2b68e3bf8ad9fced28e51dbd7759a9f89",
+	"mxfp4.bin":             "ef5074b53ecba352c113d6efe8c62430b7f55f5b9e4f3e707cf55413dd5e33a8",
+	"mxfp4_edge.f32":        "fb44d8ef018dae75c079a45d8010bf79c45355da326fbdb466b5093f8bbc074e",
+	"mxfp4_edge.bin":        "afb79b43a941eec6b757362e3db5d280c8c0ecbe748151b6adb9c8d8fc91d10f",
+	"mxfp4.dequant.f32":     "f651bd0fb70f21658d135850e3adb6b0a3ca4207b94d403575ec6754190197e1",
 }
 
 const (
@@ -111,6 +115,7 @@ var ggmlDequantGoldens = []struct {
 	{"nvfp4.bin", "nvfp4.dequant.f32", dtype.NVFP4},
 	{"q1_0.bin", "q1_0.dequant.f32", dtype.Q1_0},
 	{"q2_0.bin", "q2_0.dequant.f32", dtype.Q2_0},
+	{"mxfp4.bin", "mxfp4.dequant.f32", dtype.MXFP4},
 }
 
 // TestGoldenDequantizeGGML checks our decoding of ggml's bytes against ggml's own,
@@ -353,4 +358,29 @@ func errorBound(t dtype.DType) float64 {
 		return 0.4
 	}
 	return 0.7
+}
+
+// TestGoldenMXFP4Edges checks ggml's MXFP4 quantizer on the block maxima where
+// its exponent is delicate: a few ulps around every power of two from 2^-149 to
+// 2^127 (log2f's rounding, the undefined negative conversion below 2^-125).
+func TestGoldenMXFP4Edges(t *testing.T) {
+	x := floatsLE(readGolden(t, "mxfp4_edge.f32"))
+	want := readGolden(t, "mxfp4_edge.bin")
+	got := make([]byte, len(want))
+	if err := Quantize(dtype.MXFP4, got, x); err != nil {
+		t.Fatal(err)
+	}
+	for b := 0; b < len(want); b += 17 {
+		if !bytes.Equal(got[b:b+17], want[b:b+17]) {
+			t.Fatalf("block %d (max %g): % x, ggml writes % x", b/17, maxAbs(x[b/17*32:b/17*32+32]), got[b:b+17], want[b:b+17])
+		}
+	}
+}
+
+func maxAbs(x []float32) float32 {
+	var m float32
+	for _, v := range x {
+		m = max(m, abs32(v))
+	}
+	return m
 }

@@ -28,7 +28,8 @@ func TestRoundTripRandom(t *testing.T) {
 		dtype.Q4_0: 1.0 / 8, dtype.Q4_1: 1.0 / 15, dtype.Q5_0: 1.0 / 16, dtype.Q5_1: 1.0 / 31,
 		dtype.Q2_K: 0.6, dtype.Q3_K: 0.35, dtype.Q4_K: 0.15, dtype.Q5_K: 0.08, dtype.Q6_K: 0.04,
 		dtype.TQ1_0: 0.51, dtype.TQ2_0: 0.51,
-		dtype.Q1_0: 1.001, dtype.Q2_0: 0.5005, dtype.NVFP4: 1, // no tensor scale: a sub-block max below 6·2^-10 quantizes to zeros
+		dtype.MXFP4: 0.25,                                      // levels 4 and 6 are 2^(e-1) apart; (1.5·2^e, 2^(e+1)) clips to 1.5·2^e
+		dtype.Q1_0:  1.001, dtype.Q2_0: 0.5005, dtype.NVFP4: 1, // no tensor scale: a sub-block max below 6·2^-10 quantizes to zeros
 	}
 	for _, d := range dtype.All() {
 		if !CanQuantize(d) {

@@ -74,11 +74,19 @@ func toUE4M3(x float32) uint8 {
 }
 
 // nearestFP4 returns the index of the fp4Values level that, times the half
-// scale d, is closest to x; the lowest index wins a tie (so +0 over -0).
+// scale d (>= 0), is closest to x; the lowest index wins a tie (so +0 over -0), as
+// ggml's scan of all 16 does. Only the levels of x's sign (and 0) are scanned: a level
+// of the other sign is never closer than its mirror, whose index is lower, or than 0
+// (rounding is monotonic: |-k·d - x| = k·d + x >= |k·d - x| for x >= 0), so it can
+// only tie, and ties go to the lower index. The goldens check every byte.
 func nearestFP4(x, d float32) uint8 {
 	best := uint8(0)
-	bestErr := abs32(float32(float32(fp4Values[0])*d) - x)
-	for i := 1; i < len(fp4Values); i++ {
+	bestErr := abs32(x) // level 0: |0·d - x|, exact
+	lo := 1
+	if x < 0 {
+		lo = 9
+	}
+	for i := lo; i < lo+7; i++ {
 		if err := abs32(float32(float32(fp4Values[i])*d) - x); err < bestErr {
 			best, bestErr = uint8(i), err
 		}

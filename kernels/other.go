@@ -5,8 +5,8 @@ import (
 	"math"
 )
 
-// Dequantizers for GGML types apr reads but does not write: the non-linear
-// 4-bit types, the ternary types and MXFP4.
+// Dequantizers for GGML types apr reads but does not write (the non-linear
+// 4-bit types), and the ternary types and MXFP4, which it writes too.
 
 // iq4nlValues are the 16 levels of IQ4_NL and IQ4_XS, fixed by the format.
 var iq4nlValues = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
@@ -105,6 +105,41 @@ func dequantMXFP4(dst []float32, src []byte) {
 		for j, b := range src[1:17] {
 			dst[j] = float32(fp4Values[b&0xf]) * d
 			dst[j+16] = float32(fp4Values[b>>4]) * d
+		}
+	}
+}
+
+// mxfp4Exponent is ggml's E8M0 code for a block whose largest magnitude is
+// amax: (uint8_t)(floorf(log2f(amax)) - 2 + 127), so the block's largest level,
+// 6 (doubled: 12), sits at 1.5·2^floor(log2 amax). log2f is glibc's; a float64
+// logarithm rounded to float32 has the same floor on every value checked around
+// every power of two (testdata/quant/README.md). Below 2^-125 the C conversion of a
+// negative float to uint8_t is undefined; ggml's x86-64 build truncates through
+// int32 and keeps the low byte, and so does this.
+func mxfp4Exponent(amax float32) uint8 {
+	if !(amax > 0) {
+		return 0
+	}
+	l := float32(math.Log2(float64(amax)))
+	return uint8(int32(math.Floor(float64(l))) - 2 + 127)
+}
+
+// quantMXFP4Generic is ggml's quantize_row_mxfp4_ref: one E8M0 exponent per 32
+// values, then 16 bytes of E2M1 codes, value j in the low nibble of byte j and
+// value j+16 in the high nibble, each the nearest level (lowest code on a tie).
+func quantMXFP4Generic(dst []byte, src []float32) {
+	for ; len(src) >= qk; src, dst = src[qk:], dst[17:] {
+		var amax float32
+		for _, v := range src[:qk] {
+			if a := abs32(v); amax < a {
+				amax = a
+			}
+		}
+		e := mxfp4Exponent(amax)
+		d := e8m0Half(e)
+		dst[0] = e
+		for j := range qk / 2 {
+			dst[1+j] = nearestFP4(src[j], d) | nearestFP4(src[j+qk/2], d)<<4
 		}
 	}
 }

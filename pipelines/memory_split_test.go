@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/apr-go/apr/lib/gguf"
 )
 
 // runUnderLimit runs argv in dir under ulimit -v vmLimitKB (the hostile-input tests'
@@ -207,6 +209,11 @@ mkdir ok && cp '`+split+`'/tiny-llama.Q4_K_M-0000?-of-00003.gguf ok/
 		claim := sparse("claim.dat", entry(1<<28), int64(len(entry(0)))+64)
 		gib := sparse("gib.dat", entry(1<<28), int64(len(entry(0)))+1<<30)
 		capped := sparse("cap.dat", entry(1<<24), int64(len(entry(0)))+64)
+		// llama-imatrix's GGUF form: a tensor count of 2^40, an entry at the value cap
+		// with 64 bytes of its data present, and the same header before an endless pipe
+		ggufBad := sparse("bad.gguf", append([]byte("GGUF\x03\x00\x00\x00"), le(0, 1<<8, 0, 0)...), 1200<<20)
+		head := imatrixGGUFHeader(t, 1<<24)
+		ggufCapped := sparse("cap.gguf", head, int64(len(head))+64)
 		for _, c := range []struct {
 			what, file string
 			in         io.Reader
@@ -217,6 +224,10 @@ mkdir ok && cp '`+split+`'/tiny-llama.Q4_K_M-0000?-of-00003.gguf ok/
 			{"a 1 GiB entry, present", gib, nil, []string{gib + ": offset 31:", "268435456 values (want 1 to 16777216, MaxValues)"}},
 			{"an entry at the cap, 64 bytes present", capped, nil, []string{capped + ": offset 35:", "16777216 values of 67108864 bytes, but only 64 bytes are left"}},
 			{"/dev/zero", "/dev/zero", nil, []string{"/dev/zero: offset 0: malformed importance matrix: 0 entries (want 1 to 65536, MaxEntries)"}},
+			{"GGUF, 2^40 tensors", ggufBad, nil, []string{ggufBad + ": gguf: offset 8: tensor count 1099511627776 exceeds the cap of 131072", "malformed importance matrix"}},
+			{"GGUF, an entry at the cap, 64 bytes present", ggufCapped, nil, []string{ggufCapped + ": offset ", "16777216 values of 67108864 bytes, but only 64 bytes are left"}},
+			{"GGUF, an endless pipe", "/dev/stdin", io.MultiReader(bytes.NewReader(head), &zeros{1 << 40}),
+				[]string{`the importance matrix /dev/stdin has 16777216 values for it, want 256`}},
 			{"an endless pipe", "/dev/stdin", io.MultiReader(bytes.NewReader(entry(1<<24)), &zeros{1 << 40}),
 				[]string{"/dev/stdin: offset 67108907: malformed importance matrix: bytes after the dataset name, where the file should end"}},
 		} {
@@ -229,4 +240,24 @@ mkdir ok && cp '`+split+`'/tiny-llama.Q4_K_M-0000?-of-00003.gguf ok/
 			refusedCleanly(t, "apr-quant --imatrix: "+c.what, work, before, stderr, code, c.want...)
 		}
 	})
+}
+
+// imatrixGGUFHeader is the header of an importance matrix in llama-imatrix's GGUF form
+// whose one entry, blk.0.attn_q.weight, has n values.
+func imatrixGGUFHeader(t *testing.T, n int64) []byte {
+	t.Helper()
+	h := &gguf.Header{KVs: []gguf.KV{
+		{Key: "general.type", Value: gguf.String("imatrix")},
+		{Key: "imatrix.datasets", Value: gguf.Array([]string{"calib.txt"})},
+		{Key: "imatrix.chunk_count", Value: gguf.Uint32(1)},
+		{Key: "imatrix.chunk_size", Value: gguf.Uint32(512)},
+	}, Tensors: []gguf.TensorInfo{{Name: "blk.0.attn_q.weight.in_sum2", Dims: []int64{n}}, {Name: "blk.0.attn_q.weight.counts", Dims: []int64{1}}}}
+	if err := h.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.EncodeHeader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, make([]byte, h.DataOffset-int64(len(b)))...)
 }

@@ -5,6 +5,8 @@
 //	apr-st import < model.safetensors | apr-quant q4_k --stats | apr-sign -k ci.key > model.apr
 //	apr-quant q8_0 --include coefficients linear.apr -o linear-q8.apr
 //	apr-quant f32 model-q4_0.apr -o back.apr     # dequantize
+//	apr-quant iq4_xs --tensor-type 'attn_v=q8_0' --dry-run model.apr
+//	apr-quant imatrix convert imatrix.gguf imatrix.dat
 package main
 
 import (
@@ -19,26 +21,43 @@ import (
 
 func main() { cli.Main(run) }
 
-var run = cli.Program{Name: "apr-quant", Help: description, Grammar: func() any { return &quantCmd{} }}.Run
+var run = withImatrixCommand(cli.Program{Name: "apr-quant", Help: description, Grammar: func() any { return &quantCmd{} }}.Run)
 
 const description = `Quantize an APR model's tensors to a GGML block type, or cast them to f16, bf16 or f32.
 
 TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4, q1_0,
-q2_0, f16, bf16, or f32 (dequantize every float tensor). The bytes are those of ggml's
-reference quantizers.
+q2_0, iq4_nl, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0, tq2_0,
+mxfp4, f16, bf16, or f32 (dequantize every float tensor). The bytes are those of ggml's
+reference quantizers (a type whose quantizer apr does not have yet is refused before
+anything is written; --dry-run still plans it).
 
-For a language model (one imported from a llama.cpp GGUF or a Llama/Mistral checkpoint),
-q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, q4_0, q4_1, q5_0 and
-q5_1 are llama-quantize's presets: more bits for output.weight, attn_v, ffn_down and
-attn_output as llama.cpp's rules say, and apr-gguf export writes llama-quantize's file.
+For a language model (one imported from a llama.cpp GGUF or a Hugging Face checkpoint),
+llama-quantize's file types are presets with its per-tensor rules (today's llama.cpp):
+q2_k, q2_k_s, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, q4_0, q4_1,
+q5_0, q5_1, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq2_m, iq3_xxs, iq3_xs, iq3_s, iq3_m,
+iq4_nl, iq4_xs, tq1_0, tq2_0 and mxfp4_moe: more bits for output.weight, attn_v,
+ffn_down and attn_output as llama.cpp's rules say, and apr-gguf export writes
+llama-quantize's file. (As in llama-quantize, iq2_s and iq3_xs are mixtures: mostly
+IQ2_XS and IQ3_S.) IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS (and Q2_K in q2_k_s)
+need an importance matrix: without --imatrix such a tensor is refused, as llama-quantize
+refuses it.
 
---imatrix FILE takes llama-imatrix's importance matrix (its .dat file) and quantizes as
-llama-quantize --imatrix does: each weight with an entry in the matrix gets ggml's
-importance-weighted quantizer (q8_0, f16 and bf16 take no weights), and the GGUF export
-carries the quantize.imatrix.* keys, FILE as given here. It works with the presets and
-the plain types q4_0..q5_1 and q2_k..q6_k; an entry whose size does not fit its tensor,
-an entry all zero for a tensor (or one expert), and a matrix with no entry for any
-converted tensor are errors.
+Per tensor, as llama-quantize spells it: --output-tensor-type TYPE, --token-embedding-type
+TYPE (neither falls back: the rows must be whole blocks), --tensor-type PATTERN=TYPE
+(a regular expression searched in the tensor's name, lower-cased; the first match wins;
+honoured under --pure; ignored when TYPE is f16, bf16 or f32, as llama-quantize ignores
+it) and --tensor-type-file FILE, --leave-output-tensor; --include-weights and
+--exclude-weights NAME pick the importance matrix's entries. --dry-run prints each
+tensor's type, size and reason and the total sizes, and writes nothing.
+
+--imatrix FILE takes llama-imatrix's importance matrix (its GGUF, today's default, or its
+.dat: told by the content) and quantizes as llama-quantize --imatrix does: each weight
+with an entry in the matrix gets ggml's importance-weighted quantizer (q8_0, f16 and
+bf16 take no weights), and the GGUF export carries the quantize.imatrix.* keys, FILE as
+given here. An entry whose size does not fit its tensor, an entry all zero for a tensor
+(or one expert), and a matrix with no entry for any converted tensor are errors.
+'apr-quant imatrix convert IN OUT' rewrites a matrix in the other format, as llama-imatrix
+does (see 'apr-quant imatrix --help').
 
 Which tensors change follows llama.cpp's quantizer: 2-D (and larger) float tensors
 whose name ends in "weight"; norms, biases, 1-D tensors and the few small 2-D tensors
@@ -47,12 +66,13 @@ llama.cpp keeps stay as they are. --pure converts every float tensor of 2+ dimen
 LinearRegression's "coefficients" is quantized); --exclude keeps them, and wins.
 
 Rows must be whole blocks (32 values; 64 for nvfp4 and q2_0, 128 for q1_0, 256 for the
-K-quants). A K-quant or q2_0 falls back with a warning (-q silences it), as llama.cpp does (q4_k->q5_0,
-q5_k->q5_1, q6_k->q8_0, q2_k/q3_k/q2_0->q4_0, then f16); for the other types such a
-tensor is an error. NaN, infinite values, values whose block scale would overflow f16,
-and nvfp4 values beyond 2688 (which ggml would clamp) are errors naming the tensor and
-position. On any error nothing is written (-o FILE is created atomically) and the exit
-status is 1.
+K-quants, the i-quants but iq4_nl, and the ternary types). Those types fall back with a
+warning (-q silences it), as llama.cpp does (i-quants->iq4_nl, q4_k->q5_0, q5_k->q5_1,
+q6_k->q8_0, q2_k/q3_k/q2_0/tq1_0/tq2_0->q4_0, then f16; in a language model's preset a
+32-value type goes to f16); for the other types such a tensor is an error. NaN,
+infinite values, values whose block scale would overflow f16, and nvfp4 values beyond
+2688 (which ggml would clamp) are errors naming the tensor and position. On any error
+nothing is written (-o FILE is created atomically) and the exit status is 1.
 
 The output is uncompressed by default, so its tensors can be memory-mapped in place;
 --compress picks a codec. The output bytes do not depend on --workers.`
@@ -69,7 +89,8 @@ type quantCmd struct {
 	Stats           bool     `help:"Report per tensor: type, bits per weight, size before and after, RMS and max error (on stderr)."`
 	JSON            bool     `help:"Write the --stats report as JSON (implies --stats)."`
 	StatsFile       string   `placeholder:"FILE" help:"Write the --stats report to FILE instead of stderr ('-': stdout, with -o)."`
-	Imatrix         string   `placeholder:"FILE" help:"Weight the quantizers by llama-imatrix's importance matrix FILE (.dat), as llama-quantize --imatrix."`
+	Imatrix         string   `placeholder:"FILE" help:"Weight the quantizers by llama-imatrix's importance matrix FILE (GGUF or .dat), as llama-quantize --imatrix."`
+	knobFlags
 	cli.WorkersFlag
 	cli.CompressFlag
 }
@@ -102,8 +123,14 @@ func (c *quantCmd) Run(env *cli.Env) error {
 		}
 		o.Imatrix = m
 	}
+	if err := c.knobs(env, &o); err != nil {
+		return err
+	}
 	if err := o.Validate(); err != nil {
 		return cli.Usagef("%v", err)
+	}
+	if c.DryRun {
+		return c.dryRun(env, o)
 	}
 
 	widenPipes(env.Stdin, env.Stdout)

@@ -9,6 +9,9 @@
 //	apr-sign verify --license -p issuer.pub licensed.apr
 //	apr-sign pubkey author.pub > author.minisign.pub          # for minisign -V
 //	apr-sign -k author.key --passphrase-file pw.txt sealed.apr -o signed.apr   # a passphrase-sealed input
+//	apr-sign oms sign key --private-key key.pem --signature model.sig MODEL_DIR  # OpenSSF Model Signing
+//	apr-sign oms verify key --public-key pub.pem --signature model.sig MODEL_DIR
+//	apr-sign oms verify certificate --certificate-chain ca.pem --signature model.sig MODEL_DIR
 package main
 
 import "github.com/apr-go/apr/cmd/internal/cli"
@@ -26,6 +29,7 @@ type signCLI struct {
 	Verify  verifyCmd  `cmd:"" help:"Check that a model carries a valid signature (or license) from a trusted key; exit 0 only then."`
 	License licenseCmd `cmd:"" help:"Add a license block signed by the issuer's key (replaces an existing license)."`
 	Pubkey  pubkeyCmd  `cmd:"" help:"Print a public key (from a private or public key file) in another format, e.g. minisign's for 'minisign -V'."`
+	OMS     omsCmd     `cmd:"" name:"oms" help:"OpenSSF Model Signing: sign a model directory or file with a detached model.sig (a Sigstore bundle), or verify one, as model_signing does."`
 }
 
 // sealedFlags open sealed inputs, whose signatures cover the plaintext.

@@ -53,7 +53,7 @@ func Plan(h container.Header, tensors []container.TensorInfo) (*gguf.Header, err
 			return nil, err
 		}
 		gh.Version, gh.KVs = ver, kvs
-		setFileType(gh, md.Provenance)
+		setFileType(gh, md.Provenance, tensors)
 		setImatrix(gh, md.Provenance)
 	} else {
 		arch := Arch(h.Type)
@@ -132,16 +132,26 @@ var fileTypes = map[string]uint32{
 }
 
 // setFileType updates general.file_type after apr-quant changed the tensor types
+// (F32, F16 or BF16 beside MXFP4 tensors, which they keep, is llama.cpp's
+// MOSTLY_MXFP4_MOE, 38, as the converter writes for gpt-oss)
 // (provenance "quantization" of this APR file, which an import starts afresh), and adds
 // general.quantization_version 2 for a GGML block type when it is absent, as
 // llama-quantize does. A file that was not quantized after import is left alone.
-func setFileType(gh *gguf.Header, prov map[string]any) {
+func setFileType(gh *gguf.Header, prov map[string]any, tensors []container.TensorInfo) {
 	q, _ := prov["quantization"].(map[string]any)
 	typ, _ := q["type"].(string)
 	ft, ok := fileTypes[typ]
 	if !ok {
 		if ft, ok = quant.PresetFileType(typ); !ok {
 			return
+		}
+	}
+	if ft <= 1 || ft == 32 { // F32, F16, BF16 with MXFP4 experts kept: llama.cpp's MOSTLY_MXFP4_MOE
+		for _, t := range tensors {
+			if t.DType == dtype.MXFP4 {
+				ft = 38
+				break
+			}
 		}
 	}
 	found := false

@@ -11,10 +11,17 @@
 //
 // The values in the file are sums over ncall calls; Parse divides them by ncall (in
 // float32) as llama-quantize's loader does, so Entries hold what the quantizers get.
-// The file is read as it streams in, every length checked before anything is
-// allocated for it (see the caps). The GGUF form of later llama.cpp versions is not
-// read yet: Read tells the formats apart by their first bytes, where a reader of it
-// would sit beside readDat.
+//
+// Today's llama-imatrix (llama.cpp of 2026-09-28) writes GGUF by default (gguf.go):
+// per weight tensor NAME an F32 tensor NAME.in_sum2 of the raw sums (ne0 columns by
+// one row per expert) and NAME.counts of the token counts (one per expert), and the
+// keys general.type "imatrix", imatrix.datasets, imatrix.chunk_count and
+// imatrix.chunk_size. Read tells the formats apart by their content (the GGUF magic),
+// whatever the file's name.
+//
+// Either file is read as it streams in, every length checked before anything is
+// allocated for it (see the caps); memory follows the bytes that arrive (about twice
+// the values: the raw sums are kept for Convert beside the normalized Entries).
 package imatrix
 
 import (
@@ -58,9 +65,26 @@ type Matrix struct {
 	// Names lists the entries in file order.
 	Names []string
 	// Chunks is the number of chunks the matrix was computed on (0 when the file has
-	// no trailer); Dataset names the calibration text, as llama-imatrix recorded it.
+	// no trailer); Dataset names the calibration text, as llama-imatrix recorded it
+	// (a GGUF's first dataset: llama-quantize records that one).
 	Chunks  int32
 	Dataset string
+	// Datasets are all the datasets a GGUF names (a .dat's one, when it names one);
+	// ChunkSize is a GGUF's imatrix.chunk_size (tokens a chunk; 0 for a .dat).
+	Datasets  []string
+	ChunkSize int32
+	// GGUF: the file was llama-imatrix's GGUF form.
+	GGUF bool
+
+	raw map[string]rawEntry // the file's own numbers, for Convert
+}
+
+// rawEntry is an entry as the file holds it: a .dat's sums (already divided by the
+// call count and multiplied by it again, as llama-imatrix writes them) and its call
+// count; a GGUF's raw sums and per-expert token counts.
+type rawEntry struct {
+	sums   []float32
+	counts []int64
 }
 
 // ErrFormat is wrapped by every error about a malformed file.
@@ -111,7 +135,7 @@ func Read(name string, r io.Reader, size int64) (*Matrix, error) {
 		return nil, rd.errf(0, "%d bytes, more than the %d this reader takes (MaxFileLen)", size, int64(MaxFileLen))
 	}
 	if magic, _ := rd.r.Peek(4); string(magic) == "GGUF" {
-		return nil, rd.errf(0, "this is a GGUF file; apr reads llama-imatrix's .dat format (llama.cpp b4747), not the GGUF form of later versions")
+		return readGGUF(rd)
 	}
 	return readDat(rd)
 }
@@ -196,7 +220,7 @@ func readDat(r *reader) (*Matrix, error) {
 	if n < 1 || n > MaxEntries {
 		return nil, r.errf(0, "%d entries (want 1 to %d, MaxEntries)", n, MaxEntries)
 	}
-	m := &Matrix{Entries: make(map[string][]float32, min(int(n), 1<<12))}
+	m := &Matrix{Entries: make(map[string][]float32, min(int(n), 1<<12)), raw: map[string]rawEntry{}}
 	for i := range int(n) {
 		at := r.off
 		l, err := r.int32(fmt.Sprintf("the name length of entry %d", i+1))
@@ -229,11 +253,19 @@ func readDat(r *reader) (*Matrix, error) {
 		if nval < 1 || nval > MaxValues {
 			return nil, r.errf(at, "%q: %d values (want 1 to %d, MaxValues)", tensor, nval, MaxValues)
 		}
-		vals, err := r.values(tensor, int(nval), ncall)
+		sums, err := r.values(tensor, int(nval))
 		if err != nil {
 			return nil, err
 		}
+		vals := sums
+		if ncall > 0 {
+			vals = make([]float32, len(sums))
+			for j, v := range sums {
+				vals[j] = v / float32(ncall)
+			}
+		}
 		m.Entries[tensor] = vals
+		m.raw[tensor] = rawEntry{sums: sums, counts: []int64{int64(ncall)}}
 		m.Names = append(m.Names, tensor)
 	}
 	if end, err := r.atEnd(); end || err != nil {
@@ -255,6 +287,9 @@ func readDat(r *reader) (*Matrix, error) {
 		return nil, err
 	}
 	m.Dataset = string(ds)
+	if dl > 0 {
+		m.Datasets = []string{m.Dataset}
+	}
 	if end, err := r.atEnd(); err != nil {
 		return nil, err
 	} else if !end {
@@ -267,10 +302,10 @@ func readDat(r *reader) (*Matrix, error) {
 	return m, nil
 }
 
-// values reads an entry's nval values (checked against what is left first), divided
-// by ncall as llama-quantize's loader does. From a pipe the slice grows as the bytes
-// arrive, so a count the input does not back costs no more than the bytes it sent.
-func (r *reader) values(tensor string, nval int, ncall int32) ([]float32, error) {
+// values reads an entry's nval values (checked against what is left first), refusing
+// NaN and infinities. From a pipe the slice grows as the bytes arrive, so a count the
+// input does not back costs no more than the bytes it sent.
+func (r *reader) values(tensor string, nval int) ([]float32, error) {
 	what := fmt.Sprintf("%q: %d values", tensor, nval)
 	if err := r.need(4*int64(nval), what); err != nil {
 		return nil, err
@@ -293,9 +328,6 @@ func (r *reader) values(tensor string, nval int, ncall int32) ([]float32, error)
 			v := math.Float32frombits(binary.LittleEndian.Uint32(b[j:]))
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 				return nil, r.errf(at+int64(j), "%q: value %d is %v; llama-quantize refuses non-finite importances", tensor, len(vals), v)
-			}
-			if ncall > 0 {
-				v /= float32(ncall)
 			}
 			vals = append(vals, v)
 		}

@@ -269,6 +269,12 @@ var archs = []*Arch{
 		WideQKNorm: true,
 		Back:       [2]string{"Olmo2ForCausalLM", "olmo2"}, Family: olmo2{},
 	},
+	{
+		HF:   []string{"GptOssForCausalLM"},
+		GGUF: "gpt-oss", Top: llamaTop, Layer: gptossLayer,
+		Skip:   []string{"self_attn.rotary_emb.inv_freq"},
+		Family: gptoss{},
+	},
 }
 
 // qwenMoELayer are the layer names of Qwen2-MoE and Qwen3-MoE beside attention: the
@@ -404,7 +410,7 @@ func multimodal(name string) bool {
 func (a *Arch) required() []string {
 	var r []string
 	for _, g := range a.Layer {
-		if !strings.HasSuffix(g, ".bias") && !strings.Contains(g, "_shexp") && !slices.Contains(r, g) {
+		if !strings.HasSuffix(g, ".bias") && !strings.Contains(g, "_shexp") && !slices.Contains(r, g) && !slices.Contains(gptossOptional, g) {
 			r = append(r, g)
 		}
 	}

@@ -44,12 +44,16 @@ func (cp *Checkpoint) Info(info container.TensorInfo) (container.TensorInfo, boo
 	return info, false, nil
 }
 
-// widened reports a 1-D float tensor (norms, biases) other than F32, or a
-// mixture-of-experts router (ffn_gate_inp, ffn_gate_inp_shexp), which the converter
-// stores in F32 whatever the output type.
+// widened reports a float tensor other than F32 that the converter stores in F32
+// whatever the output type: 1-D tensors (norms, biases), any whose name does not end
+// in ".weight" (gpt-oss's expert biases), and the mixture-of-experts routers
+// (ffn_gate_inp, ffn_gate_inp_shexp).
 func widened(info container.TensorInfo) bool {
+	if !info.DType.Info().Float || info.DType == dtype.F32 || info.DType.Info().Quantized() {
+		return false
+	}
 	router := strings.HasSuffix(info.Name, ".ffn_gate_inp.weight") || strings.HasSuffix(info.Name, ".ffn_gate_inp_shexp.weight")
-	return (len(info.Shape) == 1 || router) && info.DType.Info().Float && info.DType != dtype.F32
+	return len(info.Shape) <= 1 || !strings.HasSuffix(info.Name, ".weight") || router
 }
 
 // Convert turns one tensor of the checkpoint into llama.cpp's form: its GGUF name,

@@ -24,7 +24,13 @@ type Hparams struct {
 	HasRopeTheta, HasRMSEps, HasNormEps, HasHeadDim, HasContext  bool
 	HasFFN                                                       bool
 	TieEmbeddings                                                bool
-	rope                                                         rope
+	// Experts and ExpertsUsed are the routed experts and how many a token takes
+	// (num_local_experts / num_experts / n_routed_experts, num_experts_per_tok /
+	// num_experts_per_token / top_k_experts, as the converter looks them up; 0: a
+	// dense model).
+	Experts, ExpertsUsed       int
+	HasExperts, HasExpertsUsed bool
+	rope                       rope
 }
 
 // config is a parsed config.json with typed lookups that name the field in errors.
@@ -99,6 +105,12 @@ func parseHparams(c config) (Hparams, error) {
 	get(&h.HeadDim, &h.HasHeadDim, "head_dim", false)
 	var hasKV bool
 	get(&h.KVHeads, &hasKV, "num_key_value_heads", false)
+	if err == nil {
+		h.Experts, h.HasExperts, err = c.intOf(expertCountKeys...)
+	}
+	if err == nil {
+		h.ExpertsUsed, h.HasExpertsUsed, err = c.intOf(expertUsedKeys...)
+	}
 	if err != nil {
 		return h, err
 	}
@@ -212,10 +224,8 @@ type Checkpoint struct {
 	// converter writes the others (Phi-3's rope.scaling.attn_factor): they follow
 	// general.architecture.
 	earlyKVs []gguf.KV
-	// experts is the routed expert count config.json gives (0: a dense model); stacks
-	// are the per-expert tensors, which the stream writes stacked (Walk).
-	experts int
-	stacks  expertSet
+	// stacks are the per-expert tensors, which the stream writes stacked (Walk).
+	stacks expertSet
 	// expertParams and perExpert count the stacked tensors' parameters, all and one
 	// expert's, for the size label ("8x1.2M").
 	expertParams, perExpert int64
@@ -226,6 +236,10 @@ type Checkpoint struct {
 	// computedData are the computed tensors (see computed) of a model from a GGUF
 	// file, read on the way back to Hugging Face's layout (HFStream) for HFFiles.
 	computedData map[string][]float32
+	// plan are the tensors of a family that plans them, or of an FP8 checkpoint (Plan),
+	// nil for the others; fp8 are the FP8 weights and their scales (fp8.go).
+	plan []Planned
+	fp8  map[string]fp8Weight
 }
 
 // TensorShape is a tensor's name, dtype and shape (outermost dimension first), as the
@@ -278,15 +292,30 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 		return nil, false, err
 	}
 	cp := &Checkpoint{Arch: arch, Hparams: h, config: c, files: files}
-	if cp.experts, err = cp.expertCount(); err != nil {
+	if cp.generated, err = arch.family().Generated(cp); err != nil {
 		return nil, false, err
 	}
-	if cp.generated, err = arch.family().Generated(cp); err != nil {
+	if cp.fp8, tensors, err = fp8Plan(c, tensors); err != nil {
 		return nil, false, err
 	}
 	params, fileType, err := cp.check(tensors)
 	if err != nil {
 		return nil, false, err
+	}
+	label := ""
+	if p, ok := arch.family().(planner); ok || len(cp.fp8) > 0 {
+		if ok {
+			cp.plan, err = p.plan(cp, tensors)
+		} else {
+			cp.plan, err = planEach(cp, tensors)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		label = planSizeLabel(cp.plan)
+		if cp.mxfp4() {
+			fileType = gptossMXFP4FileType
+		}
 	}
 	hparams, err := cp.hparamKVs(fileType)
 	if err != nil {
@@ -303,7 +332,7 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 	if err != nil {
 		return nil, false, err
 	}
-	cp.KVs = append(cp.generalKVs(dir, params, sampling), hparams...)
+	cp.KVs = append(cp.generalKVs(dir, params, label, sampling), hparams...)
 	cp.KVs = append(cp.KVs, gguf.KV{Key: "general.quantization_version", Value: gguf.Uint32(2)})
 	cp.KVs = dedupe(append(cp.KVs, tok...))
 	return cp, true, nil
@@ -438,7 +467,7 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			return 0, 0, fmt.Errorf("config.json: %s give tensor %q the shape %v, but it has %v", label, t.Name, w, t.Shape)
 		}
 	}
-	if cp.expertParams, cp.perExpert, err = cp.stacks.check(cp, cp.experts, cp.expertShape); err != nil {
+	if cp.expertParams, cp.perExpert, err = cp.stacks.check(cp, cp.Hparams.Experts, cp.expertShape); err != nil {
 		return 0, 0, err
 	}
 	cp.expertParams += cp.stackedParams
@@ -493,7 +522,7 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 // generalKVs are the converter's general.* keys for a checkpoint directory without a
 // model card: the architecture, "model", the sampling keys, a name from the directory's name (as gguf-py's
 // Metadata.id_to_title makes it) and a size label from the parameter count.
-func (cp *Checkpoint) generalKVs(dir string, params int64, sampling []gguf.KV) []gguf.KV {
+func (cp *Checkpoint) generalKVs(dir string, params int64, label string, sampling []gguf.KV) []gguf.KV {
 	kvs := append([]gguf.KV{{Key: "general.architecture", Value: gguf.String(cp.Arch.GGUF)}}, cp.earlyKVs...)
 	kvs = append(kvs, gguf.KV{Key: "general.type", Value: gguf.String("model")})
 	kvs = append(kvs, sampling...)
@@ -501,11 +530,14 @@ func (cp *Checkpoint) generalKVs(dir string, params int64, sampling []gguf.KV) [
 		kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.String(n)})
 	}
 	switch {
+	case label != "": // the planned tensors' (planSizeLabel)
 	case cp.expertParams > 0: // gguf-py's size_label: experts x (shared + one expert's)
-		label := fmt.Sprintf("%dx%s", cp.experts, SizeLabel(params-cp.expertParams+cp.perExpert))
-		kvs = append(kvs, gguf.KV{Key: "general.size_label", Value: gguf.String(label)})
+		label = fmt.Sprintf("%dx%s", cp.Hparams.Experts, SizeLabel(params-cp.expertParams+cp.perExpert))
 	case params > 0:
-		kvs = append(kvs, gguf.KV{Key: "general.size_label", Value: gguf.String(SizeLabel(params))})
+		label = SizeLabel(params)
+	}
+	if label != "" {
+		kvs = append(kvs, gguf.KV{Key: "general.size_label", Value: gguf.String(label)})
 	}
 	return kvs
 }

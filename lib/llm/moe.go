@@ -68,14 +68,18 @@ func (l *expertLayout) expertOf(rest string) (expert int, stacked string, ok boo
 // config.json holds, as find_hparam takes it), the experts used a token, the expert
 // groups and groups used (n_group, topk_group) and the gating function.
 func (cp *Checkpoint) expertKVs() ([]gguf.KV, error) {
-	a, c := cp.Arch.GGUF, cp.config
+	a, c, h := cp.Arch.GGUF, cp.config, cp.Hparams
 	var kvs []gguf.KV
+	if h.HasExperts {
+		kvs = append(kvs, gguf.KV{Key: a + ".expert_count", Value: gguf.Uint32(uint32(h.Experts))})
+	}
+	if h.HasExpertsUsed {
+		kvs = append(kvs, gguf.KV{Key: a + ".expert_used_count", Value: gguf.Uint32(uint32(h.ExpertsUsed))})
+	}
 	for _, k := range []struct {
 		key   string
 		names []string
 	}{
-		{"expert_count", []string{"num_local_experts", "num_experts", "n_routed_experts"}},
-		{"expert_used_count", []string{"num_experts_per_tok", "num_experts_per_token", "top_k_experts"}},
 		{"expert_group_count", []string{"n_group"}},
 		{"expert_group_used_count", []string{"topk_group"}},
 	} {
@@ -118,11 +122,13 @@ func (c config) intOf(keys ...string) (int, bool, error) {
 	return 0, false, nil
 }
 
-// expertCount is the number of routed experts config.json gives (0: none).
-func (cp *Checkpoint) expertCount() (int, error) {
-	n, _, err := cp.config.intOf("num_local_experts", "num_experts", "n_routed_experts")
-	return n, err
-}
+// expertCountKeys and expertUsedKeys are the config.json fields of the routed expert
+// count and the experts a token takes, as the converter's find_hparam looks them up
+// (the first one present; null: none).
+var (
+	expertCountKeys = []string{"num_local_experts", "num_experts", "n_routed_experts"}
+	expertUsedKeys  = []string{"num_experts_per_tok", "num_experts_per_token", "top_k_experts"}
+)
 
 // expertSet collects a checkpoint's per-expert tensors while check reads the tensor
 // list, and checks them when it is complete.
@@ -305,7 +311,7 @@ func (w *Walk) Place(name string) (parts []Part, handled bool, err error) {
 	}
 	w.held[layer]++
 	l := cp.Arch.Experts
-	if w.held[layer] < len(l.proj)*cp.experts {
+	if w.held[layer] < len(l.proj)*cp.Hparams.Experts {
 		return nil, true, nil
 	}
 	delete(w.held, layer)
@@ -541,9 +547,9 @@ func (granitemoe) shapeOf(cp *Checkpoint, suffix string) ([]int64, string, bool,
 	h := cp.Hparams
 	switch suffix {
 	case "ffn_gate_up_exps.weight":
-		return []int64{int64(cp.experts), 2 * int64(h.FFN), int64(h.Hidden)}, "num_local_experts/intermediate_size/hidden_size", true, nil
+		return []int64{int64(cp.Hparams.Experts), 2 * int64(h.FFN), int64(h.Hidden)}, "num_local_experts/intermediate_size/hidden_size", true, nil
 	case "ffn_down_exps.weight":
-		return []int64{int64(cp.experts), int64(h.Hidden), int64(h.FFN)}, "num_local_experts/hidden_size/intermediate_size", true, nil
+		return []int64{int64(cp.Hparams.Experts), int64(h.Hidden), int64(h.FFN)}, "num_local_experts/hidden_size/intermediate_size", true, nil
 	case "ffn_gate_up_shexp.weight":
 		n, ok, err := cp.config.int("shared_intermediate_size", false)
 		if !ok {

@@ -62,7 +62,9 @@ func firstAbove(x []float32, bound float32) int {
 //
 // Q1_0 and Q2_0 write ±d (and 0), d an F16 scale no larger than the block's largest
 // magnitude (Q1_0: the mean magnitude; Q2_0: the largest), so they hold what F16
-// holds. NVFP4's largest value is its largest level, 6, times its largest scale, 448
+// holds. MXFP4's E8M0 exponent covers the whole float32 range (a block's values
+// beyond 1.5 times the power of two below its maximum become that, as in ggml).
+// NVFP4's largest value is its largest level, 6, times its largest scale, 448
 // (E4M3): ggml has no tensor-wide scale and writes every larger value as ±2688, which
 // apr refuses instead.
 var maxMagnitude = map[dtype.DType]float32{
@@ -76,9 +78,12 @@ var maxMagnitude = map[dtype.DType]float32{
 	dtype.Q4_K:  65504*63*15 + 65504*63,
 	dtype.Q5_K:  65504*63*31 + 65504*63,
 	dtype.Q6_K:  65504 * 128 * 32,
+	dtype.MXFP4: math.MaxFloat32,
 	dtype.NVFP4: 6 * 448,
 	dtype.Q1_0:  65519.996,
 	dtype.Q2_0:  65519.996,
+	dtype.TQ1_0: 65519.996, // d = the block's largest magnitude, codes -1, 0, 1
+	dtype.TQ2_0: 65519.996,
 	dtype.F16:   65519.996, // 65520 and up round to infinity
 	dtype.BF16:  math.Float32frombits(0x7F7F7FFF),
 	dtype.F32:   math.MaxFloat32,
@@ -130,7 +135,8 @@ func overflow(t dtype.DType, out []byte) int {
 // 16, or 1 for Q2_0): with every |value| within maxMagnitude it cannot exceed 65504,
 // so their output needs no second look. (Q1_0's scale is a float32 sum divided by
 // 128, whose rounding can exceed the block's largest magnitude, so it is looked at.)
-var scaleBounded = map[dtype.DType]bool{dtype.Q8_0: true, dtype.Q4_0: true, dtype.Q5_0: true, dtype.Q2_0: true}
+var scaleBounded = map[dtype.DType]bool{dtype.Q8_0: true, dtype.Q4_0: true, dtype.Q5_0: true, dtype.Q2_0: true,
+	dtype.TQ1_0: true, dtype.TQ2_0: true}
 
 // errAcc accumulates the error of converted values against their source.
 type errAcc struct {

@@ -1,5 +1,5 @@
 // Package quant converts the tensors of a model stream to another type: GGML's block
-// quantizations (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, NVFP4,
+// quantizations (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4, NVFP4,
 // Q1_0, Q2_0), F16, BF16, or back to F32. It is the library behind apr-quant.
 //
 // # Which tensors change
@@ -58,6 +58,14 @@
 // as llama-quantize --imatrix does: looked up by name, one weight per column (per
 // expert for 3-D tensors), an entry of the wrong size an error (token_embd.weight
 // excepted, as in llama.cpp). Chunks of such a tensor are whole rows.
+//
+// # Per-tensor flags and dry runs
+//
+// Options.Overrides are llama-quantize's --output-tensor-type, --token-embedding-type,
+// --tensor-type and --leave-output-tensor (overrides.go); presets_today.go holds today's
+// i-quant, ternary, MXFP4_MOE and Q2_K_S rules, fallbacks and the types that need an
+// importance matrix. DryRun decides every tensor from a tensor list without reading
+// data, as llama-quantize --dry-run does.
 //
 // # Provenance
 //

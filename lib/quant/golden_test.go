@@ -27,6 +27,7 @@ var goldenNew = []struct {
 	{dtype.NVFP4, "nvfp4.bin", "nvfp4.dequant.f32", 4.5},
 	{dtype.Q1_0, "q1_0.bin", "q1_0.dequant.f32", 1.125},
 	{dtype.Q2_0, "q2_0.bin", "q2_0.dequant.f32", 2.25},
+	{dtype.MXFP4, "mxfp4.bin", "mxfp4.dequant.f32", 4.25},
 }
 
 var goldenSHA = map[string]string{
@@ -37,6 +38,8 @@ var goldenSHA = map[string]string{
 	"nvfp4.dequant.f32": "f4ea2cfb16d148be001b4c2687e731b9a73b4cc867190a99d82495b7f0b4c2b6",
 	"q1_0.dequant.f32":  "bf99e2205cc2cbf195f86d5b8c8c0adad73cd15bd45817678f9bfa2bd96a0080",
 	"q2_0.dequant.f32":  "51a899eab6be2ec7c2f82c9c9a9d15a2b68e3bf8ad9fced28e51dbd7759a9f89",
+	"mxfp4.bin":         "ef5074b53ecba352c113d6efe8c62430b7f55f5b9e4f3e707cf55413dd5e33a8",
+	"mxfp4.dequant.f32": "f651bd0fb70f21658d135850e3adb6b0a3ca4207b94d403575ec6754190197e1",
 }
 
 const goldenCols = 256

@@ -32,10 +32,10 @@ func (o *Options) importanceOf(t container.TensorInfo, to dtype.DType) ([]float3
 		return nil, "", fmt.Errorf("tensor %q (shape %v): the importance matrix %s has %d values for it, want %d (one per column%s); "+
 			"it was made for another model", t.Name, t.Shape, o.Imatrix.File, len(w), want, expertsNote(t.Shape))
 	}
-	if to.Info().Quantized() && !kernels.CanQuantizeWeighted(to) {
+	if to.Info().Quantized() && kernels.CanQuantize(to) && !kernels.CanQuantizeWeighted(to) && !ignoresWeights(to) {
 		return nil, "", fmt.Errorf("tensor %q: an importance matrix cannot weight %v", t.Name, to)
 	}
-	if to.Info().Quantized() && !kernels.IgnoresWeights(to) {
+	if to.Info().Quantized() && !ignoresWeights(to) {
 		if err := o.zeroImportances(t, w); err != nil {
 			return nil, "", err
 		}

@@ -27,6 +27,11 @@ var presets = []preset{
 	{"q2_k", 10, dtype.Q2_K}, {"q3_k_s", 11, dtype.Q3_K}, {"q3_k_m", 12, dtype.Q3_K}, {"q3_k_l", 13, dtype.Q3_K},
 	{"q4_k_s", 14, dtype.Q4_K}, {"q4_k_m", 15, dtype.Q4_K}, {"q5_k_s", 16, dtype.Q5_K}, {"q5_k_m", 17, dtype.Q5_K},
 	{"q6_k", 18, dtype.Q6_K},
+	// the i-quant, ternary and MXFP4 file types, and Q2_K_S: rules in todayPresetType
+	{"iq2_xxs", 19, dtype.IQ2_XXS}, {"iq2_xs", 20, dtype.IQ2_XS}, {"q2_k_s", 21, dtype.Q2_K}, {"iq3_xs", 22, dtype.IQ3_S},
+	{"iq3_xxs", 23, dtype.IQ3_XXS}, {"iq1_s", 24, dtype.IQ1_S}, {"iq4_nl", 25, dtype.IQ4_NL}, {"iq3_s", 26, dtype.IQ3_S},
+	{"iq3_m", 27, dtype.IQ3_S}, {"iq2_s", 28, dtype.IQ2_XS}, {"iq2_m", 29, dtype.IQ2_S}, {"iq4_xs", 30, dtype.IQ4_XS},
+	{"iq1_m", 31, dtype.IQ1_M}, {"tq1_0", 36, dtype.TQ1_0}, {"tq2_0", 37, dtype.TQ2_0}, {"mxfp4_moe", 38, dtype.MXFP4},
 }
 
 func presetNames() []string {
@@ -72,6 +77,7 @@ type llmModel struct {
 	sawOutput                       bool
 	fromCheckpoint                  bool // imported from a Hugging Face checkpoint (hf_files)
 	imatrix                         bool // quantized with an importance matrix (llama.cpp's has_imatrix)
+	ffnDown                         int  // ffn_down tensors the iq1/iq2 rules have seen (llama.cpp's i_ffn_down)
 }
 
 // llmFromHeader reads the model's description from the metadata's GGUF key-values; nil
@@ -179,24 +185,25 @@ func moreBits(i, n int) bool {
 
 // presetType is the type the preset gives tensor t (a weight the selection converts),
 // before the fallback for rows that are not whole blocks. It follows llama.cpp's
-// rules for the presets apr offers; rules for the IQ and ternary presets are left out.
+// rules for the K-quant and legacy presets; the i-quant, ternary, MXFP4_MOE and
+// Q2_K_S presets are todayPresetType's.
 func (m *llmModel) presetType(p preset, name string, rowLen int64) dtype.DType {
 	t := p.def
 	ft := p.name
 	i, n := layerOf(name), m.layers
 	falcon := m.arch == "falcon"
-	if name == "token_embd.weight" && !m.outputKnown && !m.hasOutput {
+	if tokenEmbd(name) && !m.outputKnown && !m.hasOutput {
 		m.hasOutput, m.assumed = true, true // most models have one; checked at the end
 	}
 	switch {
-	case name == "output.weight" || (!m.hasOutput && name == "token_embd.weight"):
+	case name == "output.weight" || (!m.hasOutput && tokenEmbd(name)):
 		if falcon || rowLen%int64(t.Info().BlockElems) != 0 {
 			return dtype.Q8_0
 		}
 		if t != dtype.Q8_0 {
 			return dtype.Q6_K
 		}
-	case name == "token_embd.weight":
+	case tokenEmbd(name):
 		// the presets apr offers keep the default type
 	case strings.Contains(name, "attn_v.weight") || strings.Contains(name, "attn_qkv.weight") || strings.Contains(name, "attn_kv_b.weight"):
 		// llama.cpp's category_is_attn_v: fused QKV (Phi-3) and MLA's kv_b take V's

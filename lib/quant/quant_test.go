@@ -143,16 +143,19 @@ func TestParseType(t *testing.T) {
 		if !strings.EqualFold(d.String(), name) {
 			t.Fatalf("%s parses to %v", name, d)
 		}
-		if d != dtype.F32 && !kernels.CanQuantize(d) {
+		// The i-quants, ternary types and MXFP4 are named (presets, --dry-run,
+		// --tensor-type) before every quantizer is in kernels; Decide refuses to write
+		// a type kernels lacks (TestDecideUnwritable).
+		if d != dtype.F32 && !kernels.CanQuantize(d) && !slices.Contains(todayTypes, d) {
 			t.Fatalf("%v is a target but kernels cannot quantize it", d)
 		}
 	}
-	for _, name := range []string{"nvfp4", "q1_0", "q2_0"} {
+	for _, name := range []string{"mxfp4", "nvfp4", "q1_0", "q2_0"} {
 		if !slices.Contains(Types(), name) {
 			t.Fatalf("Types() %v lacks %s", Types(), name)
 		}
 	}
-	for _, bad := range []string{"q8", "q8_1", "iq4_nl", "mxfp4", "tq1_0", "", "f64"} {
+	for _, bad := range []string{"q8", "q8_1", "q8_k", "iq4_nl_4_4", "", "f64"} {
 		if _, err := ParseType(bad); !errors.Is(err, ErrType) {
 			t.Fatalf("ParseType(%q) = %v, want ErrType", bad, err)
 		}
@@ -334,6 +337,9 @@ func TestScaleOverflowRefused(t *testing.T) {
 			v      float32
 			beyond bool
 		}{{bound, false}, {-bound, false}, {math.Nextafter32(bound, float32(math.Inf(1))) * 1.0001, true}} {
+			if c.beyond && bound == math.MaxFloat32 { // MXFP4: beyond is infinite, refused as such above
+				continue
+			}
 			w := randF32(6, 256)
 			w[100] = c.v
 			out, _, err := run(t, Options{Type: target}, tensorF32("edge.weight", []int64{1, 256}, w))
@@ -360,7 +366,11 @@ func TestScaleOverflowRefused(t *testing.T) {
 				}
 				want = float32(math.Copysign(float64(sum/128), float64(c.v)))
 			}
-			if math.Abs(float64(deq[100]-want)) > 0.1*math.Abs(float64(want)) {
+			tol := 0.1
+			if target == dtype.MXFP4 { // (1.5·2^e, 2^(e+1)) becomes 1.5·2^e, as in ggml
+				tol = 0.25
+			}
+			if math.Abs(float64(deq[100]-want)) > tol*math.Abs(float64(want)) {
 				t.Errorf("%v: %g written as %g, want %g", target, c.v, deq[100], want)
 			}
 		}

@@ -20,6 +20,9 @@ var targets = []struct {
 	{"q8_0", dtype.Q8_0}, {"q4_0", dtype.Q4_0}, {"q4_1", dtype.Q4_1}, {"q5_0", dtype.Q5_0}, {"q5_1", dtype.Q5_1},
 	{"q2_k", dtype.Q2_K}, {"q3_k", dtype.Q3_K}, {"q4_k", dtype.Q4_K}, {"q5_k", dtype.Q5_K}, {"q6_k", dtype.Q6_K},
 	{"nvfp4", dtype.NVFP4}, {"q1_0", dtype.Q1_0}, {"q2_0", dtype.Q2_0},
+	{"iq2_xxs", dtype.IQ2_XXS}, {"iq2_xs", dtype.IQ2_XS}, {"iq2_s", dtype.IQ2_S}, {"iq3_xxs", dtype.IQ3_XXS},
+	{"iq3_s", dtype.IQ3_S}, {"iq1_s", dtype.IQ1_S}, {"iq1_m", dtype.IQ1_M}, {"iq4_nl", dtype.IQ4_NL},
+	{"iq4_xs", dtype.IQ4_XS}, {"tq1_0", dtype.TQ1_0}, {"tq2_0", dtype.TQ2_0}, {"mxfp4", dtype.MXFP4},
 	{"f16", dtype.F16}, {"bf16", dtype.BF16}, {"f32", dtype.F32},
 }
 
@@ -59,30 +62,15 @@ func isTarget(t dtype.DType) bool {
 	return false
 }
 
-// fallbacks is the type a tensor gets when its rows are not a whole number of the
-// requested type's blocks. It follows llama.cpp's quantizer (tensor_type_fallback in
-// src/llama-quant.cpp, commit 007dbbf3): Q2_K, Q3_K and Q2_0 -> Q4_0, Q4_K -> Q5_0,
-// Q5_K -> Q5_1, Q6_K -> Q8_0. (Older llama.cpp sent Q2_K and Q3_K to IQ4_NL, which
-// apr does not write; Q4_0 has the same 4.5 bits per weight.) When the fallback cannot
-// hold the row either (not a multiple of 32), the tensor becomes F16, again as
-// llama.cpp does. The 32-value types, NVFP4 and Q1_0 have no fallback there: such a
-// tensor is an error.
-var fallbacks = map[dtype.DType]dtype.DType{
-	dtype.Q2_K: dtype.Q4_0,
-	dtype.Q3_K: dtype.Q4_0,
-	dtype.Q4_K: dtype.Q5_0,
-	dtype.Q5_K: dtype.Q5_1,
-	dtype.Q6_K: dtype.Q8_0,
-	dtype.Q2_0: dtype.Q4_0,
-}
-
 // Options say what to quantize and how.
 type Options struct {
 	// Type is the target: a GGML block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
-	// NVFP4, Q1_0, Q2_0), F16, BF16, or F32 (dequantize every float tensor).
+	// MXFP4, NVFP4, Q1_0, Q2_0), F16, BF16, or F32 (dequantize every float tensor).
 	Type dtype.DType
 	// Pure converts every float tensor of two or more dimensions, whatever its name
-	// (llama.cpp's name rules are skipped).
+	// (llama.cpp's name rules are skipped); for a language model's preset it is
+	// llama-quantize's --pure: llama.cpp's selection, every weight the preset's
+	// default type (the per-tensor flags still apply).
 	Pure bool
 	// Include names tensors (path.Match glob patterns) to convert whatever the rules
 	// say, 1-D tensors included; Exclude names tensors to keep as they are. Exclude
@@ -121,8 +109,14 @@ type Options struct {
 	// an error (token_embd.weight is then quantized without it, as llama.cpp does).
 	// The provenance records the matrix (see the package documentation).
 	Imatrix *imatrix.Matrix
+	// Overrides are llama-quantize's per-tensor flags (--output-tensor-type,
+	// --token-embedding-type, --tensor-type, --leave-output-tensor).
+	Overrides
 
 	llm *llmModel // the language model the preset's rules apply to, set by New
+	// ggufForm: the stream is a model in llama.cpp's form (GGUF key-values in its
+	// metadata), whose MXFP4 tensors stay as llama.cpp's converter keeps them; set by New
+	ggufForm bool
 }
 
 // Validate checks the options without an input.
@@ -139,9 +133,12 @@ func (o *Options) Validate() error {
 		switch {
 		case o.Type == dtype.F32:
 			return errors.New("an importance matrix weights quantization; f32 dequantizes, so it has no use for one")
-		case !kernels.CanQuantizeWeighted(o.Type):
+		case kernels.CanQuantize(o.Type) && !kernels.CanQuantizeWeighted(o.Type) && !ignoresWeights(o.Type):
 			return fmt.Errorf("an importance matrix cannot weight %v: ggml has no importance-weighted quantizer for it in llama.cpp b4747", o.Type)
 		}
+	}
+	if err := o.Overrides.validate(); err != nil {
+		return err
 	}
 	if o.Workers < 0 || o.ChunkElems < 0 {
 		return fmt.Errorf("workers (%d) and chunk size (%d) must not be negative", o.Workers, o.ChunkElems)
@@ -154,6 +151,9 @@ type Decision struct {
 	From, To dtype.DType // To == From: the tensor is copied as it is
 	Reason   string      // the rule that decided, for reports
 	Fallback bool        // To is a fallback for a row length Type cannot hold
+	// NeedsImatrix: To is a very low-bit type that needs an importance matrix and
+	// none is given (a dry run notes it; Decide refuses it).
+	NeedsImatrix bool
 
 	weights []float32 // the importance matrix's entry for the tensor, when it applies
 }
@@ -164,8 +164,12 @@ func (d Decision) Converted() bool { return d.To != d.From }
 // Decide applies the rules to one tensor: which type it gets and why, or an error
 // for a selected tensor that cannot be converted (its row length does not fit the
 // type and there is no fallback, it is already quantized, its dtype cannot be
-// decoded).
-func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
+// decoded, apr has no quantizer for its type, its type needs an importance matrix).
+func (o *Options) Decide(t container.TensorInfo) (Decision, error) { return o.decide(t, false) }
+
+// decide is Decide; for a dry run (plan) a type apr cannot write yet and a missing
+// importance matrix are noted in the reason instead of refused.
+func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 	d := Decision{From: t.DType, To: t.DType}
 	if o.llm != nil && t.Name == "output.weight" {
 		o.llm.hasOutput = true // llama.cpp's has_output: token_embd then keeps the default type
@@ -176,19 +180,30 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 		d.Reason = "excluded by " + p
 		return d, nil
 	}
+	if o.LeaveOutput && t.Name == "output.weight" {
+		d.Reason = "--leave-output-tensor"
+		return d, nil
+	}
 	if !info.Float {
 		d.Reason = "not a float tensor"
 		return d, nil
 	}
-	if t.DType == o.Type {
+	ov, ovWhy, ovFallback, overridden := o.override(t.Name)
+	if t.DType == o.Type && !overridden {
 		d.Reason = "already " + o.Type.String()
+		return d, nil
+	}
+	if t.DType == dtype.MXFP4 && o.ggufForm && o.Preset == "" && !o.AllowRequantize {
+		// gpt-oss ships its experts in MXFP4; llama.cpp's converter keeps them for
+		// every --outtype (and llama-quantize refuses to requantize them, as a preset here does).
+		d.Reason = "MXFP4 kept, as llama.cpp's converter keeps it for every output type (--allow-requantize converts it)"
 		return d, nil
 	}
 	if o.Type == dtype.F32 {
 		d.Reason = "f32 dequantizes every float tensor"
 	} else if p, ok := match(o.Include, t.Name); ok {
 		d.Reason = "included by " + p
-	} else if o.Pure {
+	} else if o.Pure && o.llm == nil { // a language model's --pure keeps llama.cpp's selection, as llama-quantize's does
 		if len(t.Shape) < 2 {
 			d.Reason = fmt.Sprintf("%d-D (--pure converts 2-D and larger; --include it to convert)", len(t.Shape))
 			return d, nil
@@ -200,24 +215,42 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 	} else {
 		d.Reason = why
 	}
+	row := rowLen(t.Shape)
+	to, canFallBack := o.Type, true
+	if p, ok := lookupPreset(o.Preset); ok && o.llm != nil && o.Type != dtype.F32 {
+		to = p.def // iq2_s: the type IQ2_S, the file type mostly IQ2_XS
+	}
+	if overridden {
+		to, canFallBack = ov, ovFallback
+		d.Reason += "; " + ovWhy
+	} else if p, ok := lookupPreset(o.Preset); ok && o.llm != nil && !o.Pure && o.Type != dtype.F32 {
+		var why string
+		to, why = o.presetFor(p, t)
+		d.Reason += "; " + why
+	} else if o.Pure && o.llm != nil {
+		d.Reason += "; --pure: " + to.String()
+	}
 	if !kernels.CanDequantize(t.DType) {
 		return d, fmt.Errorf("tensor %q: cannot decode %v values (exclude it with --exclude)", t.Name, t.DType)
 	}
-	if info.Quantized() && o.Type.Info().Quantized() && !o.AllowRequantize {
+	if info.Quantized() && to.Info().Quantized() && to != t.DType && !o.AllowRequantize {
 		return d, fmt.Errorf("tensor %q is already %v: requantizing it to %v compounds the error; "+
-			"start from the float model, or allow it with --allow-requantize", t.Name, t.DType, o.Type)
-	}
-	row := rowLen(t.Shape)
-	to := o.Type
-	if p, ok := lookupPreset(o.Preset); ok && o.llm != nil && !o.Pure && o.Type != dtype.F32 {
-		to = o.llm.presetType(p, t.Name, row)
-		d.Reason = d.Reason + "; " + presetReason(p, to)
+			"start from the float model, or allow it with --allow-requantize", t.Name, t.DType, to)
 	}
 	if bs := int64(to.Info().BlockElems); row%bs != 0 {
-		fb, ok := fallbacks[to]
-		if !ok {
+		fb, ok := fallback(to)
+		if fb == dtype.F16 && o.llm == nil {
+			// a 32-value type goes to F16 in llama-quantize; apr keeps that for the
+			// language models its presets apply to, and refuses the tensor elsewhere
+			ok = false
+		}
+		if !ok || !canFallBack {
+			how := "choose f16, bf16 or a type that falls back (llama.cpp's fallbacks: docs/QUANT.md)"
+			if !canFallBack {
+				how = "give it another type (--output-tensor-type and --token-embedding-type take no fallback)"
+			}
 			return d, fmt.Errorf("tensor %q: rows of %d values (shape %v) are not a whole number of %d-value %v blocks; "+
-				"exclude it (--exclude %s) or choose f16, bf16, a K-quant or q2_0 (which fall back)", t.Name, row, t.Shape, bs, to, t.Name)
+				"exclude it (--exclude %s) or %s", t.Name, row, t.Shape, bs, to, t.Name, how)
 		}
 		if row%int64(fb.Info().BlockElems) != 0 {
 			fb = dtype.F16
@@ -231,6 +264,12 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 		return d, nil
 	}
 	d.To = to
+	if !writable(to) {
+		if !plan {
+			return d, fmt.Errorf("tensor %q: apr cannot write %v yet (kernels has no quantizer for it, or lib/quant no value bound)", t.Name, to)
+		}
+		d.Reason += "; apr cannot write " + to.String() + " yet"
+	}
 	if o.Imatrix != nil {
 		w, why, err := o.importanceOf(t, to)
 		if err != nil {
@@ -238,6 +277,13 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) {
 		}
 		d.weights = w
 		d.Reason += why
+	}
+	if err := o.needsImatrix(t.Name, to, d.weights != nil); err != nil {
+		if !plan {
+			return d, err
+		}
+		d.NeedsImatrix = true
+		d.Reason += "; needs an importance matrix (--imatrix)"
 	}
 	return d, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
+	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/stream"
 	"github.com/apr-go/apr/lib/tensor"
 	"github.com/apr-go/apr/lib/version"
@@ -196,17 +197,7 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	for range cap(s.free) {
 		s.free <- &job{}
 	}
-	if _, ok := lookupPreset(o.Preset); ok {
-		if o.llm = llmFromHeader(src.Header()); o.llm != nil {
-			o.llm.imatrix = o.Imatrix != nil
-		}
-		if o.llm != nil && o.Plan != nil {
-			o.llm.hasOutput, o.llm.outputKnown = false, true
-			for _, t := range o.Plan {
-				o.llm.hasOutput = o.llm.hasOutput || t.Name == "output.weight"
-			}
-		}
-	}
+	o.setModel(src.Header())
 	s.opts = o
 	s.report = Report{Type: o.Type.String()}
 	counts, sources := map[string]any{}, map[string]any{}
@@ -297,6 +288,24 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	}
 	s.hdr = h
 	return s, nil
+}
+
+// setModel finds the language model a preset's rules apply to (o.llm), and from the
+// plan whether it has output.weight.
+func (o *Options) setModel(h container.Header) {
+	_, o.ggufForm = h.Metadata.Extra[gguf.MetadataKey]
+	if _, ok := lookupPreset(o.Preset); !ok {
+		return
+	}
+	if o.llm = llmFromHeader(h); o.llm != nil {
+		o.llm.imatrix = o.Imatrix != nil
+	}
+	if o.llm != nil && o.Plan != nil {
+		o.llm.hasOutput, o.llm.outputKnown = false, true
+		for _, t := range o.Plan {
+			o.llm.hasOutput = o.llm.hasOutput || t.Name == "output.weight"
+		}
+	}
 }
 
 func inc(v any) any {
@@ -395,7 +404,7 @@ func (s *Stream) Next() (container.TensorInfo, io.Reader, error) {
 	}
 	p := &plan{name: t.Name, shape: out.Shape, from: d.From, to: d.To, rowLen: rowLen(t.Shape),
 		elems: ts.Elems, chunk: s.chunk, outBytes: ob, stats: s.opts.Stats, limitExp: limitExp(maxMagnitude[d.To])}
-	if d.weights != nil && d.To.Info().Quantized() && !kernels.IgnoresWeights(d.To) {
+	if d.weights != nil && d.To.Info().Quantized() && !ignoresWeights(d.To) {
 		p.weights, p.chunk = d.weights, wholeRows(s.chunk, p.rowLen)
 	}
 	s.report.Tensors = append(s.report.Tensors, ts)

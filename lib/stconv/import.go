@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -174,10 +175,23 @@ type fileStream struct {
 	// generated counts the tensors of llm.Generated already given out
 	generated int
 	// walk places the tensors made of several (stacked experts) in the stream; parts
-	// are those due out next; byName finds a source tensor in the shards.
-	walk   *llm.Walk
-	parts  []llm.Part
-	byName map[string][2]int // name -> shard, tensor
+	// are those due out next.
+	walk  *llm.Walk
+	parts []llm.Part
+	// planned counts the tensors of llm.Plan already given out, for a family whose
+	// tensors are planned (gpt-oss, FP8 checkpoints).
+	planned int
+	// byName finds a source tensor in the shards (of a stacked or planned tensor).
+	byName map[string]planSource
+}
+
+// planSource is where one checkpoint tensor's bytes are: tensor t of shard f, n bytes
+// at off.
+type planSource struct {
+	f   *safetensors.File
+	t   safetensors.TensorInfo
+	off int64
+	n   int64
 }
 
 func newFileStream(shards []*safetensors.File, files map[string]any, opts ImportOptions) (*fileStream, error) {
@@ -210,16 +224,55 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 		if s.llm != nil {
 			s.llm.SetMetadata(&s.h.Metadata)
 			s.walk = s.llm.Walk()
-			s.byName = map[string][2]int{}
-			for i, f := range shards {
-				for j, t := range f.Header().Tensors {
-					s.byName[t.Name] = [2]int{i, j}
+			s.byName = map[string]planSource{}
+			for _, f := range shards {
+				for _, t := range f.Header().Tensors {
+					if _, dup := s.byName[t.Name]; dup {
+						return nil, fmt.Errorf("%s: tensor %q is also in %s", f.Path(), t.Name, s.byName[t.Name].f.Path())
+					}
+					s.byName[t.Name] = planSource{f: f, t: t, off: f.Header().DataStart() + t.Begin, n: t.Size()}
 				}
 			}
 		}
 	}
-	s.h.Table = tableOf(tensors, s.llm)
+	plan, planned := s.llm.Plan()
+	if !planned {
+		s.h.Table = tableOf(tensors, s.llm)
+		return s, nil
+	}
+	s.h.Table = []container.TensorInfo{}
+	for _, t := range s.llm.Generated() {
+		s.h.Table = append(s.h.Table, container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape})
+	}
+	for _, p := range plan {
+		s.h.Table = append(s.h.Table, p.Info)
+		if p.Info.DType.Info().Quantized() { // gpt-oss's MXFP4 experts
+			s.h.Flags |= container.FlagQuantized
+		}
+	}
 	return s, nil
+}
+
+// Open reads one checkpoint tensor for a planned tensor (llm.Source).
+func (s *fileStream) Open(name string) (io.ReaderAt, error) {
+	p, ok := s.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("the checkpoint has no tensor %q", name)
+	}
+	return &planReader{SectionReader: io.NewSectionReader(p.f, p.off, p.n), src: p}, nil
+}
+
+// planReader reads one checkpoint tensor for a planned tensor and drops the mapped
+// pages it is done with (Release), as pageReader does for the tensors read in order.
+type planReader struct {
+	*io.SectionReader
+	src planSource
+}
+
+func (r *planReader) Release(off, n int64) {
+	if r.src.f.Mapped() && off >= 0 && n > 0 && off+n <= r.src.n {
+		r.src.f.DropPages(r.src.off+off, n)
+	}
 }
 
 // tableOf is the tensor table of the APR stream of the shards' tensors (in data
@@ -269,11 +322,16 @@ func describeLLM(files map[string]any, shards []*safetensors.File, lo llm.Option
 	for name, b := range files {
 		raw[name], _ = b.([]byte)
 	}
+	// Each shard's tensors by name, as the converter lists them (gguf-py's
+	// SafetensorsLocal sorts them): the order of a planned stream (gpt-oss, FP8), which
+	// may differ from the data's where a file mixes dtypes.
 	var shapes []llm.TensorShape
 	for _, f := range shards {
+		n := len(shapes)
 		for _, t := range f.Header().Tensors {
 			shapes = append(shapes, llm.TensorShape{Name: t.Name, DType: t.DType, Shape: t.Shape})
 		}
+		slices.SortStableFunc(shapes[n:], func(a, b llm.TensorShape) int { return strings.Compare(a.Name, b.Name) })
 	}
 	var dir string
 	if len(shards) > 0 {
@@ -293,6 +351,15 @@ func (s *fileStream) Next() (container.TensorInfo, io.Reader, error) {
 		t := s.llm.Generated()[s.generated]
 		s.generated++
 		return container.TensorInfo{Name: t.Name, DType: t.DType, Shape: t.Shape}, bytes.NewReader(t.Data), nil
+	}
+	if plan, ok := s.llm.Plan(); ok {
+		if s.planned == len(plan) {
+			return container.TensorInfo{}, nil, io.EOF
+		}
+		p := plan[s.planned]
+		s.planned++
+		r, err := p.Make(s)
+		return p.Info, r, err
 	}
 	for {
 		if len(s.parts) > 0 {
@@ -333,16 +400,14 @@ func (s *fileStream) Next() (container.TensorInfo, io.Reader, error) {
 // those are read, and the resident set grew with the number of experts (to 110 MB for
 // 512 experts of 512 KiB). Plain reads leave them in the page cache only.
 func (s *fileStream) open(name string) (io.Reader, error) {
-	at, ok := s.byName[name]
+	p, ok := s.byName[name]
 	if !ok {
 		return nil, fmt.Errorf("tensor %q is not in the checkpoint", name)
 	}
-	f := s.shards[at[0]]
-	t := f.Header().Tensors[at[1]]
-	if osf := f.OSFile(); osf != nil {
-		return io.NewSectionReader(osf, f.Header().DataStart()+t.Begin, t.Size()), nil
+	if osf := p.f.OSFile(); osf != nil {
+		return io.NewSectionReader(osf, p.off, p.n), nil
 	}
-	return tensorReader(f, t)
+	return tensorReader(p.f, p.t)
 }
 
 // tensorReader reads tensor t of f: in place from the mapping when f is mapped.

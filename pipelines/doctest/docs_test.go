@@ -78,7 +78,7 @@ var substitutions = []struct{ file, old, new, why string }{
 }
 
 // peers are programs the docs use that apr does not ship.
-var peers = []string{"jq", "minisign", "age"}
+var peers = []string{"jq", "minisign", "age", "openssl"}
 
 // terminal: commands that read a password from the terminal (found by the doc's own
 // comment), with what is typed.

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Reference forward pass of a Hugging Face Llama, Mistral, Qwen3, Gemma 1-3 or Phi-3 checkpoint, in NumPy.
+"""Reference forward pass of a Hugging Face Llama, Mistral, Qwen3, Gemma 1-3, Phi-3 or gpt-oss checkpoint, in NumPy.
 
 Test-only peer for .ci/test-peers-forward. It reads the checkpoint directory as
 transformers would (config.json, model.safetensors or the shards named by
-model.safetensors.index.json; BF16, F16 or F32) and shares no code with apr: the
+model.safetensors.index.json; BF16, F16, F32, or F8_E4M3 with the block scales of an "fp8"
+quantization_config, multiplied out in float64) and shares no code with apr: the
 SafeTensors files are parsed here with json and numpy, and the model runs in the
 Hugging Face layout (rotate-half rotary embeddings on the Q and K rows as stored,
 before any converter permutes them). Everything is computed in float64, so the
@@ -65,6 +66,15 @@ def read_safetensors(path):
             a = np.frombuffer(buf, dtype="<f2")
         elif dt == "F32":
             a = np.frombuffer(buf, dtype="<f4")
+        elif dt == "U8":  # gpt-oss's MXFP4 blocks and scales, decoded in load_checkpoint
+            a = np.frombuffer(buf, dtype=np.uint8)
+        elif dt == "F8_E4M3":
+            # FP8 E4M3 (fn: no infinities, S.1111.111 is NaN), from its definition.
+            b = np.frombuffer(buf, dtype=np.uint8).astype(np.int64)
+            e, m = (b >> 3) & 15, (b & 7).astype(np.float64)
+            v = np.where(e == 0, m / 8 * 2.0**-6, (1 + m / 8) * np.exp2(e - 7.0))
+            v = np.where((e == 15) & (m == 7), np.nan, v)
+            a = np.where(b & 0x80, -v, v)
         else:
             raise SystemExit(f"{path}: {name}: dtype {dt} not supported")
         shape = info["shape"]
@@ -86,6 +96,26 @@ def load_checkpoint(ckpt):
     w = {}
     for name in files:
         w.update(read_safetensors(os.path.join(ckpt, name)))
+    # An FP8 checkpoint (quantization_config.quant_method "fp8"): each weight times its
+    # weight_scale_inv, one scale per weight_block_size block (the last ones partial).
+    q = cfg.get("quantization_config") or {}
+    if q.get("quant_method") == "fp8":
+        bs = q.get("weight_block_size")
+        for name in [n for n in w if n.endswith("_scale_inv")]:
+            s, wt = w.pop(name), name[: -len("_scale_inv")]
+            if bs:
+                s = np.repeat(np.repeat(s, bs[0], axis=0), bs[1], axis=1)[: w[wt].shape[0], : w[wt].shape[1]]
+            w[wt] = w[wt] * s
+    # gpt-oss's MXFP4 experts: 32-value blocks of E2M1 codes (byte i: values 2i low, 2i+1
+    # high nibble) times 2^(scale - 127), [experts, out, in] stored, used as [experts, in, out].
+    if q.get("quant_method") == "mxfp4":
+        fp4 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+        for name in [n for n in w if n.endswith("_blocks")]:
+            b = w.pop(name).astype(np.uint8)
+            s = w.pop(name[: -len("_blocks")] + "_scales").astype(np.int64)
+            codes = np.stack([b & 15, b >> 4], axis=-1).reshape(*b.shape[:-1], 32)
+            v = fp4[codes] * np.exp2(s - 127.0)[..., None]
+            w[name[: -len("_blocks")]] = v.reshape(*v.shape[:-2], -1).transpose(0, 2, 1)
     return cfg, w
 
 
@@ -124,12 +154,88 @@ def linear(x, w, bias=None):
     return y if bias is None else y + bias
 
 
+def yarn(cfg, head_dim, theta):
+    """transformers' YaRN (_compute_yarn_parameters): the blended frequencies and the
+    attention factor that scales cos and sin."""
+    s = cfg["rope_scaling"]
+    factor, orig = s["factor"], s["original_max_position_embeddings"]
+    fast, slow = s.get("beta_fast", 32), s.get("beta_slow", 1)
+    mscale = s.get("attention_factor") or 0.1 * np.log(factor) + 1.0
+
+    def corr(rot):
+        return head_dim * np.log(orig / (rot * 2 * np.pi)) / (2 * np.log(theta))
+
+    low, high = corr(fast), corr(slow)
+    if s.get("truncate", True):
+        low, high = np.floor(low), np.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(head_dim // 2) - low) / (high - low), 0, 1)
+    pos_freqs = theta ** (np.arange(0, head_dim, 2) / head_dim)
+    extra = 1 - ramp
+    return (1 / (factor * pos_freqs)) * (1 - extra) + (1 / pos_freqs) * extra, mscale
+
+
+def forward_gptoss(cfg, w, tokens):
+    """gpt-oss (transformers' modeling_gpt_oss): biased attention with one sink logit per
+    head in the softmax, NeoX (rotate-half) YaRN rotary, a biased router whose top-k
+    logits are softmaxed, and experts whose gate/up outputs alternate: gate clamped at
+    swiglu_limit, up clamped to +-limit, (up + 1) * gate * sigmoid(1.702 gate)."""
+    dim, n_head = cfg["hidden_size"], cfg["num_attention_heads"]
+    n_kv, head_dim = cfg["num_key_value_heads"], cfg["head_dim"]
+    eps, theta, limit = cfg["rms_norm_eps"], cfg["rope_theta"], cfg.get("swiglu_limit", 7.0)
+    k_top = cfg.get("num_experts_per_tok") or cfg["experts_per_token"]
+    T = len(tokens)
+    if cfg.get("sliding_window") and T > cfg["sliding_window"]:
+        raise SystemExit(f"{T} tokens exceed the sliding window")
+    inv_freq, mscale = yarn(cfg, head_dim, theta)
+    angles = np.outer(np.arange(T, dtype=np.float64), inv_freq)
+    angles = np.concatenate([angles, angles], axis=-1)
+    cos, sin = mscale * np.cos(angles)[:, None, :], mscale * np.sin(angles)[:, None, :]
+    causal = np.triu(np.full((T, T), -np.inf), k=1)
+    group = n_head // n_kv
+    h = w["model.embed_tokens.weight"][np.asarray(tokens)]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
+        q = linear(x, w[p + "self_attn.q_proj.weight"], w[p + "self_attn.q_proj.bias"]).reshape(T, n_head, head_dim)
+        k = linear(x, w[p + "self_attn.k_proj.weight"], w[p + "self_attn.k_proj.bias"]).reshape(T, n_kv, head_dim)
+        v = linear(x, w[p + "self_attn.v_proj.weight"], w[p + "self_attn.v_proj.bias"]).reshape(T, n_kv, head_dim)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        sinks = w[p + "self_attn.sinks"]
+        out = np.empty((T, n_head, head_dim))
+        for hd in range(n_head):
+            s = q[:, hd] @ k[:, hd // group].T * head_dim ** -0.5 + causal
+            s = np.concatenate([s, np.full((T, 1), sinks[hd])], axis=-1)
+            s = np.exp(s - s.max(axis=-1, keepdims=True))
+            out[:, hd] = (s / s.sum(axis=-1, keepdims=True))[:, :T] @ v[:, hd // group]
+        h = h + linear(out.reshape(T, -1), w[p + "self_attn.o_proj.weight"], w[p + "self_attn.o_proj.bias"])
+        x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
+        logits = linear(x, w[p + "mlp.router.weight"], w[p + "mlp.router.bias"])
+        f = np.zeros_like(x)
+        for t in range(T):
+            top = np.argsort(-logits[t], kind="stable")[:k_top]
+            r = np.exp(logits[t, top] - logits[t, top].max())
+            r = r / r.sum()
+            for e, we in zip(top, r):
+                gu = x[t] @ w[p + "mlp.experts.gate_up_proj"][e] + w[p + "mlp.experts.gate_up_proj_bias"][e]
+                g, u = np.minimum(gu[::2], limit), np.clip(gu[1::2], -limit, limit)
+                y = (u + 1) * g / (1 + np.exp(-1.702 * g))
+                f[t] += we * (y @ w[p + "mlp.experts.down_proj"][e] + w[p + "mlp.experts.down_proj_bias"][e])
+        h = h + f
+    h = rms_norm(h, w["model.norm.weight"], eps)
+    return h @ w["lm_head.weight"].T
+
+
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
+    if arch == "gpt_oss":
+        return forward_gptoss(cfg, w, tokens)
     if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2", "granite", "starcoder2", "glm4",
                     "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoeshared", "granitemoe"):
         raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3, olmo2, granite, starcoder2, glm4, "
-                         "mixtral, qwen2_moe, qwen3_moe, olmoe and granitemoe(shared)")
+                         "mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe(shared) and gpt_oss")
     gemma = arch.startswith("gemma")
     act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
     if act not in ("silu", "gelu_pytorch_tanh"):

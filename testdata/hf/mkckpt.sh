@@ -84,3 +84,16 @@ gen tiny-olmoe -tokenizer qwen2-bpe -arch OlmoeForCausalLM -vocab 320 -hidden 25
 gen tiny-granitemoe -tokenizer "$spm" -arch GraniteMoeSharedForCausalLM -vocab 512 -hidden 256 -ffn 128 -layers 2 -heads 4 \
 	-kvheads 2 -headdim 0 -dtype bf16 -tied=true -shards 1 -experts 4 -shared-ffn 256 -rope-theta 10000.0 \
 	-extra '{"num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 256, "attention_multiplier": 0.015625, "embedding_multiplier": 12.0, "residual_multiplier": 0.22, "logits_scaling": 8.0}'
+gptoss='{"attention_bias": true, "num_local_experts": 4, "num_experts_per_tok": 2, "experts_per_token": 2, "sliding_window": 128, "swiglu_limit": 7.0, "initial_context_length": 4096, "layer_types": ["sliding_attention", "full_attention"], "hidden_act": "silu"}'
+gptossrope='{"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0, "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": false}'
+gen tiny-gptoss -tokenizer qwen2-bpe -arch GptOssForCausalLM -vocab 320 -hidden 256 -ffn 256 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 64 -experts 4 -dtype bf16 -tied=false -shards 1 -rope-theta 150000.0 -rope-scaling "$gptossrope" \
+	-extra "$gptoss" -generation '{"bos_token_id": 311, "eos_token_id": 313, "pad_token_id": 311}'
+gen tiny-gptoss-mxfp4 -tokenizer qwen2-bpe -arch GptOssForCausalLM -vocab 320 -hidden 256 -ffn 256 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 64 -experts 4 -mxfp4 -dtype bf16 -tied=false -shards 1 -rope-theta 150000.0 -rope-scaling "$gptossrope" \
+	-extra "${gptoss%\}}"', "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}}' \
+	-generation '{"bos_token_id": 311, "eos_token_id": 313, "pad_token_id": 311}'
+gen tiny-qwen3-fp8 -tokenizer qwen2-bpe -arch Qwen3ForCausalLM -vocab 320 -hidden 256 -ffn 320 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 96 -dtype bf16 -tied=true -shards 1 -fp8 \
+	-extra '{"quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}}' \
+	-generation '{"bos_token_id": 311, "do_sample": true, "eos_token_id": 313, "pad_token_id": 311, "temperature": 0.6, "top_k": 20, "top_p": 0.95}'

@@ -29,8 +29,11 @@ for name in "$@"; do
 			{ cat "$name.$t.log"; exit 1; }
 	done
 	for p in $presets; do
-		"$LLAMA/bin/llama-quantize" "ref/$name.f32.gguf" "ref/$name.$p.gguf" "$p" 2 >"$name.$p.log" 2>&1 ||
-			{ cat "$name.$p.log"; exit 1; }
+		if ! "$LLAMA/bin/llama-quantize" "ref/$name.f32.gguf" "ref/$name.$p.gguf" "$p" 2 >"$name.$p.log" 2>&1; then
+			# gpt-oss's MXFP4 experts: llama-quantize refuses to requantize them; no reference
+			grep -q "requantizing from type mxfp4 is disabled" "$name.$p.log" || { cat "$name.$p.log"; exit 1; }
+			rm -f "ref/$name.$p.gguf"
+		fi
 	done
 	if [ "$name" = tiny-llama ]; then
 		cp "$here/ref/tiny-llama.imatrix.dat" ref/

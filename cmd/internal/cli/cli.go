@@ -204,6 +204,9 @@ var nameFlags = map[string]bool{
 	"key": true, "pubkey": true, "sig-file": true, "passphrase-file": true, "passphrase-env": true,
 	"key-passphrase-file": true, "key-passphrase-env": true, "password-file": true, "password-env": true,
 	"imatrix": true,
+	// apr-sign oms, spelled as model_signing spells them.
+	"signature": true, "private-key": true, "public-key": true, "signing-certificate": true,
+	"certificate-chain": true, "ignore-paths": true, "trust-config": true,
 }
 
 // checkEmptyNames refuses a naming flag given as "": -o "$OUT" with OUT unset would

@@ -18,10 +18,12 @@ var Layer = map[string]int{
 	// 1: the kernels and the in-memory tensor, on the dtype table; atomic output files.
 	"kernels": 1, "lib/tensor": 1, "lib/atomicfile": 1,
 	// 2: the file formats and the models; neither knows the other.
-	"lib/container": 2, "lib/aprender": 2, "lib/npy": 2, "lib/safetensors": 2, "lib/gguf": 2, "lib/imatrix": 2,
+	"lib/container": 2, "lib/aprender": 2, "lib/npy": 2, "lib/safetensors": 2, "lib/gguf": 2,
 	"lib/model": 2,
 	// 3: the one tensor stream (open, inspect, check, re-encode, dequantize).
 	"lib/stream": 3, "lib/ggufconv/internal/gengguf": 3,
+	// llama-imatrix's matrices, in its .dat form and in GGUF (on lib/gguf).
+	"lib/imatrix": 3,
 	// 4: transforms of a stream, and models to and from files.
 	"lib/quant": 4, "lib/manifest": 4, "lib/modelfile": 4, "lib/llm": 4, "lib/sealed": 4,
 	"lib/onnx": 4,

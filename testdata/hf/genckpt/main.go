@@ -102,8 +102,10 @@ func main() {
 	extra := flag.String("extra", "", "more config.json fields (a JSON object), written before torch_dtype")
 	specials := flag.String("specials", "", "more special tokens (space-separated) after qwen2-bpe's own")
 	tcExtra := flag.String("tokenizer-config", "", "more tokenizer_config.json fields (a JSON object), for a SentencePiece tokenizer")
+	fp8 := flag.Bool("fp8", false, "the layers' linear weights in F8_E4M3 with [128, 128] block scales (weight_scale_inv, F32), as DeepSeek-V3 and the Qwen3 FP8 releases ship them; add quantization_config with -extra")
+	mxfp4 := flag.Bool("mxfp4", false, "GptOssForCausalLM: experts as MXFP4 blocks and scales (U8), as OpenAI ships them")
 	genConfig := flag.String("generation", `{"bos_token_id": 1, "eos_token_id": 2}`, "generation_config.json's fields (JSON)")
-	experts := flag.Int("experts", 0, "routed experts a layer (0: a dense feed-forward network); config.json's expert fields come with -extra")
+	experts := flag.Int("experts", 0, "routed experts a layer (0: a dense feed-forward network; GptOssForCausalLM needs them); config.json's expert fields come with -extra")
 	moeFFN := flag.Int64("moe-ffn", 0, "each expert's intermediate size (0: -ffn)")
 	sharedFFN := flag.Int64("shared-ffn", 0, "the shared experts' intermediate size, all of them together (0: none)")
 	mla := flag.String("mla", "", "DeepSeek's multi-head latent attention: q_lora_rank,kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,v_head_dim (q_lora_rank 0: a plain q_proj)")
@@ -194,6 +196,36 @@ func main() {
 			half(p+"post_mlp_layernorm.weight", *hidden)
 			continue
 		}
+		if *arch == "GptOssForCausalLM" { // biased attention with sinks, a biased router, fused biased experts
+			for _, x := range []struct {
+				name     string
+				out, in_ int64
+			}{{"self_attn.q_proj", *heads * headDim, *hidden}, {"self_attn.k_proj", *kvHeads * headDim, *hidden},
+				{"self_attn.v_proj", *kvHeads * headDim, *hidden}, {"self_attn.o_proj", *hidden, *heads * headDim},
+				{"mlp.router", int64(*experts), *hidden}} {
+				half(p+x.name+".weight", x.out, x.in_)
+				half(p+x.name+".bias", x.out)
+			}
+			half(p+"self_attn.sinks", *heads)
+			// The experts are stored [experts, in, out], gate and up interleaved by row.
+			if *mxfp4 { // 32 values a block: 16 bytes of E2M1 codes and one E8M0 exponent
+				u8 := func(name string, shape ...int64) {
+					specs = append(specs, container.TensorInfo{Name: name, DType: dtype.U8, Shape: shape})
+				}
+				u8(p+"mlp.experts.gate_up_proj_blocks", int64(*experts), 2**ffn, *hidden/32, 16)
+				u8(p+"mlp.experts.gate_up_proj_scales", int64(*experts), 2**ffn, *hidden/32)
+				half(p+"mlp.experts.gate_up_proj_bias", int64(*experts), 2**ffn)
+				u8(p+"mlp.experts.down_proj_blocks", int64(*experts), *hidden, *ffn/32, 16)
+				u8(p+"mlp.experts.down_proj_scales", int64(*experts), *hidden, *ffn/32)
+				half(p+"mlp.experts.down_proj_bias", int64(*experts), *hidden)
+				continue
+			}
+			half(p+"mlp.experts.gate_up_proj", int64(*experts), *hidden, 2**ffn)
+			half(p+"mlp.experts.gate_up_proj_bias", int64(*experts), 2**ffn)
+			half(p+"mlp.experts.down_proj", int64(*experts), *ffn, *hidden)
+			half(p+"mlp.experts.down_proj_bias", int64(*experts), *hidden)
+			continue
+		}
 		if *arch == "Phi3ForCausalLM" { // Q, K and V fused, gate and up fused
 			half(p+"self_attn.qkv_proj.weight", (*heads+2**kvHeads)*headDim, *hidden)
 			half(p+"self_attn.o_proj.weight", *hidden, *heads*headDim)
@@ -236,9 +268,21 @@ func main() {
 			}
 		}
 	}
+	if *fp8 { // every 2-D weight of a layer: FP8, then its scale
+		var out []container.TensorInfo
+		for _, t := range specs {
+			if len(t.Shape) != 2 || !strings.HasPrefix(t.Name, "model.layers.") {
+				out = append(out, t)
+				continue
+			}
+			out = append(out, container.TensorInfo{Name: t.Name, DType: dtype.F8E4M3, Shape: t.Shape},
+				container.TensorInfo{Name: t.Name + "_scale_inv", DType: dtype.F32, Shape: []int64{(t.Shape[0] + 127) / 128, (t.Shape[1] + 127) / 128}})
+		}
+		specs = out
+	}
 	model := strings.ToLower(strings.TrimSuffix(*arch, "ForCausalLM"))
 	if t, ok := map[string]string{"qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe", "deepseekv2": "deepseek_v2",
-		"deepseekv3": "deepseek_v3"}[model]; ok {
+		"deepseekv3": "deepseek_v3", "gptoss": "gpt_oss"}[model]; ok {
 		model = t // transformers' names
 	}
 	ids := "\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2,"
@@ -435,6 +479,29 @@ func (s *genStream) Next() (container.TensorInfo, io.Reader, error) {
 	s.i++
 	n, _ := t.RawSize()
 	b := make([]byte, n)
+	if t.DType == dtype.F8E4M3 { // exponents 1..10 (2^-6..2^3), any sign and mantissa: no NaN
+		for i := range b {
+			r := s.rng.Uint32()
+			b[i] = uint8(r&0x80) | uint8(1+r>>8%10)<<3 | uint8(r>>16&7)
+		}
+		return t, bytes.NewReader(b), nil
+	}
+	if strings.HasSuffix(t.Name, "_scale_inv") { // m·2^-15, m in 8..15 (4 significant bits): FP8 x scale is exact in BF16
+		for i := 0; i < len(b); i += 4 {
+			m := 8 + s.rng.Uint32()%8
+			binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(m)*float32(math.Exp2(-15))))
+		}
+		return t, bytes.NewReader(b), nil
+	}
+	if t.DType == dtype.U8 { // MXFP4: any codes; exponents near 2^-6 (weights of about 0.02)
+		for i := range b {
+			b[i] = uint8(s.rng.Uint32())
+			if strings.HasSuffix(t.Name, "_scales") {
+				b[i] = 118 + b[i]%6
+			}
+		}
+		return t, bytes.NewReader(b), nil
+	}
 	for i := 0; i < len(b); i += 2 {
 		v := float32(s.rng.NormFloat64() * 0.02)
 		if len(t.Shape) == 1 && s.normOffset {

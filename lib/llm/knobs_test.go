@@ -1,0 +1,55 @@
+package llm_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"github.com/apr-go/apr/lib/ggufconv"
+	"github.com/apr-go/apr/lib/quant"
+)
+
+// TestKnobsBytes: the ternary presets (kernels has their quantizers) and the
+// per-tensor flags give llama-quantize's files byte for byte, from the F32 GGUF of the
+// checkpoint (apr's conversion, the converter's bytes): TQ1_0 and TQ2_0 (token
+// embeddings Q4_K, and on small-mistral's rows of 192 the fallback to Q4_0), --pure,
+// --output-tensor-type (on the tied small-mistral also its token embeddings),
+// --token-embedding-type, --tensor-type (a regex; under --pure too) and
+// --leave-output-tensor. The sums are in testdata/hf/knobs.sha256 (testdata/hf/README.md).
+func TestKnobsBytes(t *testing.T) {
+	sums := refSums(t, "knobs")
+	for _, c := range []struct{ ckpt, file, args string }{
+		{"tiny-llama", "tiny-llama.TQ1_0.gguf", "TQ1_0"},
+		{"tiny-llama", "tiny-llama.TQ2_0.gguf", "TQ2_0"},
+		{"tiny-llama", "tiny-llama.TQ1_0.pure.gguf", "--pure TQ1_0"},
+		{"tiny-llama", "tiny-llama.Q4_K_M.overrides.gguf", "--tensor-type attn_v=q8_0 --output-tensor-type q5_k --token-embedding-type q8_0 Q4_K_M"},
+		{"tiny-llama", "tiny-llama.Q4_K_M.leave-output.gguf", "--leave-output-tensor Q4_K_M"},
+		{"tiny-llama", "tiny-llama.Q6_K.pure.tensor-type.gguf", `--pure --tensor-type blk\.1\.=tq2_0 --tensor-type ffn=q5_0 Q6_K`},
+		{"small-mistral", "small-mistral.TQ2_0.gguf", "TQ2_0"},
+		{"small-mistral", "small-mistral.Q3_K_M.overrides.gguf", "--output-tensor-type q8_0 --tensor-type attn_(q|k)=q5_1 Q3_K_M"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			want := sums[c.file]
+			if want == "" {
+				t.Fatal("no reference sum")
+			}
+			f32 := toGGUF(t, filepath.Join("../../testdata/hf", c.ckpt), "f32")
+			s, err := ggufconv.NewStream(bytes.NewReader(f32), ggufconv.ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			q, err := quant.New(apr(t, s), dryRunOptions(t, c.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()}); err != nil {
+				t.Fatal(err)
+			}
+			if got := sha256Hex(out.Bytes()); got != want {
+				t.Errorf("SHA-256 of the export %s, llama-quantize %s wrote %s (%d bytes)", got, c.args, want, out.Len())
+			}
+		})
+	}
+}
