@@ -97,3 +97,9 @@ gen tiny-qwen3-fp8 -tokenizer qwen2-bpe -arch Qwen3ForCausalLM -vocab 320 -hidde
 	-kvheads 2 -headdim 96 -dtype bf16 -tied=true -shards 1 -fp8 \
 	-extra '{"quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}}' \
 	-generation '{"bos_token_id": 311, "do_sample": true, "eos_token_id": 313, "pad_token_id": 311, "temperature": 0.6, "top_k": 20, "top_p": 0.95}'
+gen tiny-deepseek3-fp8 -tokenizer qwen2-bpe -arch DeepseekV3ForCausalLM -vocab 320 -hidden 256 -ffn 256 -layers 2 -heads 2 \
+	-kvheads 2 -headdim 0 -dtype bf16 -tied=false -shards 1 -experts 4 -moe-ffn 128 -shared-ffn 128 \
+	-mla 256,256,64,32,64 -dense-layers 1 -mtp-layers 1 -rope-theta 10000.0 -fp8 \
+	-rope-scaling '{"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096, "type": "yarn"}' \
+	-extra '{"first_k_dense_replace": 1, "kv_lora_rank": 256, "moe_intermediate_size": 128, "moe_layer_freq": 1, "n_group": 2, "n_routed_experts": 4, "n_shared_experts": 1, "norm_topk_prob": true, "num_experts_per_tok": 2, "num_nextn_predict_layers": 1, "q_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "topk_group": 1, "topk_method": "noaux_tc", "v_head_dim": 64, "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}}' \
+	-generation '{"bos_token_id": 311, "eos_token_id": 313}'

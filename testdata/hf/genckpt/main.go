@@ -268,10 +268,10 @@ func main() {
 			}
 		}
 	}
-	if *fp8 { // every 2-D weight of a layer: FP8, then its scale
+	if *fp8 { // every 2-D weight of a layer but a router: FP8, then its scale
 		var out []container.TensorInfo
 		for _, t := range specs {
-			if len(t.Shape) != 2 || !strings.HasPrefix(t.Name, "model.layers.") {
+			if len(t.Shape) != 2 || !strings.HasPrefix(t.Name, "model.layers.") || strings.HasSuffix(t.Name, ".mlp.gate.weight") { // routers stay BF16, as DeepSeek-V3 ships them
 				out = append(out, t)
 				continue
 			}
