@@ -73,6 +73,9 @@ func Plan(h container.Header, tensors []container.TensorInfo) (*gguf.Header, err
 		if err != nil {
 			return nil, err
 		}
+		if presetOf(md.Provenance) {
+			ti.Dims = ggmlDims(ti.Dims)
+		}
 		gh.Tensors = append(gh.Tensors, ti)
 	}
 	if err := gh.Layout(); err != nil {

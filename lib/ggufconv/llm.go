@@ -163,3 +163,14 @@ func asInt64(v any) (int64, bool) {
 	}
 	return 0, false
 }
+
+// ggmlDims drops the trailing dimensions of 1 (ggml's ne order) but the first, as
+// llama-quantize writes every tensor (gguf_add_tensor counts ggml_n_dims): Qwen2-MoE's
+// shared-expert gate, [hidden, 1] in the converter's file, is 1-D in its output.
+func ggmlDims(dims []int64) []int64 {
+	n := len(dims)
+	for n > 1 && dims[n-1] == 1 {
+		n--
+	}
+	return dims[:n]
+}

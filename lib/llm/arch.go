@@ -53,6 +53,12 @@ type Arch struct {
 	Back [2]string
 	// Family is the family's own code (family.go), nil for one that only renames.
 	Family Family
+	// Experts is how a mixture-of-experts family holds its routed experts (moe.go),
+	// nil for a dense one.
+	Experts *expertLayout
+	// MTP: the layers from num_hidden_layers on are multi-token prediction layers
+	// (DeepSeek-V3's), which the converter leaves out.
+	MTP bool
 }
 
 // attnLayer are the attention projections most families name alike, with the Q, K
@@ -200,6 +206,55 @@ var archs = []*Arch{
 		Back: [2]string{"SmolLM3ForCausalLM", "smollm3"}, Family: llama{},
 	},
 	{
+		HF:   []string{"MixtralForCausalLM"},
+		GGUF: "llama", Top: llamaTop, Layer: withLayer(attnLayer, map[string]string{
+			"input_layernorm.weight":          "attn_norm.weight",
+			"post_attention_layernorm.weight": "ffn_norm.weight",
+			"block_sparse_moe.gate.weight":    "ffn_gate_inp.weight",
+		}),
+		PermuteQK: true, SpacePrefix: true, Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"MixtralForCausalLM", "mixtral"}, Family: mixtral{}, Experts: mixtralExperts,
+	},
+	{
+		HF:   []string{"Qwen2MoeForCausalLM"},
+		GGUF: "qwen2moe", Top: llamaTop, Layer: withLayer(attnLayer, qwenMoELayer),
+		Skip:   []string{"self_attn.rotary_emb.inv_freq"},
+		Biases: []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"},
+		Back:   [2]string{"Qwen2MoeForCausalLM", "qwen2_moe"}, Family: qwenMoE{}, Experts: qwenExperts,
+	},
+	{
+		HF:   []string{"Qwen3MoeForCausalLM"},
+		GGUF: "qwen3moe", Top: llamaTop, Layer: withLayer(withLayer(attnLayer, qwenMoELayer), qkNorm),
+		Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"Qwen3MoeForCausalLM", "qwen3_moe"}, Family: qwenMoE{}, Experts: qwenExperts,
+	},
+	{
+		HF:   []string{"GraniteMoeForCausalLM", "GraniteMoeSharedForCausalLM"},
+		GGUF: "granitemoe", Top: llamaTop, Layer: withLayer(attnLayer, map[string]string{
+			"input_layernorm.weight":                "attn_norm.weight",
+			"post_attention_layernorm.weight":       "ffn_norm.weight",
+			"block_sparse_moe.router.layer.weight":  "ffn_gate_inp.weight",
+			"block_sparse_moe.input_linear.weight":  "ffn_gate_up_exps.weight", // split (granitemoe.split)
+			"block_sparse_moe.output_linear.weight": "ffn_down_exps.weight",
+			"shared_mlp.input_linear.weight":        "ffn_gate_up_shexp.weight", // split
+			"shared_mlp.output_linear.weight":       "ffn_down_shexp.weight",
+		}),
+		PermuteQK: true, SpacePrefix: true, Skip: []string{"self_attn.rotary_emb.inv_freq"},
+		Back: [2]string{"GraniteMoeForCausalLM", "granitemoe"}, Family: granitemoe{},
+	},
+	{
+		HF:   []string{"OlmoeForCausalLM"},
+		GGUF: "olmoe", Top: llamaTop, Layer: withLayer(withLayer(attnLayer, qwenMoELayer), qkNorm),
+		Skip: []string{"self_attn.rotary_emb.inv_freq"}, WideQKNorm: true,
+		Back: [2]string{"OlmoeForCausalLM", "olmoe"}, Family: olmoe{}, Experts: qwenExperts,
+	},
+	{
+		HF:   []string{"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"},
+		GGUF: "deepseek2", Top: llamaTop, Layer: deepseekLayer,
+		Skip: []string{"self_attn.rotary_emb.inv_freq"}, MTP: true,
+		Back: [2]string{"DeepseekV3ForCausalLM", "deepseek_v3"}, Family: deepseek2{}, Experts: qwenExperts,
+	},
+	{
 		HF:   []string{"Olmo2ForCausalLM"},
 		GGUF: "olmo2", Top: llamaTop, Layer: withLayer(attnLayer, map[string]string{
 			"self_attn.q_norm.weight":           "attn_q_norm.weight",
@@ -220,6 +275,19 @@ var archs = []*Arch{
 		Skip:   []string{"self_attn.rotary_emb.inv_freq"},
 		Family: gptoss{},
 	},
+}
+
+// qwenMoELayer are the layer names of Qwen2-MoE and Qwen3-MoE beside attention: the
+// norms, the router, and Qwen2-MoE's shared expert with its gate (a checkpoint has
+// these in every layer or in none).
+var qwenMoELayer = map[string]string{
+	"input_layernorm.weight":             "attn_norm.weight",
+	"post_attention_layernorm.weight":    "ffn_norm.weight",
+	"mlp.gate.weight":                    "ffn_gate_inp.weight",
+	"mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp.weight",
+	"mlp.shared_expert.up_proj.weight":   "ffn_up_shexp.weight",
+	"mlp.shared_expert.down_proj.weight": "ffn_down_shexp.weight",
+	"mlp.shared_expert_gate.weight":      "ffn_gate_inp_shexp.weight",
 }
 
 // qkNorm are the layer names of an RMS norm of each head's queries and keys.
@@ -309,6 +377,9 @@ func (a *Arch) GGUFName(hf string) (name string, layer int, skip bool, err error
 		if g, ok := a.Layer[m[2]]; ok {
 			return fmt.Sprintf("blk.%d.%s", n, g), n, false, nil
 		}
+		if _, g, ok := a.Experts.expertOf(m[2]); ok { // one expert of the stacked tensor g
+			return fmt.Sprintf("blk.%d.%s", n, g), n, false, nil
+		}
 	}
 	return "", -1, false, fmt.Errorf("tensor %q is not part of a %s model as apr knows it", hf, strings.Join(a.HF, "/"))
 }
@@ -334,11 +405,12 @@ func multimodal(name string) bool {
 }
 
 // required are the tensors every layer of the family holds (its layer names but
-// biases, which some checkpoints have and some not, or Biases says), after "blk.N.".
+// biases, which some checkpoints have and some not, or Biases says, and shared
+// experts, which some mixtures of experts have), after "blk.N.".
 func (a *Arch) required() []string {
 	var r []string
 	for _, g := range a.Layer {
-		if !strings.HasSuffix(g, ".bias") && !slices.Contains(r, g) && !slices.Contains(gptossOptional, g) {
+		if !strings.HasSuffix(g, ".bias") && !strings.Contains(g, "_shexp") && !slices.Contains(r, g) && !slices.Contains(gptossOptional, g) {
 			r = append(r, g)
 		}
 	}

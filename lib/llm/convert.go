@@ -30,7 +30,7 @@ func (cp *Checkpoint) Generated() []tensor.Tensor { return cp.generated }
 // Info returns the table entry of a checkpoint tensor in llama.cpp's form (see
 // Convert) without its data; skip reports a tensor the converter drops.
 func (cp *Checkpoint) Info(info container.TensorInfo) (container.TensorInfo, bool, error) {
-	g, _, skip, err := cp.Arch.GGUFName(info.Name)
+	g, _, skip, err := cp.ggufName(info.Name)
 	if err != nil || skip {
 		return info, skip, err
 	}
@@ -45,13 +45,15 @@ func (cp *Checkpoint) Info(info container.TensorInfo) (container.TensorInfo, boo
 }
 
 // widened reports a float tensor other than F32 that the converter stores in F32
-// whatever the output type: 1-D tensors (norms, biases), and any whose name does not
-// end in ".weight" (gpt-oss's expert biases) or that is an MoE router (ffn_gate_inp).
+// whatever the output type: 1-D tensors (norms, biases), any whose name does not end
+// in ".weight" (gpt-oss's expert biases), and the mixture-of-experts routers
+// (ffn_gate_inp, ffn_gate_inp_shexp).
 func widened(info container.TensorInfo) bool {
 	if !info.DType.Info().Float || info.DType == dtype.F32 || info.DType.Info().Quantized() {
 		return false
 	}
-	return len(info.Shape) <= 1 || !strings.HasSuffix(info.Name, ".weight") || strings.HasSuffix(info.Name, ".ffn_gate_inp.weight")
+	router := strings.HasSuffix(info.Name, ".ffn_gate_inp.weight") || strings.HasSuffix(info.Name, ".ffn_gate_inp_shexp.weight")
+	return len(info.Shape) <= 1 || !strings.HasSuffix(info.Name, ".weight") || router
 }
 
 // Convert turns one tensor of the checkpoint into llama.cpp's form: its GGUF name,
@@ -60,7 +62,7 @@ func widened(info container.TensorInfo) bool {
 // float tensors (norms, biases) widened to F32. skip reports a tensor the converter
 // drops; its data is consumed.
 func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container.TensorInfo, io.Reader, bool, error) {
-	g, _, skip, err := cp.Arch.GGUFName(info.Name)
+	g, _, skip, err := cp.ggufName(info.Name)
 	if err != nil {
 		return info, nil, false, err
 	}
@@ -79,7 +81,7 @@ func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container
 		return info, nil, false, err
 	}
 	if widened(info) {
-		// A 1-D tensor, small: widened whole.
+		// A 1-D tensor or a router, small: widened whole.
 		size, err := dtype.Size(info.DType, info.Shape)
 		if err != nil {
 			return info, nil, false, tensor.Wrap(hf, err)

@@ -18,8 +18,11 @@
 // Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM (and
 // Gemma3ForConditionalGeneration's text tower), Phi3ForCausalLM (phi3.go),
 // GraniteForCausalLM (llama.go), Starcoder2ForCausalLM, Glm4ForCausalLM (glm4.go),
-// SmolLM3ForCausalLM, Olmo2ForCausalLM (olmo2.go) and Mistral3ForConditionalGeneration's
-// text model
+// SmolLM3ForCausalLM, Olmo2ForCausalLM (olmo2.go), Mistral3ForConditionalGeneration's
+// text model, and the mixtures of experts MixtralForCausalLM, Qwen2MoeForCausalLM,
+// Qwen3MoeForCausalLM, OlmoeForCausalLM, GraniteMoeForCausalLM (moe.go: per-expert
+// tensors stacked as the stream goes, Walk; fused ones split)
+// and DeepseekV2ForCausalLM/DeepseekV3ForCausalLM (deepseek.go)
 // (grouped-query attention, tied or untied embeddings, sharded checkpoints), with a
 // SentencePiece tokenizer.model or a byte-level BPE tokenizer.json (bpe.go; llama.cpp's
 // pre-tokenizer named from the tokenizer's definition, preTable).

@@ -26,7 +26,8 @@ type Hparams struct {
 	TieEmbeddings                                                bool
 	// Experts and ExpertsUsed are the routed experts and how many a token takes
 	// (num_local_experts / num_experts / n_routed_experts, num_experts_per_tok /
-	// num_experts_per_token / top_k_experts, as the converter looks them up).
+	// num_experts_per_token / top_k_experts, as the converter looks them up; 0: a
+	// dense model).
 	Experts, ExpertsUsed       int
 	HasExperts, HasExpertsUsed bool
 	rope                       rope
@@ -104,15 +105,11 @@ func parseHparams(c config) (Hparams, error) {
 	get(&h.HeadDim, &h.HasHeadDim, "head_dim", false)
 	var hasKV bool
 	get(&h.KVHeads, &hasKV, "num_key_value_heads", false)
-	for _, k := range []string{"num_local_experts", "num_experts", "n_routed_experts"} {
-		if get(&h.Experts, &h.HasExperts, k, false); h.HasExperts || err != nil {
-			break
-		}
+	if err == nil {
+		h.Experts, h.HasExperts, err = c.intOf(expertCountKeys...)
 	}
-	for _, k := range []string{"num_experts_per_tok", "num_experts_per_token", "top_k_experts"} {
-		if get(&h.ExpertsUsed, &h.HasExpertsUsed, k, false); h.HasExpertsUsed || err != nil {
-			break
-		}
+	if err == nil {
+		h.ExpertsUsed, h.HasExpertsUsed, err = c.intOf(expertUsedKeys...)
 	}
 	if err != nil {
 		return h, err
@@ -227,6 +224,15 @@ type Checkpoint struct {
 	// converter writes the others (Phi-3's rope.scaling.attn_factor): they follow
 	// general.architecture.
 	earlyKVs []gguf.KV
+	// stacks are the per-expert tensors, which the stream writes stacked (Walk).
+	stacks expertSet
+	// expertParams and perExpert count the stacked tensors' parameters, all and one
+	// expert's, for the size label ("8x1.2M").
+	expertParams, perExpert int64
+	// stackedParams and stackedPerExpert are the same of tensors stacked already.
+	stackedParams, stackedPerExpert int64
+	// shapes are the checkpoint's tensors by name.
+	shapes map[string]TensorShape
 	// computedData are the computed tensors (see computed) of a model from a GGUF
 	// file, read on the way back to Hugging Face's layout (HFStream) for HFFiles.
 	computedData map[string][]float32
@@ -375,8 +381,10 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		n, _ := dtype.Elems(t.Shape)
 		params += n
 	}
+	cp.shapes = make(map[string]TensorShape, len(tensors))
 	for _, t := range tensors {
-		g, layer, skip, err := cp.Arch.GGUFName(t.Name)
+		cp.shapes[t.Name] = t
+		g, layer, skip, err := cp.ggufName(t.Name)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -385,11 +393,20 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		}
 		maxLayer = max(maxLayer, layer)
 		have[g] = true
+		if m := layerName.FindStringSubmatch(strings.Replace(t.Name, "language_model.", "", 1)); m != nil {
+			if e, _, ok := cp.Arch.Experts.expertOf(m[2]); ok {
+				cp.stacks.add(g, e, t)
+			}
+		}
 		n := int64(1)
 		for _, d := range t.Shape {
 			n *= d
 		}
 		params += n
+		if len(t.Shape) == 3 && t.Shape[0] > 0 && strings.Contains(g, "_exps.") { // experts stacked already
+			cp.stackedParams += n
+			cp.stackedPerExpert += n / t.Shape[0]
+		}
 		if len(t.Shape) >= 2 {
 			types[t.DType]++
 		}
@@ -402,6 +419,15 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 		}
 		var w []int64
 		label := field[suffix]
+		if f, ok := cp.Arch.family().(shaper); ok {
+			ws, l, ok, err := f.shapeOf(cp, suffix)
+			if err != nil {
+				return 0, 0, err
+			}
+			if ok {
+				suffix, w, label = "", ws, l // checked below, not by the switch
+			}
+		}
 		switch suffix {
 		case "token_embd.weight", "output.weight":
 			w = want[suffix]
@@ -441,6 +467,11 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			return 0, 0, fmt.Errorf("config.json: %s give tensor %q the shape %v, but it has %v", label, t.Name, w, t.Shape)
 		}
 	}
+	if cp.expertParams, cp.perExpert, err = cp.stacks.check(cp, cp.Hparams.Experts, cp.expertShape); err != nil {
+		return 0, 0, err
+	}
+	cp.expertParams += cp.stackedParams
+	cp.perExpert += cp.stackedPerExpert
 	if !have["token_embd.weight"] {
 		hf, _ := cp.Arch.HFName("token_embd.weight")
 		return 0, 0, fmt.Errorf("config.json: vocab_size %d cannot be checked against the embedding rows: the checkpoint has no %q (which llama.cpp needs too)", h.Vocab, hf)
@@ -454,6 +485,15 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 	if !have["output_norm.weight"] {
 		hf, _ := cp.Arch.HFName("output_norm.weight")
 		return 0, 0, fmt.Errorf("the checkpoint has no %q (the final norm, which llama.cpp needs)", hf)
+	}
+	switch {
+	case len(types) == 1 && types[dtype.F16] > 0:
+		fileType = 1
+	case len(types) == 1 && types[dtype.BF16] > 0:
+		fileType = 32
+	}
+	if f, ok := cp.Arch.family().(layered); ok {
+		return params, fileType, cp.checkLayers(f, have)
 	}
 	kinds := cp.Arch.required()
 	for g := range have {
@@ -476,12 +516,6 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			}
 		}
 	}
-	switch {
-	case len(types) == 1 && types[dtype.F16] > 0:
-		fileType = 1
-	case len(types) == 1 && types[dtype.BF16] > 0:
-		fileType = 32
-	}
 	return params, fileType, nil
 }
 
@@ -495,7 +529,11 @@ func (cp *Checkpoint) generalKVs(dir string, params int64, label string, samplin
 	if n := titleOf(filepath.Base(dir)); n != "" && dir != "" {
 		kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.String(n)})
 	}
-	if label == "" && params > 0 {
+	switch {
+	case label != "": // the planned tensors' (planSizeLabel)
+	case cp.expertParams > 0: // gguf-py's size_label: experts x (shared + one expert's)
+		label = fmt.Sprintf("%dx%s", cp.Hparams.Experts, SizeLabel(params-cp.expertParams+cp.perExpert))
+	case params > 0:
 		label = SizeLabel(params)
 	}
 	if label != "" {
@@ -615,12 +653,11 @@ func (cp *Checkpoint) hparamKVs(fileType uint32) ([]gguf.KV, error) {
 	if h.HasNormEps {
 		f32("attention.layer_norm_epsilon", h.NormEps)
 	}
-	if h.HasExperts {
-		u32("expert_count", h.Experts)
+	experts, err := cp.expertKVs()
+	if err != nil {
+		return nil, err
 	}
-	if h.HasExpertsUsed {
-		u32("expert_used_count", h.ExpertsUsed)
-	}
+	kvs = append(kvs, experts...)
 	if h.HasHeadDim {
 		u32("attention.key_length", h.HeadDim)
 		u32("attention.value_length", h.HeadDim)

@@ -158,7 +158,7 @@ func readJSON(t *testing.T, path string) map[string]any {
 // exactly), its config fields, special tokens, tokenizer settings and tokenizer pieces;
 // and converted again it gives llama.cpp's own F32 GGUF of the original, byte for byte.
 func TestGGUFBack(t *testing.T) {
-	for _, c := range checkpoints {
+	for _, c := range append(checkpoints, moeGGUFBack...) {
 		t.Run(c.name, func(t *testing.T) {
 			orig := "../../testdata/hf/" + c.name
 			out := back(t, bytes.NewReader(toGGUF(t, orig, "f32")), c.name)

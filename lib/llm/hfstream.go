@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/apr-go/apr/kernels"
 	"github.com/apr-go/apr/lib/container"
@@ -34,9 +35,25 @@ func FromMetadata(md container.Metadata) (*Checkpoint, bool, error) {
 		return nil, false, nil
 	}
 	var arch *Arch
+	_, moe := h.Get(name + ".expert_count")
 	for _, a := range archs {
-		if a.GGUF == name {
+		// the first of the name, a mixture of experts' for one (Mixtral's "llama")
+		if a.GGUF == name && arch == nil && (a.Experts != nil) == moe {
 			arch = a
+		}
+	}
+	if files, ok := md.Extra["hf_files"].(map[string]any); ok { // the checkpoint's own class
+		var b []byte
+		switch v := files["config.json"].(type) { // bytes as written, a string as read back
+		case []byte:
+			b = v
+		case string:
+			b = []byte(v)
+		}
+		if b != nil {
+			if a, ok := LookupArch(Architecture(map[string][]byte{"config.json": b})); ok && a.GGUF == name {
+				arch = a
+			}
 		}
 	}
 	if arch == nil {
@@ -101,8 +118,27 @@ func (cp *Checkpoint) HFStream(s stream.Stream, withConfig bool) stream.Stream {
 	}
 	if h.Table != nil {
 		h.Table = make([]container.TensorInfo, 0, len(h.Table))
+		var keys container.TensorInfo
 		for _, t := range s.Header().Table {
 			if _, ok := computed[t.Name]; ok && (withConfig || cp.computedData[t.Name] != nil) {
+				continue
+			}
+			if strings.HasSuffix(t.Name, ".attn_k_b.weight") {
+				keys = t // joined with the next, attn_v_b (joinKVB)
+				continue
+			}
+			if strings.HasSuffix(t.Name, ".attn_v_b.weight") && keys.Name != "" {
+				var err error
+				if t, err = kvbInfo(keys, t); err != nil {
+					h.Table = nil // Next reports the error
+					break
+				}
+				keys = container.TensorInfo{}
+			}
+			if names, shape, ok := cp.Arch.Experts.unstacked(t); ok {
+				for _, n := range names {
+					h.Table = append(h.Table, container.TensorInfo{Name: n, DType: t.DType, Shape: shape})
+				}
 				continue
 			}
 			hf, err := hs.hfName(t.Name)
@@ -126,13 +162,16 @@ func (s *hfStream) hfName(g string) (string, error) {
 	if what, ok := computed[g]; ok {
 		return "", fmt.Errorf("tensor %q holds %s, which the converter computes from config.json; a model from a GGUF file has no config.json to write them back into (apr-st export writes a checkpoint only where it can make the same GGUF again)", g, what)
 	}
+	if strings.HasSuffix(g, ".attn_k_b.weight") || strings.HasSuffix(g, ".attn_v_b.weight") {
+		return "", fmt.Errorf("tensor %q is one half of a latent attention's kv_b_proj, which the converter splits, without the other half after it", g)
+	}
 	return s.cp.Arch.HFName(g)
 }
 
 // narrow is the dtype tensor t (named hf in the checkpoint) had there: 1-D F32 tensors
-// the import widened go back to BF16 or F16.
+// and routers the import widened (widened) go back to BF16 or F16.
 func (s *hfStream) narrow(hf string, t container.TensorInfo) dtype.DType {
-	if name, _ := s.source[hf].(string); len(t.Shape) == 1 && t.DType == dtype.F32 {
+	if name, _ := s.source[hf].(string); widened(container.TensorInfo{Name: t.Name, DType: dtype.BF16, Shape: t.Shape}) && t.DType == dtype.F32 {
 		if d, ok := dtype.FromSafeTensors(name); ok && (d == dtype.BF16 || d == dtype.F16) {
 			return d
 		}
@@ -147,6 +186,13 @@ type hfStream struct {
 	source     map[string]any
 	withConfig bool
 	peeked     *peeked // a tensor read ahead, given out first
+	// experts are the per-expert tensors of a stacked one still to give out, read one
+	// after another from its reader (prev, the last one given, is drained first).
+	experts     []string
+	expertShape []int64
+	expertDType dtype.DType
+	stacked     io.Reader
+	prev        io.Reader
 }
 
 type peeked struct {
@@ -198,6 +244,9 @@ func (s *hfStream) next() (container.TensorInfo, io.Reader, error) {
 func (s *hfStream) Header() container.Header { return s.h }
 
 func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
+	if len(s.experts) > 0 {
+		return s.nextExpert()
+	}
 	info, r, err := s.next()
 	for err == nil && (s.withConfig || s.cp.computedData[info.Name] != nil) && computed[info.Name] != "" {
 		if _, err = io.Copy(io.Discard, r); err == nil {
@@ -206,6 +255,15 @@ func (s *hfStream) Next() (container.TensorInfo, io.Reader, error) {
 	}
 	if err != nil {
 		return info, r, err
+	}
+	if names, shape, ok := s.cp.Arch.Experts.unstacked(info); ok {
+		s.experts, s.expertShape, s.expertDType, s.stacked, s.prev = names, shape, info.DType, r, nil
+		return s.nextExpert()
+	}
+	if strings.HasSuffix(info.Name, ".attn_k_b.weight") {
+		if info, r, err = s.joinKVB(info, r); err != nil {
+			return info, nil, err
+		}
 	}
 	hf, err := s.hfName(info.Name)
 	if err != nil {
@@ -258,4 +316,23 @@ func narrowF32(b []byte, to dtype.DType) []byte {
 		binary.LittleEndian.PutUint16(out[2*i:], v)
 	}
 	return out
+}
+
+// nextExpert gives out the next expert of the stacked tensor being read, as the
+// checkpoint held it: experts are the slowest axis, so each is the next stretch of the
+// stacked tensor's bytes.
+func (s *hfStream) nextExpert() (container.TensorInfo, io.Reader, error) {
+	info := container.TensorInfo{Name: s.experts[0], DType: s.expertDType, Shape: s.expertShape}
+	if s.prev != nil {
+		if _, err := io.Copy(io.Discard, s.prev); err != nil {
+			return info, nil, err
+		}
+	}
+	size, err := dtype.Size(info.DType, info.Shape)
+	if err != nil {
+		return info, nil, tensor.Wrap(info.Name, err)
+	}
+	s.experts = s.experts[1:]
+	s.prev = io.LimitReader(s.stacked, size)
+	return info, s.prev, nil
 }

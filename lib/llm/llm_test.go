@@ -37,6 +37,36 @@ var checkpoints = []struct {
 	{"tiny-smollm3", 0}, {"tiny-olmo2", 0}, {"tiny-granite", 0}, {"tiny-starcoder2", 0},
 	{"tiny-glm4", 0}}
 
+// moeCheckpoints are the mixtures of experts (testdata/hf/README.md): tiny-qwen3moe,
+// tiny-qwen2moe (shared expert, three shards), tiny-mixtral (8 experts, the
+// expert-count rules of the presets), tiny-deepseek3 and tiny-deepseek2 (latent
+// attention, leading dense block; DeepSeek-V3's MTP layer left out), tiny-olmoe and
+// tiny-granitemoe (experts stacked already, gate and up fused: split). Granite-MoE's
+// split gate and up do not go back to Hugging Face's layout yet (TestMoEBackRefused).
+var moeCheckpoints = []string{"tiny-qwen3moe", "tiny-qwen2moe", "tiny-mixtral", "tiny-deepseek3", "tiny-deepseek2", "tiny-olmoe", "tiny-granitemoe"}
+
+// moeBack are the mixtures of experts whose imports go back to their checkpoints,
+// the experts unstacked (TestHFRoundTrip), with the sizes of the shards to export
+// each back in.
+var moeBack = []struct {
+	name  string
+	shard int64
+}{{"tiny-qwen3moe", 0}, {"tiny-qwen2moe", 2757888}, {"tiny-mixtral", 0}, {"tiny-olmoe", 0}, {"tiny-deepseek2", 0}}
+
+// moeGGUFBack are those that also come back from a GGUF file alone, their config.json
+// generated (TestGGUFBack): all but DeepSeek's, whose yarn rope scaling is not written
+// back into config.json yet.
+var moeGGUFBack = moeBack[:4]
+
+// converted are the checkpoints whose conversions are compared with llama.cpp's.
+func converted() []string {
+	var names []string
+	for _, c := range checkpoints {
+		names = append(names, c.name)
+	}
+	return append(names, moeCheckpoints...)
+}
+
 // refSums reads a checkpoint's checksum list: path -> SHA-256.
 func refSums(t *testing.T, name string) map[string]string {
 	f, err := os.Open("../../testdata/hf/" + name + ".sha256")
@@ -70,9 +100,9 @@ func apr(t *testing.T, s stream.Stream) stream.Stream {
 // TestConverterBytes: apr-st import DIR | apr-quant TYPE | apr-gguf export gives the
 // very file llama.cpp's convert_hf_to_gguf.py --outtype TYPE writes.
 func TestConverterBytes(t *testing.T) {
-	for _, c := range checkpoints {
+	for _, name := range converted() {
 		for _, typ := range []string{"f32", "f16", "bf16", "q8_0"} {
-			t.Run(c.name+"/"+typ, func(t *testing.T) { converterBytes(t, c.name, typ) })
+			t.Run(name+"/"+typ, func(t *testing.T) { converterBytes(t, name, typ) })
 		}
 	}
 }
@@ -101,7 +131,8 @@ func sha256Hex(b []byte) string {
 // Q2_K and Q3_K to Q4_0 for rows that are not whole 256-value blocks, as apr does
 // (b4747 fell back to IQ4_NL): small-mistral's rows of 192 values exercise it.
 func TestPresetBytes(t *testing.T) {
-	for _, c := range checkpoints {
+	for _, name := range converted() {
+		c := struct{ name string }{name}
 		sums := refSums(t, c.name)
 		n := 0
 		for _, p := range []string{"Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q2_K", "Q6_K", "Q4_0", "Q4_1", "Q5_0", "Q5_1"} {
@@ -134,7 +165,7 @@ func TestPresetBytes(t *testing.T) {
 // files, byte for byte (shards and index included); a Gemma checkpoint's weights to
 // the same values but where the converter's +1 on a norm rounded (sameValues).
 func TestHFRoundTrip(t *testing.T) {
-	for _, c := range checkpoints {
+	for _, c := range append(checkpoints, moeBack...) {
 		dir := "../../testdata/hf/" + c.name
 		s, err := stconv.Open(dir, stconv.ImportOptions{})
 		if err != nil {

@@ -56,10 +56,23 @@ func (cp *Checkpoint) Plan() ([]Planned, bool) {
 }
 
 // planEach is the plan of a family that does not plan its tensors (for an FP8
-// checkpoint): each tensor as Convert converts it, in the checkpoint's order.
+// checkpoint): each tensor as Convert converts it, in the checkpoint's order, and the
+// tensors made of several (stacked experts, DeepSeek's kv_b_proj in two: Walk) where
+// the Walk places them.
 func planEach(cp *Checkpoint, tensors []TensorShape) ([]Planned, error) {
 	var plan []Planned
+	walk := cp.Walk()
 	for _, t := range tensors {
+		parts, handled, err := walk.Place(t.Name)
+		if err != nil {
+			return nil, err
+		}
+		if handled {
+			for _, p := range parts {
+				plan = append(plan, cp.partPlanned(p))
+			}
+			continue
+		}
 		p, skip, err := cp.planOne(t)
 		if err != nil {
 			return nil, err
@@ -68,7 +81,33 @@ func planEach(cp *Checkpoint, tensors []TensorShape) ([]Planned, error) {
 			plan = append(plan, p)
 		}
 	}
-	return plan, nil
+	return plan, walk.Done()
+}
+
+// partPlanned is the Planned form of a Part: its sources read one after another as
+// the part asks for them, an FP8 weight dequantized to F32 first (the part's dtype,
+// from the tensors fp8Plan gives).
+func (cp *Checkpoint) partPlanned(p Part) Planned {
+	return Planned{Info: p.Info, Make: func(src Source) (io.Reader, error) {
+		return p.Open(func(name string) (io.Reader, error) {
+			if w, ok := cp.fp8[name]; ok {
+				return w.reader(src)
+			}
+			t, ok := cp.shapes[name]
+			if !ok {
+				return nil, fmt.Errorf("tensor %q is not in the checkpoint's list", name)
+			}
+			size, err := dtype.Size(t.DType, t.Shape)
+			if err != nil {
+				return nil, tensor.Wrap(name, err)
+			}
+			ra, err := src.Open(name)
+			if err != nil {
+				return nil, err
+			}
+			return &releasingReader{r: io.NewSectionReader(ra, 0, size), ra: ra, size: size}, nil
+		})
+	}}
 }
 
 // planOne is the Planned form of one checkpoint tensor converted as Convert converts

@@ -34,7 +34,7 @@ func FuzzPlanned(f *testing.F) {
 		shapes []TensorShape
 	}
 	var ckpts []ckpt
-	for _, name := range []string{"tiny-gptoss", "tiny-gptoss-mxfp4", "tiny-qwen3-fp8"} {
+	for _, name := range []string{"tiny-gptoss", "tiny-gptoss-mxfp4", "tiny-qwen3-fp8", "tiny-deepseek3-fp8"} {
 		dir := "../../testdata/hf/" + name
 		files := map[string][]byte{}
 		for _, n := range []string{"config.json", "tokenizer.json", "tokenizer_config.json"} {

@@ -319,6 +319,9 @@ func llamaRule(name string, dims int) (bool, string) {
 	keep := []struct{ part, why string }{
 		{"_norm.weight", "norm"},
 		{"ffn_gate_inp.weight", "MoE router"},
+		// Qwen2-MoE's shared-expert gate: F32 in the converter's files, and of shape
+		// [1, hidden], which llama-quantize counts as 1-D (ggml_n_dims)
+		{"ffn_gate_inp_shexp.weight", "MoE shared-expert gate"},
 		{"altup", "small AltUp tensor"},
 		{"laurel", "small Laurel tensor"},
 		{"per_layer_model_proj", "per-layer projection"},

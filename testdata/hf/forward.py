@@ -23,7 +23,9 @@ feed-forward outputs only, and its q/k norms over the whole projections; Granite
 multipliers of the embeddings, attention scores, residual branches and logits;
 StarCoder2's LayerNorms with biases, biased projections and GELU feed-forward of two;
 GLM-4's norms after attention and feed-forward besides before, fused gate/up, and its
-rotary embedding of interleaved pairs over half of each head.
+rotary embedding of interleaved pairs over half of each head; Mixtral's, Qwen2-MoE's,
+Qwen3-MoE's, OLMoE's and Granite-MoE's mixtures of experts (softmax routing to the top-k experts, Qwen2-MoE's
+shared expert with its sigmoid gate).
 
     forward.py CKPT --tokens 1,450,... [--out ref.f64]
         the logits after every token, float64 [tokens, vocab] raw little-endian
@@ -230,8 +232,10 @@ def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
     if arch == "gpt_oss":
         return forward_gptoss(cfg, w, tokens)
-    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2", "granite", "starcoder2", "glm4"):
-        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3, olmo2, granite, starcoder2 and glm4")
+    if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2", "granite", "starcoder2", "glm4",
+                    "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoeshared", "granitemoe"):
+        raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3, olmo2, granite, starcoder2, glm4, "
+                         "mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe(shared) and gpt_oss")
     gemma = arch.startswith("gemma")
     act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
     if act not in ("silu", "gelu_pytorch_tanh"):
@@ -291,7 +295,7 @@ def forward(cfg, w, tokens):
             y = c / np.sqrt(np.mean(c * c, axis=-1, keepdims=True) + ln_eps) * wt
             return y if bias is None else y + bias
     scale = cfg.get("query_pre_attn_scalar", head_dim) ** -0.5 if gemma else head_dim ** -0.5
-    granite = arch == "granite"
+    granite = arch.startswith("granite")
     if granite:
         scale = cfg.get("attention_multiplier") or scale
     residual = cfg.get("residual_multiplier", 1.0) if granite else 1.0
@@ -319,13 +323,13 @@ def forward(cfg, w, tokens):
             q = linear(x, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
             k = linear(x, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
             v = linear(x, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
-        if arch == "olmo2":  # RMS norm over the whole projection, before the heads
+        if arch in ("olmo2", "olmoe"):  # RMS norm over the whole projection, before the heads
             q = norm(q, w[p + "self_attn.q_norm.weight"])
             k = norm(k, w[p + "self_attn.k_norm.weight"])
         q = q.reshape(T, n_head, head_dim)
         k = k.reshape(T, n_kv, head_dim)
         v = v.reshape(T, n_kv, head_dim)
-        if arch in ("qwen3", "gemma3"):  # RMS norm over each head's dimensions, weights shared by the heads
+        if arch in ("qwen3", "gemma3", "qwen3_moe"):  # RMS norm over each head's dimensions, weights shared by the heads
             q = norm(q, w[p + "self_attn.q_norm.weight"])
             k = norm(k, w[p + "self_attn.k_norm.weight"])
         c, sn = (local_cos, local_sin) if pattern and (i + 1) % pattern != 0 else (cos, sin)
@@ -366,6 +370,9 @@ def forward(cfg, w, tokens):
             g = 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
             h = h + linear(g, w[p + "mlp.c_proj.weight"], w[p + "mlp.c_proj.bias"])
             continue
+        if arch in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "granitemoeshared"):
+            h = h + residual * moe(cfg, w, p, x, arch)
+            continue
         if arch in ("phi3", "glm4"):  # gate then up in one projection
             g, u = np.split(linear(x, w[p + "mlp.gate_up_proj.weight"]), 2, axis=-1)
         else:
@@ -393,6 +400,58 @@ def forward(cfg, w, tokens):
     if final_cap:
         logits = np.tanh(logits / final_cap) * final_cap
     return logits
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def moe(cfg, w, p, x, arch):
+    """A mixture of experts' feed-forward network (transformers' MixtralSparseMoeBlock,
+    Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock, OlmoeSparseMoeBlock): the router's softmax over the
+    experts, the top num_experts_per_tok of them per token, their weights renormalized
+    to sum 1 where the model says so (Mixtral always, Qwen's norm_topk_prob), each
+    expert a SwiGLU network; Qwen2-MoE adds its shared expert, scaled by the sigmoid of
+    its gate."""
+    if arch.startswith("granitemoe"):  # experts stacked, gate and up fused; top-k, then softmax over those
+        k = cfg["num_experts_per_tok"]
+        logits = linear(x, w[p + "block_sparse_moe.router.layer.weight"])
+        fused, down = w[p + "block_sparse_moe.input_linear.weight"], w[p + "block_sparse_moe.output_linear.weight"]
+        out = np.zeros_like(x)
+        for t in range(x.shape[0]):
+            top = np.argsort(-logits[t], kind="stable")[:k]
+            e = np.exp(logits[t, top] - logits[t, top].max())
+            for i, wt in zip(top, e / e.sum()):
+                g, u = np.split(fused[i] @ x[t], 2)
+                out[t] += wt * (down[i] @ (silu(g) * u))
+        if p + "shared_mlp.input_linear.weight" in w:
+            g, u = np.split(linear(x, w[p + "shared_mlp.input_linear.weight"]), 2, axis=-1)
+            out = out + linear(silu(g) * u, w[p + "shared_mlp.output_linear.weight"])
+        return out
+    if arch == "mixtral":
+        router, experts, names, norm_topk = "block_sparse_moe.gate.weight", "block_sparse_moe.experts.", ("w1", "w3", "w2"), True
+    else:
+        router, experts, names = "mlp.gate.weight", "mlp.experts.", ("gate_proj", "up_proj", "down_proj")
+        norm_topk = cfg.get("norm_topk_prob", False)
+    k = cfg["num_experts_per_tok"]
+    logits = linear(x, w[p + router])
+    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    probs = probs / probs.sum(axis=-1, keepdims=True)
+    out = np.zeros_like(x)
+    for t in range(x.shape[0]):
+        top = np.argsort(-probs[t], kind="stable")[:k]
+        weights = probs[t, top] / probs[t, top].sum() if norm_topk else probs[t, top]
+        for e, wt in zip(top, weights):
+            q = f"{p}{experts}{e}."
+            g = linear(x[t], w[q + names[0] + ".weight"])
+            u = linear(x[t], w[q + names[1] + ".weight"])
+            out[t] += wt * linear(silu(g) * u, w[q + names[2] + ".weight"])
+    if p + "mlp.shared_expert.gate_proj.weight" in w:
+        q = p + "mlp.shared_expert."
+        sh = linear(silu(linear(x, w[q + "gate_proj.weight"])) * linear(x, w[q + "up_proj.weight"]), w[q + "down_proj.weight"])
+        gate = linear(x, w[p + "mlp.shared_expert_gate.weight"])
+        out = out + sh / (1.0 + np.exp(-gate))
+    return out
 
 
 def check(ref, label, tol, path):

@@ -54,6 +54,36 @@ gen tiny-starcoder2 -tokenizer qwen2-bpe -arch Starcoder2ForCausalLM -vocab 320 
 gen tiny-glm4 -tokenizer qwen2-bpe -specials "<|user|> <|assistant|>" -arch Glm4ForCausalLM -vocab 320 -hidden 256 \
 	-ffn 320 -layers 2 -heads 4 -kvheads 2 -headdim 64 -dtype bf16 -tied=false -shards 1 -rope-theta 10000.0 \
 	-extra '{"partial_rotary_factor": 0.5, "attention_bias": true}' -generation '{"bos_token_id": 311, "eos_token_id": 313}'
+gen tiny-qwen3moe -tokenizer qwen2-bpe -arch Qwen3MoeForCausalLM -vocab 320 -hidden 256 -ffn 512 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 64 -dtype bf16 -tied=false -shards 1 -experts 6 -moe-ffn 128 \
+	-extra '{"num_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 128, "norm_topk_prob": true, "decoder_sparse_step": 1, "mlp_only_layers": []}' \
+	-generation '{"bos_token_id": 311, "eos_token_id": 313}'
+gen tiny-qwen2moe -tokenizer qwen2-bpe -arch Qwen2MoeForCausalLM -vocab 320 -hidden 256 -ffn 320 -layers 2 -heads 4 \
+	-kvheads 4 -headdim 0 -dtype f16 -tied=false -shards 2 -experts 4 -moe-ffn 256 -shared-ffn 320 \
+	-extra '{"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256, "shared_expert_intermediate_size": 320, "norm_topk_prob": false, "decoder_sparse_step": 1, "mlp_only_layers": []}' \
+	-generation '{"bos_token_id": 311, "eos_token_id": 313}'
+gen tiny-mixtral -tokenizer "$spm" -arch MixtralForCausalLM -vocab 512 -hidden 256 -ffn 128 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 0 -dtype bf16 -tied=false -shards 1 -experts 8 -rope-theta 1000000.0 \
+	-extra '{"num_local_experts": 8, "num_experts_per_tok": 2, "router_aux_loss_coef": 0.02}'
+gen tiny-deepseek3 -tokenizer qwen2-bpe -arch DeepseekV3ForCausalLM -vocab 320 -hidden 256 -ffn 256 -layers 2 -heads 2 \
+	-kvheads 2 -headdim 0 -dtype bf16 -tied=false -shards 1 -experts 4 -moe-ffn 128 -shared-ffn 128 \
+	-mla 256,256,64,32,64 -dense-layers 1 -mtp-layers 1 -rope-theta 10000.0 \
+	-rope-scaling '{"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096, "type": "yarn"}' \
+	-extra '{"first_k_dense_replace": 1, "kv_lora_rank": 256, "moe_intermediate_size": 128, "moe_layer_freq": 1, "n_group": 2, "n_routed_experts": 4, "n_shared_experts": 1, "norm_topk_prob": true, "num_experts_per_tok": 2, "num_nextn_predict_layers": 1, "q_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "topk_group": 1, "topk_method": "noaux_tc", "v_head_dim": 64}' \
+	-generation '{"bos_token_id": 311, "eos_token_id": 313}'
+gen tiny-deepseek2 -tokenizer qwen2-bpe -arch DeepseekV2ForCausalLM -vocab 320 -hidden 256 -ffn 256 -layers 2 -heads 2 \
+	-kvheads 2 -headdim 0 -dtype f16 -tied=false -shards 1 -experts 4 -moe-ffn 128 -shared-ffn 256 \
+	-mla 128,256,64,32,64 -dense-layers 1 -rope-theta 10000.0 \
+	-rope-scaling '{"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096, "type": "yarn"}' \
+	-extra '{"first_k_dense_replace": 1, "kv_lora_rank": 256, "moe_intermediate_size": 128, "moe_layer_freq": 1, "n_group": 2, "n_routed_experts": 4, "n_shared_experts": 2, "norm_topk_prob": false, "num_experts_per_tok": 2, "q_lora_rank": 128, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "routed_scaling_factor": 1.0, "scoring_func": "softmax", "topk_group": 1, "topk_method": "group_limited_greedy", "v_head_dim": 64}' \
+	-generation '{"bos_token_id": 311, "eos_token_id": 313}'
+gen tiny-olmoe -tokenizer qwen2-bpe -arch OlmoeForCausalLM -vocab 320 -hidden 256 -ffn 128 -layers 2 -heads 4 \
+	-kvheads 4 -headdim 0 -dtype bf16 -tied=false -shards 1 -experts 4 -rope-theta 10000.0 \
+	-extra '{"num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": false, "clip_qkv": null, "router_aux_loss_coef": 0.01, "rms_norm_eps": 1e-05}' \
+	-generation '{"bos_token_id": 311, "eos_token_id": 313}'
+gen tiny-granitemoe -tokenizer "$spm" -arch GraniteMoeSharedForCausalLM -vocab 512 -hidden 256 -ffn 128 -layers 2 -heads 4 \
+	-kvheads 2 -headdim 0 -dtype bf16 -tied=true -shards 1 -experts 4 -shared-ffn 256 -rope-theta 10000.0 \
+	-extra '{"num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 256, "attention_multiplier": 0.015625, "embedding_multiplier": 12.0, "residual_multiplier": 0.22, "logits_scaling": 8.0}'
 gptoss='{"attention_bias": true, "num_local_experts": 4, "num_experts_per_tok": 2, "experts_per_token": 2, "sliding_window": 128, "swiglu_limit": 7.0, "initial_context_length": 4096, "layer_types": ["sliding_attention", "full_attention"], "hidden_act": "silu"}'
 gptossrope='{"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0, "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": false}'
 gen tiny-gptoss -tokenizer qwen2-bpe -arch GptOssForCausalLM -vocab 320 -hidden 256 -ffn 256 -layers 2 -heads 4 \
@@ -67,3 +97,9 @@ gen tiny-qwen3-fp8 -tokenizer qwen2-bpe -arch Qwen3ForCausalLM -vocab 320 -hidde
 	-kvheads 2 -headdim 96 -dtype bf16 -tied=true -shards 1 -fp8 \
 	-extra '{"quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}}' \
 	-generation '{"bos_token_id": 311, "do_sample": true, "eos_token_id": 313, "pad_token_id": 311, "temperature": 0.6, "top_k": 20, "top_p": 0.95}'
+gen tiny-deepseek3-fp8 -tokenizer qwen2-bpe -arch DeepseekV3ForCausalLM -vocab 320 -hidden 256 -ffn 256 -layers 2 -heads 2 \
+	-kvheads 2 -headdim 0 -dtype bf16 -tied=false -shards 1 -experts 4 -moe-ffn 128 -shared-ffn 128 \
+	-mla 256,256,64,32,64 -dense-layers 1 -mtp-layers 1 -rope-theta 10000.0 -fp8 \
+	-rope-scaling '{"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096, "type": "yarn"}' \
+	-extra '{"first_k_dense_replace": 1, "kv_lora_rank": 256, "moe_intermediate_size": 128, "moe_layer_freq": 1, "n_group": 2, "n_routed_experts": 4, "n_shared_experts": 1, "norm_topk_prob": true, "num_experts_per_tok": 2, "num_nextn_predict_layers": 1, "q_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "topk_group": 1, "topk_method": "noaux_tc", "v_head_dim": 64, "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}}' \
+	-generation '{"bos_token_id": 311, "eos_token_id": 313}'

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # mkref.sh NAME...: rewrite the reference sums of testdata/hf/NAME.sha256 (and, for
-# tiny-llama, tiny-llama.imatrix.sha256 and the first parts of testdata/gguf/split) with
+# tiny-llama, tiny-llama.imatrix.sha256 and the first parts of testdata/gguf/split; for
+# tiny-qwen3moe, its presets with its importance matrix) with
 # today's llama.cpp: its convert_hf_to_gguf.py for f32, f16, bf16 and q8_0, and its
 # llama-quantize for the presets from the converter's F32 file. The checkpoint files'
 # own sums are kept. Run from anywhere; the references are made in a temporary folder
@@ -49,6 +50,13 @@ for name in "$@"; do
 		"$LLAMA/bin/llama-gguf-split" --split --split-max-tensors 8 ref/tiny-llama.Q4_K_M.gguf ref/split/tiny-llama.Q4_K_M >/dev/null
 		"$LLAMA/bin/llama-gguf-split" --split --split-max-size 1M ref/tiny-llama.f16.gguf ref/split/tiny-llama.f16 >/dev/null
 		cp ref/split/* "$here/../gguf/split/"
+	fi
+	if [ "$name" = tiny-qwen3moe ]; then # 3-D expert tensors weighted expert by expert
+		cp "$here/ref/tiny-qwen3moe.imatrix.dat" ref/
+		for p in Q4_K_M Q3_K_M Q2_K Q5_0; do
+			"$LLAMA/bin/llama-quantize" --imatrix ref/tiny-qwen3moe.imatrix.dat ref/tiny-qwen3moe.f32.gguf \
+				"ref/tiny-qwen3moe.$p.imatrix.gguf" "$p" 2 >/dev/null 2>&1
+		done
 	fi
 	{
 		grep "  $name/" "$here/$name.sha256"

@@ -28,6 +28,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"flag"
@@ -101,10 +102,15 @@ func main() {
 	extra := flag.String("extra", "", "more config.json fields (a JSON object), written before torch_dtype")
 	specials := flag.String("specials", "", "more special tokens (space-separated) after qwen2-bpe's own")
 	tcExtra := flag.String("tokenizer-config", "", "more tokenizer_config.json fields (a JSON object), for a SentencePiece tokenizer")
-	experts := flag.Int64("experts", 4, "num_local_experts (GptOssForCausalLM)")
 	fp8 := flag.Bool("fp8", false, "the layers' linear weights in F8_E4M3 with [128, 128] block scales (weight_scale_inv, F32), as DeepSeek-V3 and the Qwen3 FP8 releases ship them; add quantization_config with -extra")
 	mxfp4 := flag.Bool("mxfp4", false, "GptOssForCausalLM: experts as MXFP4 blocks and scales (U8), as OpenAI ships them")
 	genConfig := flag.String("generation", `{"bos_token_id": 1, "eos_token_id": 2}`, "generation_config.json's fields (JSON)")
+	experts := flag.Int("experts", 0, "routed experts a layer (0: a dense feed-forward network; GptOssForCausalLM needs them); config.json's expert fields come with -extra")
+	moeFFN := flag.Int64("moe-ffn", 0, "each expert's intermediate size (0: -ffn)")
+	sharedFFN := flag.Int64("shared-ffn", 0, "the shared experts' intermediate size, all of them together (0: none)")
+	mla := flag.String("mla", "", "DeepSeek's multi-head latent attention: q_lora_rank,kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,v_head_dim (q_lora_rank 0: a plain q_proj)")
+	dense := flag.Int("dense-layers", 0, "leading layers with a dense feed-forward network (DeepSeek's first_k_dense_replace)")
+	mtp := flag.Int("mtp-layers", 0, "multi-token prediction layers after the model's (DeepSeek's num_nextn_predict_layers)")
 	flag.Parse()
 	headDim := *headDimFlag
 	headDimJSON := fmt.Sprintf("\n  \"head_dim\": %d,", headDim)
@@ -143,7 +149,20 @@ func main() {
 	if !*tied {
 		half("lm_head.weight", *vocab, *hidden)
 	}
+	if *mla != "" {
+		var m [5]int64
+		if _, err := fmt.Sscanf(*mla, "%d,%d,%d,%d,%d", &m[0], &m[1], &m[2], &m[3], &m[4]); err != nil {
+			log.Fatalf("-mla %s: %v", *mla, err)
+		}
+		for l := range *layers + *mtp {
+			deepseekLayer(half, fmt.Sprintf("model.layers.%d.", l), m, *heads, *hidden, *ffn, cmp.Or(*moeFFN, *ffn), *sharedFFN,
+				*experts, l < *dense, l >= *layers, *arch == "DeepseekV3ForCausalLM")
+		}
+	}
 	for l := range *layers {
+		if *mla != "" {
+			break
+		}
 		p := fmt.Sprintf("model.layers.%d.", l)
 		if *arch != "Olmo2ForCausalLM" { // OLMo 2 normalizes after attention and feed-forward only
 			half(p+"input_layernorm.weight", *hidden)
@@ -183,7 +202,7 @@ func main() {
 				out, in_ int64
 			}{{"self_attn.q_proj", *heads * headDim, *hidden}, {"self_attn.k_proj", *kvHeads * headDim, *hidden},
 				{"self_attn.v_proj", *kvHeads * headDim, *hidden}, {"self_attn.o_proj", *hidden, *heads * headDim},
-				{"mlp.router", *experts, *hidden}} {
+				{"mlp.router", int64(*experts), *hidden}} {
 				half(p+x.name+".weight", x.out, x.in_)
 				half(p+x.name+".bias", x.out)
 			}
@@ -193,18 +212,18 @@ func main() {
 				u8 := func(name string, shape ...int64) {
 					specs = append(specs, container.TensorInfo{Name: name, DType: dtype.U8, Shape: shape})
 				}
-				u8(p+"mlp.experts.gate_up_proj_blocks", *experts, 2**ffn, *hidden/32, 16)
-				u8(p+"mlp.experts.gate_up_proj_scales", *experts, 2**ffn, *hidden/32)
-				half(p+"mlp.experts.gate_up_proj_bias", *experts, 2**ffn)
-				u8(p+"mlp.experts.down_proj_blocks", *experts, *hidden, *ffn/32, 16)
-				u8(p+"mlp.experts.down_proj_scales", *experts, *hidden, *ffn/32)
-				half(p+"mlp.experts.down_proj_bias", *experts, *hidden)
+				u8(p+"mlp.experts.gate_up_proj_blocks", int64(*experts), 2**ffn, *hidden/32, 16)
+				u8(p+"mlp.experts.gate_up_proj_scales", int64(*experts), 2**ffn, *hidden/32)
+				half(p+"mlp.experts.gate_up_proj_bias", int64(*experts), 2**ffn)
+				u8(p+"mlp.experts.down_proj_blocks", int64(*experts), *hidden, *ffn/32, 16)
+				u8(p+"mlp.experts.down_proj_scales", int64(*experts), *hidden, *ffn/32)
+				half(p+"mlp.experts.down_proj_bias", int64(*experts), *hidden)
 				continue
 			}
-			half(p+"mlp.experts.gate_up_proj", *experts, *hidden, 2**ffn)
-			half(p+"mlp.experts.gate_up_proj_bias", *experts, 2**ffn)
-			half(p+"mlp.experts.down_proj", *experts, *ffn, *hidden)
-			half(p+"mlp.experts.down_proj_bias", *experts, *hidden)
+			half(p+"mlp.experts.gate_up_proj", int64(*experts), *hidden, 2**ffn)
+			half(p+"mlp.experts.gate_up_proj_bias", int64(*experts), 2**ffn)
+			half(p+"mlp.experts.down_proj", int64(*experts), *ffn, *hidden)
+			half(p+"mlp.experts.down_proj_bias", int64(*experts), *hidden)
 			continue
 		}
 		if *arch == "Phi3ForCausalLM" { // Q, K and V fused, gate and up fused
@@ -218,17 +237,24 @@ func main() {
 		half(p+"self_attn.k_proj.weight", *kvHeads*headDim, *hidden)
 		half(p+"self_attn.v_proj.weight", *kvHeads*headDim, *hidden)
 		half(p+"self_attn.o_proj.weight", *hidden, *heads*headDim)
-		half(p+"mlp.gate_proj.weight", *ffn, *hidden)
-		half(p+"mlp.up_proj.weight", *ffn, *hidden)
-		half(p+"mlp.down_proj.weight", *hidden, *ffn)
+		if *experts > 0 {
+			moeLayer(half, p, *arch, *experts, cmp.Or(*moeFFN, *ffn), *sharedFFN, *hidden)
+		} else {
+			half(p+"mlp.gate_proj.weight", *ffn, *hidden)
+			half(p+"mlp.up_proj.weight", *ffn, *hidden)
+			half(p+"mlp.down_proj.weight", *hidden, *ffn)
+		}
 		switch *arch {
-		case "Qwen2ForCausalLM":
+		case "Qwen2ForCausalLM", "Qwen2MoeForCausalLM":
 			half(p+"self_attn.q_proj.bias", *heads*headDim)
 			half(p+"self_attn.k_proj.bias", *kvHeads*headDim)
 			half(p+"self_attn.v_proj.bias", *kvHeads*headDim)
-		case "Qwen3ForCausalLM":
+		case "Qwen3ForCausalLM", "Qwen3MoeForCausalLM":
 			half(p+"self_attn.q_norm.weight", headDim)
 			half(p+"self_attn.k_norm.weight", headDim)
+		case "OlmoeForCausalLM": // q/k norms over the whole projection
+			half(p+"self_attn.q_norm.weight", *heads*headDim)
+			half(p+"self_attn.k_norm.weight", *kvHeads*headDim)
 		case "Olmo2ForCausalLM": // q/k norms over the whole projection
 			half(p+"post_feedforward_layernorm.weight", *hidden)
 			half(p+"self_attn.q_norm.weight", *heads*headDim)
@@ -242,10 +268,10 @@ func main() {
 			}
 		}
 	}
-	if *fp8 { // every 2-D weight of a layer: FP8, then its scale
+	if *fp8 { // every 2-D weight of a layer but a router: FP8, then its scale
 		var out []container.TensorInfo
 		for _, t := range specs {
-			if len(t.Shape) != 2 || !strings.HasPrefix(t.Name, "model.layers.") {
+			if len(t.Shape) != 2 || !strings.HasPrefix(t.Name, "model.layers.") || strings.HasSuffix(t.Name, ".mlp.gate.weight") { // routers stay BF16, as DeepSeek-V3 ships them
 				out = append(out, t)
 				continue
 			}
@@ -255,8 +281,9 @@ func main() {
 		specs = out
 	}
 	model := strings.ToLower(strings.TrimSuffix(*arch, "ForCausalLM"))
-	if *arch == "GptOssForCausalLM" {
-		model = "gpt_oss"
+	if t, ok := map[string]string{"qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe", "deepseekv2": "deepseek_v2",
+		"deepseekv3": "deepseek_v3", "gptoss": "gpt_oss"}[model]; ok {
+		model = t // transformers' names
 	}
 	ids := "\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2,"
 	files := map[string]any{
@@ -293,7 +320,7 @@ func main() {
 	}
 	cfg := fmt.Sprintf(config, *arch, model, *vocab, *hidden, *ffn, *layers, *heads, *kvHeads,
 		headDimJSON, *ropeTheta, scaling, *tied, ids, more, d.torch)
-	for _, f := range []string{"sliding_window", "hidden_act"} { // -extra gives it: not twice
+	for _, f := range []string{"sliding_window", "hidden_act", "rms_norm_eps"} { // -extra gives it: not twice
 		if strings.Contains(more, `"`+f+`":`) {
 			if loc := regexp.MustCompile(`\n  "` + f + `": [^,]*,`).FindStringIndex(cfg); loc != nil {
 				cfg = cfg[:loc[0]] + cfg[loc[1]:] // the template's, which comes first
@@ -315,6 +342,98 @@ func main() {
 		rng: rand.New(rand.NewPCG(2026, 11)), enc: d.enc, normOffset: !strings.HasPrefix(*arch, "Gemma")}
 	if err := stconv.ExportDir(*out, stconv.StreamSource(s), stconv.ExportOptions{ShardSize: shard}); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// moeLayer adds a mixture-of-experts feed-forward network's tensors to layer p: the
+// router and each expert's three projections, under Mixtral's names
+// (block_sparse_moe.experts.E.w1/w2/w3, gate, down and up) or Qwen-MoE's
+// (mlp.experts.E.gate_proj/up_proj/down_proj), and Qwen2-MoE's shared expert with
+// its gate when shared is not 0; Granite-MoE's are stacked already, gate and up fused
+// (block_sparse_moe.input_linear), with its shared_mlp.
+func moeLayer(half func(string, ...int64), p, arch string, experts int, ffn, shared, hidden int64) {
+	e := int64(experts)
+	if arch == "GraniteMoeForCausalLM" || arch == "GraniteMoeSharedForCausalLM" { // experts already stacked, gate and up fused
+		half(p+"block_sparse_moe.router.layer.weight", e, hidden)
+		half(p+"block_sparse_moe.input_linear.weight", e, 2*ffn, hidden)
+		half(p+"block_sparse_moe.output_linear.weight", e, hidden, ffn)
+		if shared > 0 {
+			half(p+"shared_mlp.input_linear.weight", 2*shared, hidden)
+			half(p+"shared_mlp.output_linear.weight", hidden, shared)
+		}
+		return
+	}
+	if arch == "MixtralForCausalLM" {
+		half(p+"block_sparse_moe.gate.weight", e, hidden)
+		for x := range experts {
+			q := fmt.Sprintf("%sblock_sparse_moe.experts.%d.", p, x)
+			half(q+"w1.weight", ffn, hidden)
+			half(q+"w2.weight", hidden, ffn)
+			half(q+"w3.weight", ffn, hidden)
+		}
+		return
+	}
+	half(p+"mlp.gate.weight", e, hidden)
+	for x := range experts {
+		q := fmt.Sprintf("%smlp.experts.%d.", p, x)
+		half(q+"gate_proj.weight", ffn, hidden)
+		half(q+"up_proj.weight", ffn, hidden)
+		half(q+"down_proj.weight", hidden, ffn)
+	}
+	if shared > 0 {
+		half(p+"mlp.shared_expert.gate_proj.weight", shared, hidden)
+		half(p+"mlp.shared_expert.up_proj.weight", shared, hidden)
+		half(p+"mlp.shared_expert.down_proj.weight", hidden, shared)
+		half(p+"mlp.shared_expert_gate.weight", 1, hidden)
+	}
+}
+
+// deepseekLayer adds the tensors of DeepSeek-V2/V3 layer p: multi-head latent
+// attention of ranks m (q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+// v_head_dim), then a dense feed-forward network or routed experts with their router,
+// DeepSeek-V3's score correction bias (v3) and shared experts. A multi-token prediction
+// layer (mtp) holds its own norms and projection too, which the converter leaves out.
+func deepseekLayer(half func(string, ...int64), p string, m [5]int64, heads, hidden, ffn, moeFFN, shared int64, experts int, dense, mtp, v3 bool) {
+	qLora, kvLora, nope, rope, v := m[0], m[1], m[2], m[3], m[4]
+	half(p+"input_layernorm.weight", hidden)
+	half(p+"post_attention_layernorm.weight", hidden)
+	if qLora > 0 {
+		half(p+"self_attn.q_a_proj.weight", qLora, hidden)
+		half(p+"self_attn.q_a_layernorm.weight", qLora)
+		half(p+"self_attn.q_b_proj.weight", heads*(nope+rope), qLora)
+	} else {
+		half(p+"self_attn.q_proj.weight", heads*(nope+rope), hidden)
+	}
+	half(p+"self_attn.kv_a_proj_with_mqa.weight", kvLora+rope, hidden)
+	half(p+"self_attn.kv_a_layernorm.weight", kvLora)
+	half(p+"self_attn.kv_b_proj.weight", heads*(nope+v), kvLora)
+	half(p+"self_attn.o_proj.weight", hidden, heads*v)
+	if mtp {
+		half(p+"enorm.weight", hidden)
+		half(p+"hnorm.weight", hidden)
+		half(p+"eh_proj.weight", hidden, 2*hidden)
+		half(p+"shared_head.norm.weight", hidden)
+	}
+	if dense {
+		half(p+"mlp.gate_proj.weight", ffn, hidden)
+		half(p+"mlp.up_proj.weight", ffn, hidden)
+		half(p+"mlp.down_proj.weight", hidden, ffn)
+		return
+	}
+	half(p+"mlp.gate.weight", int64(experts), hidden)
+	if v3 {
+		half(p+"mlp.gate.e_score_correction_bias", int64(experts))
+	}
+	for x := range experts {
+		q := fmt.Sprintf("%smlp.experts.%d.", p, x)
+		half(q+"gate_proj.weight", moeFFN, hidden)
+		half(q+"up_proj.weight", moeFFN, hidden)
+		half(q+"down_proj.weight", hidden, moeFFN)
+	}
+	if shared > 0 {
+		half(p+"mlp.shared_experts.gate_proj.weight", shared, hidden)
+		half(p+"mlp.shared_experts.up_proj.weight", shared, hidden)
+		half(p+"mlp.shared_experts.down_proj.weight", hidden, shared)
 	}
 }
 
