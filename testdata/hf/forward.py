@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference forward pass of a Hugging Face Llama, Mistral, Qwen3, Gemma 1-3, Phi-3 or gpt-oss checkpoint, in NumPy.
+"""Reference forward pass of a Hugging Face Llama, Mistral, Qwen3, Gemma 1-3, Phi-3, gpt-oss or DeepSeek-V2/V3 checkpoint, in NumPy.
 
 Test-only peer for .ci/test-peers-forward. It reads the checkpoint directory as
 transformers would (config.json, model.safetensors or the shards named by
@@ -228,14 +228,134 @@ def forward_gptoss(cfg, w, tokens):
     return h @ w["lm_head.weight"].T
 
 
+def forward_deepseek(cfg, w, tokens):
+    """DeepSeek-V2 and V3 (transformers' modeling_deepseek_v2 and modeling_deepseek_v3, as
+    DeepSeek's own modeling_deepseek.py): multi-head latent attention, the queries through
+    q_a_proj, q_a_layernorm and q_b_proj (or one q_proj where q_lora_rank is null),
+    kv_a_proj_with_mqa giving the compressed keys and values (kv_lora_rank) and one rotary
+    key part shared by the heads (qk_rope_head_dim), kv_a_layernorm, then kv_b_proj giving
+    each head's non-rotary key (qk_nope_head_dim) and its value (v_head_dim); the rotary part
+    of queries and keys stored as interleaved pairs, which the modeling code permutes to
+    halves (even dimensions, then odd) before the rotate-half rotation; YaRN frequencies,
+    cos and sin scaled by mscale(mscale)/mscale(mscale_all_dim), the softmax scale by
+    mscale(mscale_all_dim)^2. The first first_k_dense_replace layers have a dense SwiGLU,
+    the others routed experts plus shared experts (no gate on them): V3's sigmoid scores
+    (noaux_tc), V2's softmax (group_limited_greedy), experts chosen within the topk_group
+    best of n_group groups (V3: a group's two best scores plus e_score_correction_bias summed;
+    V2: its best score; --llama-group-scores: the two best summed for V2 too, as llama.cpp's graph
+    does for every model with expert groups), the bias used for choosing only, the chosen scores normalized where
+    norm_topk_prob says so and times routed_scaling_factor. Layers past num_hidden_layers
+    (V3's multi-token prediction) are not used."""
+    dim, n_head, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg["rms_norm_eps"]
+    nope, rope, vdim = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+    kv_rank, theta = cfg["kv_lora_rank"], cfg.get("rope_theta", 10000.0)
+    T = len(tokens)
+    scale = (nope + rope) ** -0.5
+    inv_freq, cs = 1.0 / theta ** (np.arange(0, rope, 2, dtype=np.float64) / rope), 1.0
+    s = cfg.get("rope_scaling")
+    if s:
+        kind = s.get("rope_type", s.get("type"))
+        if kind != "yarn":
+            raise SystemExit(f"rope_scaling {kind!r}: DeepSeek only with yarn")
+        factor = s["factor"]
+
+        def get_mscale(m):  # DeepSeek's yarn_get_mscale
+            return 1.0 if factor <= 1 else 0.1 * m * np.log(factor) + 1.0
+
+        ms, ms_all = s.get("mscale", 1), s.get("mscale_all_dim", 0)
+        inv_freq, _ = yarn(cfg, rope, theta)
+        cs = get_mscale(ms) / get_mscale(ms_all)
+        if ms_all:
+            scale = scale * get_mscale(ms_all) ** 2
+    angles = np.outer(np.arange(T, dtype=np.float64), inv_freq)
+    angles = np.concatenate([angles, angles], axis=-1)
+    cos, sin = cs * np.cos(angles)[:, None, :], cs * np.sin(angles)[:, None, :]
+
+    def rotary(x):  # interleaved pairs to halves, then rotate-half
+        x = np.concatenate([x[..., 0::2], x[..., 1::2]], axis=-1)
+        return x * cos + rotate_half(x) * sin
+
+    causal = np.triu(np.full((T, T), -np.inf), k=1)
+    h = w["model.embed_tokens.weight"][np.asarray(tokens)]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        a = p + "self_attn."
+        x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
+        if cfg.get("q_lora_rank"):
+            q = linear(rms_norm(linear(x, w[a + "q_a_proj.weight"]), w[a + "q_a_layernorm.weight"], eps), w[a + "q_b_proj.weight"])
+        else:
+            q = linear(x, w[a + "q_proj.weight"])
+        q = q.reshape(T, n_head, nope + rope)
+        ckv = linear(x, w[a + "kv_a_proj_with_mqa.weight"])
+        ckv, k_pe = ckv[:, :kv_rank], ckv[:, kv_rank:].reshape(T, 1, rope)
+        kv = linear(rms_norm(ckv, w[a + "kv_a_layernorm.weight"], eps), w[a + "kv_b_proj.weight"]).reshape(T, n_head, nope + vdim)
+        k_nope, v = kv[..., :nope], kv[..., nope:]
+        q = np.concatenate([q[..., :nope], rotary(q[..., nope:])], axis=-1)
+        k = np.concatenate([k_nope, np.broadcast_to(rotary(k_pe), (T, n_head, rope))], axis=-1)
+        out = np.empty((T, n_head, vdim))
+        for hd in range(n_head):
+            sc = q[:, hd] @ k[:, hd].T * scale + causal
+            sc = np.exp(sc - sc.max(axis=-1, keepdims=True))
+            out[:, hd] = (sc / sc.sum(axis=-1, keepdims=True)) @ v[:, hd]
+        h = h + linear(out.reshape(T, -1), w[a + "o_proj.weight"])
+        x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
+        moe_layer = (cfg.get("n_routed_experts") and i >= cfg.get("first_k_dense_replace", 0)
+                     and i % cfg.get("moe_layer_freq", 1) == 0)
+        if not moe_layer:
+            m = p + "mlp."
+            h = h + linear(silu(linear(x, w[m + "gate_proj.weight"])) * linear(x, w[m + "up_proj.weight"]), w[m + "down_proj.weight"])
+            continue
+        h = h + deepseek_moe(cfg, w, p, x)
+    h = rms_norm(h, w["model.norm.weight"], eps)
+    return h @ w["lm_head.weight"].T
+
+
+def deepseek_moe(cfg, w, p, x):
+    """DeepSeek's routed and shared experts (see forward_deepseek)."""
+    n, k = cfg["n_routed_experts"], cfg["num_experts_per_tok"]
+    groups, top_groups = cfg.get("n_group") or 1, cfg.get("topk_group") or 1
+    logits = linear(x, w[p + "mlp.gate.weight"])
+    if cfg.get("scoring_func", "softmax") == "sigmoid":
+        scores = 1.0 / (1.0 + np.exp(-logits))
+    else:
+        scores = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        scores = scores / scores.sum(axis=-1, keepdims=True)
+    choice = scores + w.get(p + "mlp.gate.e_score_correction_bias", 0.0)
+    out = np.zeros_like(x)
+    for t in range(x.shape[0]):
+        g = choice[t].reshape(groups, n // groups)
+        if cfg.get("topk_method") == "noaux_tc" or cfg.get("llama_group_scores"):
+            gs = np.sort(g, axis=-1)[:, -2:].sum(axis=-1)
+        else:
+            gs = g.max(axis=-1)
+        keep = np.argsort(-gs, kind="stable")[:top_groups]
+        masked = np.zeros_like(g)  # the modeling code's masked_fill(..., 0.0)
+        masked[keep] = g[keep]
+        top = np.argsort(-masked.reshape(-1), kind="stable")[:k]
+        wt = scores[t, top]
+        if cfg.get("norm_topk_prob"):
+            wt = wt / (wt.sum() + 1e-20)
+        wt = wt * cfg.get("routed_scaling_factor", 1.0)
+        for e, we in zip(top, wt):
+            q = f"{p}mlp.experts.{e}."
+            y = silu(linear(x[t], w[q + "gate_proj.weight"])) * linear(x[t], w[q + "up_proj.weight"])
+            out[t] += we * linear(y, w[q + "down_proj.weight"])
+    if p + "mlp.shared_experts.gate_proj.weight" in w:
+        q = p + "mlp.shared_experts."
+        out = out + linear(silu(linear(x, w[q + "gate_proj.weight"])) * linear(x, w[q + "up_proj.weight"]), w[q + "down_proj.weight"])
+    return out
+
+
 def forward(cfg, w, tokens):
     arch = cfg.get("model_type")
     if arch == "gpt_oss":
         return forward_gptoss(cfg, w, tokens)
+    if arch in ("deepseek_v2", "deepseek_v3"):
+        return forward_deepseek(cfg, w, tokens)
     if arch not in ("llama", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3", "olmo2", "granite", "starcoder2", "glm4",
                     "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoeshared", "granitemoe"):
         raise SystemExit(f"model_type {arch!r}: only llama, mistral, qwen3, gemma 1-3, phi3, smollm3, olmo2, granite, starcoder2, glm4, "
-                         "mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe(shared) and gpt_oss")
+                         "mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe(shared), deepseek_v2, deepseek_v3 and gpt_oss")
     gemma = arch.startswith("gemma")
     act = cfg.get("hidden_activation") or cfg.get("hidden_act", "silu") if gemma else cfg.get("hidden_act", "silu")
     if act not in ("silu", "gelu_pytorch_tanh"):
@@ -492,10 +612,14 @@ def main():
     ap.add_argument("--out", help="write the reference logits (float64, raw) here")
     ap.add_argument("--check", action="append", default=[], metavar="LABEL:TOL:FILE",
                     help="compare the logits in FILE (float32 [tokens, vocab], raw) with a tolerance TOL")
+    ap.add_argument("--llama-group-scores", action="store_true",
+                    help="DeepSeek-V2: score expert groups by their two best scores summed, as llama.cpp "
+                         "does, not by the best (the modeling code's group_limited_greedy)")
     a = ap.parse_args()
 
     tokens = [int(t) for t in a.tokens.split(",")]
     cfg, w = load_checkpoint(a.ckpt)
+    cfg["llama_group_scores"] = a.llama_group_scores
     ref = forward(cfg, w, tokens)
     if a.out:
         ref.astype("<f8").tofile(a.out)
