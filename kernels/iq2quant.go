@@ -55,9 +55,7 @@ func iq2Signs(xval, x, w []float32, even bool) uint8 {
 func iqMaxOf(x []float32) float32 {
 	m := x[0]
 	for _, v := range x[1:] {
-		if !(m > v) {
-			m = v
-		}
+		m = max32(m, v)
 	}
 	return m
 }
@@ -103,10 +101,7 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 		var maxScale float32
 		for ib := range 8 {
 			xb := xbl[32*ib:][:32]
-			importance(weight[:], xb, qwb[32*ib:], sigma2)
-			for i, w := range weight {
-				waux[i] = sqrt32(w)
-			}
+			iqWeights(weight[:], waux[:], xb, qwb[32*ib:], sigma2)
 			var signs [4]uint8
 			for k := range 4 {
 				signs[k] = iq2Signs(xval[8*k:], xb[8*k:], weight[8*k:], true)
@@ -176,7 +171,7 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 	}
 }
 
-// max32 is C's MAX(a, b) (a > b ? a : b).
+// max32 is ggml's MAX(a, b): a > b ? a : b (so a NaN b wins, a NaN a loses).
 func max32(a, b float32) float32 {
 	if a > b {
 		return a
@@ -252,10 +247,7 @@ func quantRowIQ2_XSW(y []byte, x, qw []float32) {
 		var maxScale float32
 		for ib := range 16 {
 			xb := xbl[16*ib:][:16]
-			importance(weight[:], xb, qwb[16*ib:], sigma2)
-			for i, w := range weight {
-				waux[i] = sqrt32(w)
-			}
+			iqWeights(weight[:], waux[:], xb, qwb[16*ib:], sigma2)
 			var signs [2]uint8
 			for k := range 2 {
 				signs[k] = iq2Signs(xval[8*k:], xb[8*k:], weight[8*k:], true)

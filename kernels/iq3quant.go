@@ -250,21 +250,14 @@ func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGri
 // (a code off it would be a bug here; ggml stops there, this takes point 0).
 func (t *iq3Tables) point(L []int8) int32 { return max(0, t.index[iq3Code(L)]) }
 
-// iq3Weights fills w with the fit's weights for the sub-block x (x², or
-// qw·sqrt(σ² + x²) with importance weights qw) and waux with their square roots.
-func iq3Weights(w, waux, x, qw []float32, sigma2 float32) {
+// iqWeights fills w with the fit's weights for the sub-block x of IQ2_XXS,
+// IQ2_XS or IQ3 (x², or qw·sqrt(σ² + x²) with importance weights qw) and waux
+// with their square roots.
+func iqWeights(w, waux, x, qw []float32, sigma2 float32) {
 	iq4Weights(w, x, qw, sigma2)
 	for i, v := range w {
 		waux[i] = sqrt32(v)
 	}
-}
-
-// maxGGML is ggml's MAX(a, b): a > b ? a : b (so a NaN b wins, a NaN a loses).
-func maxGGML(a, b float32) float32 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 func quantIQ3_XXS(dst []byte, src []float32) { quantRowIQ3_XXSW(dst, src, nil) }
@@ -289,7 +282,7 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 			if qw != nil {
 				q = qw[qkK*ibl+32*ib : qkK*ibl+32*ib+32]
 			}
-			iq3Weights(w[:], waux[:], xb, q, sigma2)
+			iqWeights(w[:], waux[:], xb, q, sigma2)
 			var signs [4]uint8
 			for k := range 4 {
 				nflip, s := 0, uint8(0)
@@ -316,7 +309,7 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 			}
 			maxv := xval[0]
 			for _, v := range xval[1:] {
-				maxv = maxGGML(maxv, v)
+				maxv = max32(maxv, v)
 			}
 			if maxv < 1e-8 { // GROUP_MAX_EPS_IQ3_XXS
 				scales[ib] = 0
@@ -334,7 +327,7 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 			}
 			binary.LittleEndian.PutUint32(ss[4*ib:], uint32(signs[0])|uint32(signs[1])<<7|uint32(signs[2])<<14|uint32(signs[3])<<21)
 			scales[ib] = scale
-			maxScale = maxGGML(maxScale, scale)
+			maxScale = max32(maxScale, scale)
 		}
 		if maxScale == 0 {
 			clear(b)
@@ -375,7 +368,7 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 			if qw != nil {
 				q = qw[qkK*ibl+32*ib : qkK*ibl+32*ib+32]
 			}
-			iq3Weights(w[:], waux[:], xb, q, sigma2)
+			iqWeights(w[:], waux[:], xb, q, sigma2)
 			var bs [4]uint8
 			for i, v := range xb {
 				if v >= 0 {
@@ -387,7 +380,7 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 			}
 			maxv := xval[0]
 			for _, v := range xval[1:] {
-				maxv = maxGGML(maxv, v)
+				maxv = max32(maxv, v)
 			}
 			if maxv == 0 {
 				scales[ib] = 0
@@ -409,7 +402,7 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 			copy(signs, bs[:])
 			signs = signs[4:]
 			scales[ib] = scale
-			maxScale = maxGGML(maxScale, scale)
+			maxScale = max32(maxScale, scale)
 		}
 		if maxScale == 0 {
 			continue
