@@ -19,11 +19,11 @@ import "encoding/binary"
 // without them (QuantizeWeighted needs qw, Quantize refuses); IQ2_S without
 // weights uses σ²/4 + x[i]².
 
-// iq2Signs takes the signs out of 8 values: xval gets |x|, the result has bit
+// iqSigns takes the signs out of 8 values: xval gets |x|, the result has bit
 // i set for x[i] < 0. With even, an odd count of negatives is made even by
 // negating the value of least w·x² (first of equal ones), whose xval then
 // turns negative, and only the low 7 bits are kept (the 8th is implied).
-func iq2Signs(xval, x, w []float32, even bool) uint8 {
+func iqSigns(xval, x, w []float32, even bool) uint8 {
 	var s uint8
 	nflip := 0
 	for i, v := range x[:8] {
@@ -82,9 +82,9 @@ func iq2Fit(w, xval []float32, L []uint8) (sumqx, sumq2 float32) {
 	return sumqx, sumq2
 }
 
-// iq2Scale4 is a sub-block scale in 4 bits against the super-block scale
+// iqScale4 is a sub-block scale in 4 bits against the super-block scale
 // (its inverse id).
-func iq2Scale4(id, scale float32) uint8 {
+func iqScale4(id, scale float32) uint8 {
 	return uint8(max(0, min(15, nearestInt(0.5*(float32(id*scale)-1)))))
 }
 
@@ -104,7 +104,7 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 			iqWeights(weight[:], waux[:], xb, qwb[32*ib:], sigma2)
 			var signs [4]uint8
 			for k := range 4 {
-				signs[k] = iq2Signs(xval[8*k:], xb[8*k:], weight[8*k:], true)
+				signs[k] = iqSigns(xval[8*k:], xb[8*k:], weight[8*k:], true)
 			}
 			if iqMaxOf(xval[:]) < groupMaxEps {
 				continue
@@ -163,7 +163,7 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 		putF16(b, d)
 		id := 1 / d
 		for ib := range 8 {
-			q2[2*ib+1] |= uint32(iq2Scale4(id, scales[ib])) << 28
+			q2[2*ib+1] |= uint32(iqScale4(id, scales[ib])) << 28
 		}
 		for i, v := range q2 {
 			binary.LittleEndian.PutUint32(b[2+4*i:], v)
@@ -250,7 +250,7 @@ func quantRowIQ2_XSW(y []byte, x, qw []float32) {
 			iqWeights(weight[:], waux[:], xb, qwb[16*ib:], sigma2)
 			var signs [2]uint8
 			for k := range 2 {
-				signs[k] = iq2Signs(xval[8*k:], xb[8*k:], weight[8*k:], true)
+				signs[k] = iqSigns(xval[8*k:], xb[8*k:], weight[8*k:], true)
 			}
 			if iqMaxOf(xval[:]) < groupMaxEps {
 				continue
@@ -276,7 +276,7 @@ func quantRowIQ2_XSW(y []byte, x, qw []float32) {
 		putF16(b, d)
 		id := 1 / d
 		for ib := range 16 {
-			b[66+ib/2] |= iq2Scale4(id, scales[ib]) << (4 * (ib % 2))
+			b[66+ib/2] |= iqScale4(id, scales[ib]) << (4 * (ib % 2))
 		}
 		for i, v := range q2 {
 			binary.LittleEndian.PutUint16(b[2+2*i:], v)
@@ -312,7 +312,7 @@ func quantRowIQ2_SW(y []byte, x, qw []float32) {
 			}
 			var sg [2]uint8
 			for k := range 2 {
-				sg[k] = iq2Signs(xval[8*k:], xb[8*k:], nil, false)
+				sg[k] = iqSigns(xval[8*k:], xb[8*k:], nil, false)
 			}
 			if iqMaxOf(xval[:]) < 1e-8 { // GROUP_MAX_EPS_IQ2_S
 				continue
@@ -339,7 +339,7 @@ func quantRowIQ2_SW(y []byte, x, qw []float32) {
 		putF16(b, d*0.9875)
 		id := 1 / d
 		for ib := range 16 {
-			b[74+ib/2] |= iq2Scale4(id, scales[ib]) << (4 * (ib % 2))
+			b[74+ib/2] |= iqScale4(id, scales[ib]) << (4 * (ib % 2))
 		}
 	}
 }

@@ -285,32 +285,9 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 			iqWeights(w[:], waux[:], xb, q, sigma2)
 			var signs [4]uint8
 			for k := range 4 {
-				nflip, s := 0, uint8(0)
-				for i := range 8 {
-					if v := xb[8*k+i]; v >= 0 {
-						xval[8*k+i] = v
-					} else {
-						xval[8*k+i] = -v
-						nflip++
-						s |= 1 << i
-					}
-				}
-				if nflip%2 != 0 {
-					imin, vmin := 0, float32(float32(w[8*k]*xb[8*k])*xb[8*k])
-					for i := 1; i < 8; i++ {
-						if a := float32(float32(w[8*k+i]*xb[8*k+i]) * xb[8*k+i]); a < vmin {
-							vmin, imin = a, i
-						}
-					}
-					xval[8*k+imin] = -xval[8*k+imin]
-					s ^= 1 << imin
-				}
-				signs[k] = s & 127
+				signs[k] = iqSigns(xval[8*k:], xb[8*k:], w[8*k:], true)
 			}
-			maxv := xval[0]
-			for _, v := range xval[1:] {
-				maxv = max32(maxv, v)
-			}
+			maxv := iqMaxOf(xval[:])
 			if maxv < 1e-8 { // GROUP_MAX_EPS_IQ3_XXS
 				scales[ib] = 0
 				continue
@@ -337,9 +314,8 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 		putF16(b, float32(d*1.0125))
 		id := 1 / d
 		for ib := range 8 {
-			l := max(0, min(15, nearestInt(float32(0.5*float32(float32(id*scales[ib])-1)))))
 			s := binary.LittleEndian.Uint32(ss[4*ib:])
-			binary.LittleEndian.PutUint32(ss[4*ib:], s|uint32(l)<<28)
+			binary.LittleEndian.PutUint32(ss[4*ib:], s|uint32(iqScale4(id, scales[ib]))<<28)
 		}
 	}
 }
@@ -370,18 +346,10 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 			}
 			iqWeights(w[:], waux[:], xb, q, sigma2)
 			var bs [4]uint8
-			for i, v := range xb {
-				if v >= 0 {
-					xval[i] = v
-				} else {
-					xval[i] = -v
-					bs[i/8] |= 1 << (i % 8)
-				}
+			for k := range 4 {
+				bs[k] = iqSigns(xval[8*k:], xb[8*k:], nil, false)
 			}
-			maxv := xval[0]
-			for _, v := range xval[1:] {
-				maxv = max32(maxv, v)
-			}
+			maxv := iqMaxOf(xval[:])
 			if maxv == 0 {
 				scales[ib] = 0
 				continue
@@ -410,10 +378,8 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 		d := maxScale / 31
 		putF16(b, float32(d*1.033))
 		id := 1 / d
-		for ib := 0; ib < 8; ib += 2 {
-			l1 := max(0, min(15, nearestInt(float32(0.5*float32(float32(id*scales[ib])-1)))))
-			l2 := max(0, min(15, nearestInt(float32(0.5*float32(float32(id*scales[ib+1])-1)))))
-			sc[ib/2] = uint8(l1 | l2<<4)
+		for ib := range 8 {
+			sc[ib/2] |= iqScale4(id, scales[ib]) << (4 * (ib % 2))
 		}
 	}
 }
