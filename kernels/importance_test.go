@@ -54,19 +54,7 @@ func TestQuantizeWeightedContract(t *testing.T) {
 		}
 		// The weighted fit has the smaller weighted error on average.
 		if !IgnoresWeights(typ) {
-			back := make([]float32, len(x))
-			werr := func(b []byte) float64 {
-				if err := Dequantize(typ, back, b); err != nil {
-					t.Fatal(err)
-				}
-				var s float64
-				for i, v := range x {
-					d := float64(back[i] - v)
-					s += float64(qw[i%rowLen]) * d * d
-				}
-				return s
-			}
-			if a, b := werr(w), werr(plain); a >= b {
+			if a, b := weightedErr(t, typ, w, x, qw), weightedErr(t, typ, plain, x, qw); a >= b {
 				t.Errorf("%v: weighted error %g, unweighted %g", typ, a, b)
 			}
 		}
@@ -138,7 +126,8 @@ func TestQuantizeWeightedZeroSuperBlock(t *testing.T) {
 }
 
 // benchWeighted quantizes one row of 4096 values with importance weights, as
-// benchQuantize does without (MB/s of float32 input on one core).
+// benchQuantize does without (MB/s of float32 input on one core); tables a type
+// builds on first use (the i-quants' search tables) are built before the timer.
 func benchWeighted(b *testing.B, d dtype.DType) {
 	r := rand.New(rand.NewPCG(1, 1))
 	x := randRow(r, benchRow, 1)
@@ -148,6 +137,9 @@ func benchWeighted(b *testing.B, d dtype.DType) {
 	}
 	nb, _ := sizes(d, benchRow)
 	q := make([]byte, nb)
+	if err := QuantizeWeighted(d, q, x, benchRow, qw); err != nil {
+		b.Fatal(err)
+	}
 	b.SetBytes(4 * benchRow)
 	for b.Loop() {
 		if err := QuantizeWeighted(d, q, x, benchRow, qw); err != nil {
@@ -165,6 +157,22 @@ func BenchmarkWeightedQ3_K(b *testing.B) { benchWeighted(b, dtype.Q3_K) }
 func BenchmarkWeightedQ4_K(b *testing.B) { benchWeighted(b, dtype.Q4_K) }
 func BenchmarkWeightedQ5_K(b *testing.B) { benchWeighted(b, dtype.Q5_K) }
 func BenchmarkWeightedQ6_K(b *testing.B) { benchWeighted(b, dtype.Q6_K) }
+
+// weightedErr is Σ qw·(dequantized − x)² over the rows of x quantized as q to typ
+// (qw: one weight per column).
+func weightedErr(t *testing.T, typ dtype.DType, q []byte, x, qw []float32) float64 {
+	t.Helper()
+	back := make([]float32, len(x))
+	if err := Dequantize(typ, back, q); err != nil {
+		t.Fatal(err)
+	}
+	var s float64
+	for i, v := range x {
+		d := float64(back[i] - v)
+		s += float64(qw[i%len(qw)]) * d * d
+	}
+	return s
+}
 
 // weightKinds returns importance weights for rows of n values in several
 // shapes: llama-imatrix-like (exponential), all zero, mostly zero, all equal

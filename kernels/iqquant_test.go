@@ -83,7 +83,6 @@ func TestIQuantizeWeighted(t *testing.T) {
 	for i := range qw {
 		qw[i] = float32(r.ExpFloat64())
 	}
-	back := make([]float32, len(x))
 	for _, typ := range iqTypesWritten {
 		if !CanQuantize(typ) || !CanQuantizeWeighted(typ) || IgnoresWeights(typ) {
 			t.Fatalf("%v: not a weighted quantizable type", typ)
@@ -99,18 +98,7 @@ func TestIQuantizeWeighted(t *testing.T) {
 		if err := QuantizeWeighted(typ, w, x, rowLen, qw); err != nil {
 			t.Fatal(err)
 		}
-		werr := func(b []byte) float64 {
-			if err := Dequantize(typ, back, b); err != nil {
-				t.Fatal(err)
-			}
-			var s float64
-			for i, v := range x {
-				d := float64(back[i] - v)
-				s += float64(qw[i%rowLen]) * d * d
-			}
-			return s
-		}
-		if a, b := werr(w), werr(plain); a >= b {
+		if a, b := weightedErr(t, typ, w, x, qw), weightedErr(t, typ, plain, x, qw); a >= b {
 			t.Errorf("%v: weighted error %g, unweighted %g", typ, a, b)
 		}
 		rb := n / rows
@@ -154,15 +142,7 @@ func TestIQuantizeEdges(t *testing.T) {
 			for i := range x {
 				x[i] = c.v
 			}
-			n, _ := sizes(typ, len(x))
-			q := make([]byte, n)
-			y := make([]float32, len(x))
-			if err := Quantize(typ, q, x); err != nil {
-				t.Fatal(err)
-			}
-			if err := Dequantize(typ, y, q); err != nil {
-				t.Fatal(err)
-			}
+			y := iqRoundTrip(t, typ, x, nil)
 			for i, v := range y {
 				if math.Abs(float64(v-x[i])) > res*c.tol*math.Abs(float64(x[i])) {
 					t.Errorf("%v %s: value %d decodes to %g", typ, c.name, i, v)
@@ -176,15 +156,7 @@ func TestIQuantizeEdges(t *testing.T) {
 			x[i] = float32(i%7-3) * 1e-6
 		}
 		x[77] = -1000
-		n, _ := sizes(typ, len(x))
-		q := make([]byte, n)
-		y := make([]float32, len(x))
-		if err := Quantize(typ, q, x); err != nil {
-			t.Fatal(err)
-		}
-		if err := Dequantize(typ, y, q); err != nil {
-			t.Fatal(err)
-		}
+		y := iqRoundTrip(t, typ, x, nil)
 		if y[77] > -500 || y[77] < -1500 {
 			t.Errorf("%v: outlier -1000 decodes to %g", typ, y[77])
 		}
