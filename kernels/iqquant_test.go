@@ -72,9 +72,8 @@ func TestGoldenIQuantize(t *testing.T) {
 
 var iqTypesWritten = []dtype.DType{dtype.IQ4_NL, dtype.IQ4_XS, dtype.IQ3_XXS, dtype.IQ3_S}
 
-// TestIQuantizeWeighted: nil weights are the unweighted quantizer, weights change
-// the fit and lower the weighted error, a row alone is quantized as among others,
-// and the weights of one column reach only that column's block.
+// TestIQuantizeWeighted: QuantizeWeighted's contract (checkWeighted) for the
+// i-quants, doubling every weight changes no fit, and short weights are refused.
 func TestIQuantizeWeighted(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	const rowLen, rows = 512, 4
@@ -87,27 +86,8 @@ func TestIQuantizeWeighted(t *testing.T) {
 		if !CanQuantize(typ) || !CanQuantizeWeighted(typ) || IgnoresWeights(typ) {
 			t.Fatalf("%v: not a weighted quantizable type", typ)
 		}
-		n, _ := sizes(typ, len(x))
-		plain, w, again := make([]byte, n), make([]byte, n), make([]byte, n)
-		if err := Quantize(typ, plain, x); err != nil {
-			t.Fatal(err)
-		}
-		if err := QuantizeWeighted(typ, again, x, rowLen, nil); err != nil || !bytes.Equal(again, plain) {
-			t.Errorf("%v: nil weights are not Quantize (%v)", typ, err)
-		}
-		if err := QuantizeWeighted(typ, w, x, rowLen, qw); err != nil {
-			t.Fatal(err)
-		}
-		if a, b := weightedErr(t, typ, w, x, qw), weightedErr(t, typ, plain, x, qw); a >= b {
-			t.Errorf("%v: weighted error %g, unweighted %g", typ, a, b)
-		}
-		rb := n / rows
-		for i := range rows {
-			one := make([]byte, rb)
-			if err := QuantizeWeighted(typ, one, x[i*rowLen:(i+1)*rowLen], rowLen, qw); err != nil || !bytes.Equal(one, w[i*rb:(i+1)*rb]) {
-				t.Errorf("%v: row %d alone differs (%v)", typ, i, err)
-			}
-		}
+		w := checkWeighted(t, typ, x, qw)
+		again := make([]byte, len(w))
 		// Doubling every weight changes no fit (the weights only compare).
 		qw2 := make([]float32, rowLen)
 		for i, v := range qw {
