@@ -254,7 +254,7 @@ func (t *iq3Tables) point(L []int8) int32 { return max(0, t.index[iq3Code(L)]) }
 // IQ2_XS or IQ3 (x², or qw·sqrt(σ² + x²) with importance weights qw) and waux
 // with their square roots.
 func iqWeights(w, waux, x, qw []float32, sigma2 float32) {
-	iq4Weights(w, x, qw, sigma2)
+	fitWeights(w, x, qw, sigma2)
 	for i, v := range w {
 		waux[i] = sqrt32(v)
 	}
@@ -278,11 +278,7 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 		var maxScale float32
 		for ib := range 8 {
 			xb := xbl[32*ib : 32*ib+32]
-			var q []float32
-			if qw != nil {
-				q = qw[qkK*ibl+32*ib : qkK*ibl+32*ib+32]
-			}
-			iqWeights(w[:], waux[:], xb, q, sigma2)
+			iqWeights(w[:], waux[:], xb, weightsAt(qw, qkK*ibl+32*ib, 32), sigma2)
 			var signs [4]uint8
 			for k := range 4 {
 				signs[k] = iqSigns(xval[8*k:], xb[8*k:], w[8*k:], true)
@@ -340,11 +336,7 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 		var maxScale float32
 		for ib := range 8 {
 			xb := xbl[32*ib : 32*ib+32]
-			var q []float32
-			if qw != nil {
-				q = qw[qkK*ibl+32*ib : qkK*ibl+32*ib+32]
-			}
-			iqWeights(w[:], waux[:], xb, q, sigma2)
+			iqWeights(w[:], waux[:], xb, weightsAt(qw, qkK*ibl+32*ib, 32), sigma2)
 			var bs [4]uint8
 			for k := range 4 {
 				bs[k] = iqSigns(xval[8*k:], xb[8*k:], nil, false)
