@@ -178,7 +178,7 @@ func quantRowIQ1_SW(y []byte, x, qw []float32) {
 			putF16(b, d*1.125)
 			id := 1 / d
 			for ib := range 8 {
-				l := uint16(max(0, min(7, nearestInt(0.5*(float32(id*scales[ib])-1)))))
+				l := uint16(oddLevel(id, scales[ib], 7))
 				if shifts[ib] == -1 {
 					l |= 8
 				}
@@ -335,7 +335,7 @@ func quantRowIQ1_MW(y []byte, x, qw []float32) {
 		id := 1 / d
 		var sumqx, sumq2 float32
 		for ib := range 16 {
-			l := max(0, min(7, nearestInt(0.5*(float32(id*scales[ib])-1))))
+			l := oddLevel(id, scales[ib], 7)
 			sc[ib/4] |= uint16(l) << (3 * (ib % 4))
 			qh[ib] |= masks[shifts[ib]]
 			xb := xbl[16*ib:][:16]

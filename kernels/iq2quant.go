@@ -60,12 +60,19 @@ func iqMaxOf(x []float32) float32 {
 	return m
 }
 
+// oddLevel is ggml's level l of the magnitude x on the grid of odd multiples 2l+1
+// at inverse scale id: nearest_int(0.5·(id·x − 1)) clamped to 0..top (the levels of
+// IQ2 and IQ3, the sub-block scales of IQ1, IQ2 and IQ3).
+func oddLevel(id, x float32, top int32) int32 {
+	return max(0, min(top, nearestInt(float32(0.5*float32(float32(id*x)-1)))))
+}
+
 // iq2Levels rounds xval·id to levels 0..2 (nearest_int(0.5·(id·x − 1)),
 // clamped) into L and returns their code.
 func iq2Levels(L []uint8, xval []float32, id float32) int {
 	u := 0
 	for i, v := range xval[:8] {
-		l := max(0, min(2, nearestInt(0.5*(float32(id*v)-1))))
+		l := oddLevel(id, v, 2)
 		L[i] = uint8(l)
 		u |= int(l) << (2 * i)
 	}
@@ -85,7 +92,7 @@ func iq2Fit(w, xval []float32, L []uint8) (sumqx, sumq2 float32) {
 // iqScale4 is a sub-block scale in 4 bits against the super-block scale
 // (its inverse id).
 func iqScale4(id, scale float32) uint8 {
-	return uint8(max(0, min(15, nearestInt(0.5*(float32(id*scale)-1)))))
+	return uint8(oddLevel(id, scale, 15))
 }
 
 func quantRowIQ2_XXSW(y []byte, x, qw []float32) {

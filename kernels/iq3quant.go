@@ -145,11 +145,8 @@ func scaledLevels(scale float32) (sq [8]float32) {
 	return sq
 }
 
-// iq3Level is ggml's level of a magnitude x at inverse scale id:
-// nearest_int((id·x - 1)/2) clamped to 0..7.
-func iq3Level(id, x float32) int8 {
-	return int8(max(0, min(7, nearestInt(float32(0.5*float32(float32(id*x)-1))))))
-}
+// iq3Level is oddLevel's 0..7.
+func iq3Level(id, x float32) int8 { return int8(oddLevel(id, x, 7)) }
 
 // iq3Code is the codebook code of 4 levels.
 func iq3Code(L []int8) int {
