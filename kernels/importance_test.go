@@ -29,47 +29,7 @@ func TestQuantizeWeightedContract(t *testing.T) {
 		if !CanQuantizeWeighted(typ) {
 			t.Fatalf("%v: not supported", typ)
 		}
-		n, _ := sizes(typ, len(x))
-		plain, w, again := make([]byte, n), make([]byte, n), make([]byte, n)
-		if err := Quantize(typ, plain, x); err != nil {
-			t.Fatal(err)
-		}
-		if err := QuantizeWeighted(typ, w, x, rowLen, qw); err != nil {
-			t.Fatal(err)
-		}
-		if err := QuantizeWeighted(typ, again, x, rowLen, nil); err != nil || !bytes.Equal(again, plain) {
-			t.Errorf("%v: nil weights are not Quantize (%v)", typ, err)
-		}
-		// ggml's Q8_0 and F16 take no weights; every other type's fit changes.
-		if same := bytes.Equal(w, plain); same != IgnoresWeights(typ) {
-			t.Errorf("%v: weighted bytes equal to unweighted: %v", typ, same)
-		}
-		// Row by row is the same as all rows at once.
-		rb := n / rows
-		for i := range rows {
-			one := make([]byte, rb)
-			if err := QuantizeWeighted(typ, one, x[i*rowLen:(i+1)*rowLen], rowLen, qw); err != nil || !bytes.Equal(one, w[i*rb:(i+1)*rb]) {
-				t.Errorf("%v: row %d alone differs (%v)", typ, i, err)
-			}
-		}
-		// The weighted fit has the smaller weighted error on average.
-		if !IgnoresWeights(typ) {
-			back := make([]float32, len(x))
-			werr := func(b []byte) float64 {
-				if err := Dequantize(typ, back, b); err != nil {
-					t.Fatal(err)
-				}
-				var s float64
-				for i, v := range x {
-					d := float64(back[i] - v)
-					s += float64(qw[i%rowLen]) * d * d
-				}
-				return s
-			}
-			if a, b := werr(w), werr(plain); a >= b {
-				t.Errorf("%v: weighted error %g, unweighted %g", typ, a, b)
-			}
-		}
+		checkWeighted(t, typ, x, qw)
 	}
 	for _, c := range []struct {
 		typ    dtype.DType
@@ -138,7 +98,8 @@ func TestQuantizeWeightedZeroSuperBlock(t *testing.T) {
 }
 
 // benchWeighted quantizes one row of 4096 values with importance weights, as
-// benchQuantize does without (MB/s of float32 input on one core).
+// benchQuantize does without (MB/s of float32 input on one core); tables a type
+// builds on first use (the i-quants' search tables) are built before the timer.
 func benchWeighted(b *testing.B, d dtype.DType) {
 	r := rand.New(rand.NewPCG(1, 1))
 	x := randRow(r, benchRow, 1)
@@ -148,6 +109,9 @@ func benchWeighted(b *testing.B, d dtype.DType) {
 	}
 	nb, _ := sizes(d, benchRow)
 	q := make([]byte, nb)
+	if err := QuantizeWeighted(d, q, x, benchRow, qw); err != nil {
+		b.Fatal(err)
+	}
 	b.SetBytes(4 * benchRow)
 	for b.Loop() {
 		if err := QuantizeWeighted(d, q, x, benchRow, qw); err != nil {
@@ -165,6 +129,58 @@ func BenchmarkWeightedQ3_K(b *testing.B) { benchWeighted(b, dtype.Q3_K) }
 func BenchmarkWeightedQ4_K(b *testing.B) { benchWeighted(b, dtype.Q4_K) }
 func BenchmarkWeightedQ5_K(b *testing.B) { benchWeighted(b, dtype.Q5_K) }
 func BenchmarkWeightedQ6_K(b *testing.B) { benchWeighted(b, dtype.Q6_K) }
+
+// checkWeighted holds QuantizeWeighted's contract for typ on the rows of x (qw: one
+// weight per column): nil weights are Quantize; the weights change the fit (unless
+// ggml's quantizer ignores them, as Q8_0's and F16's) and lower the weighted error;
+// a row alone is quantized as among the others. It returns the weighted bytes.
+func checkWeighted(t *testing.T, typ dtype.DType, x, qw []float32) []byte {
+	t.Helper()
+	rowLen, rows := len(qw), len(x)/len(qw)
+	n, _ := sizes(typ, len(x))
+	plain, w, again := make([]byte, n), make([]byte, n), make([]byte, n)
+	if err := Quantize(typ, plain, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := QuantizeWeighted(typ, w, x, rowLen, qw); err != nil {
+		t.Fatal(err)
+	}
+	if err := QuantizeWeighted(typ, again, x, rowLen, nil); err != nil || !bytes.Equal(again, plain) {
+		t.Errorf("%v: nil weights are not Quantize (%v)", typ, err)
+	}
+	if same := bytes.Equal(w, plain); same != IgnoresWeights(typ) {
+		t.Errorf("%v: weighted bytes equal to unweighted: %v", typ, same)
+	}
+	rb := n / rows
+	for i := range rows {
+		one := make([]byte, rb)
+		if err := QuantizeWeighted(typ, one, x[i*rowLen:(i+1)*rowLen], rowLen, qw); err != nil || !bytes.Equal(one, w[i*rb:(i+1)*rb]) {
+			t.Errorf("%v: row %d alone differs (%v)", typ, i, err)
+		}
+	}
+	if !IgnoresWeights(typ) {
+		if a, b := weightedErr(t, typ, w, x, qw), weightedErr(t, typ, plain, x, qw); a >= b {
+			t.Errorf("%v: weighted error %g, unweighted %g", typ, a, b)
+		}
+	}
+	return w
+}
+
+// weightedErr is Σ qw·(dequantized − x)² over the rows of x quantized as q to typ
+// (qw: one weight per column).
+func weightedErr(t *testing.T, typ dtype.DType, q []byte, x, qw []float32) float64 {
+	t.Helper()
+	back := make([]float32, len(x))
+	if err := Dequantize(typ, back, q); err != nil {
+		t.Fatal(err)
+	}
+	var s float64
+	for i, v := range x {
+		d := float64(back[i] - v)
+		s += float64(qw[i%len(qw)]) * d * d
+	}
+	return s
+}
 
 // weightKinds returns importance weights for rows of n values in several
 // shapes: llama-imatrix-like (exponential), all zero, mostly zero, all equal

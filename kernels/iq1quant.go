@@ -178,7 +178,7 @@ func quantRowIQ1_SW(y []byte, x, qw []float32) {
 			putF16(b, d*1.125)
 			id := 1 / d
 			for ib := range 8 {
-				l := uint16(max(0, min(7, nearestInt(0.5*(float32(id*scales[ib])-1)))))
+				l := uint16(oddLevel(id, scales[ib], 7))
 				if shifts[ib] == -1 {
 					l |= 8
 				}
@@ -202,17 +202,6 @@ func iq1mLevels(k int, group int) *[3]float32 {
 	return &iq1Minus
 }
 
-// iq1mWeights fills w for 16 values: qw·sqrt(σ² + x²), or x² without qw.
-func iq1mWeights(w, x, qw []float32, sigma2 float32) {
-	if qw != nil {
-		importance(w, x, qw, sigma2)
-		return
-	}
-	for i, v := range x {
-		w[i] = v * v
-	}
-}
-
 func quantRowIQ1_MW(y []byte, x, qw []float32) {
 	s := iq1sSearch()
 	var weight [16]float32
@@ -232,21 +221,14 @@ func quantRowIQ1_MW(y []byte, x, qw []float32) {
 		clear(b)
 		qs, qh := b[0:32], b[32:48]
 		xbl := x[ibl*qkK:][:qkK]
-		var qwb []float32
-		if qw != nil {
-			qwb = qw[ibl*qkK:][:qkK]
-		}
+		qwb := weightsAt(qw, ibl*qkK, qkK)
 		sigma2 := float32(2*sumSquares(xbl)) / qkK
 		var scales [16]float32
 		var shifts [16]int
 		var maxScale float32
 		for ib := range 16 {
 			xb := xbl[16*ib:][:16]
-			var qwi []float32
-			if qwb != nil {
-				qwi = qwb[16*ib:]
-			}
-			iq1mWeights(weight[:], xb, qwi, sigma2)
+			fitWeights(weight[:], xb, weightsAt(qwb, 16*ib, 16), sigma2)
 			maxv := absMax(xb)
 			if maxv < 1e-7 { // GROUP_MAX_EPS_IQ1_M
 				continue
@@ -353,15 +335,11 @@ func quantRowIQ1_MW(y []byte, x, qw []float32) {
 		id := 1 / d
 		var sumqx, sumq2 float32
 		for ib := range 16 {
-			l := max(0, min(7, nearestInt(0.5*(float32(id*scales[ib])-1))))
+			l := oddLevel(id, scales[ib], 7)
 			sc[ib/4] |= uint16(l) << (3 * (ib % 4))
 			qh[ib] |= masks[shifts[ib]]
 			xb := xbl[16*ib:][:16]
-			var qwi []float32
-			if qwb != nil {
-				qwi = qwb[16*ib:]
-			}
-			iq1mWeights(weight[:], xb, qwi, sigma2)
+			fitWeights(weight[:], xb, weightsAt(qwb, 16*ib, 16), sigma2)
 			m := float32(2*l + 1)
 			for k := range 2 {
 				xx := iq1mLevels(shifts[ib], k)

@@ -19,11 +19,11 @@ import "encoding/binary"
 // without them (QuantizeWeighted needs qw, Quantize refuses); IQ2_S without
 // weights uses σ²/4 + x[i]².
 
-// iq2Signs takes the signs out of 8 values: xval gets |x|, the result has bit
+// iqSigns takes the signs out of 8 values: xval gets |x|, the result has bit
 // i set for x[i] < 0. With even, an odd count of negatives is made even by
 // negating the value of least w·x² (first of equal ones), whose xval then
 // turns negative, and only the low 7 bits are kept (the 8th is implied).
-func iq2Signs(xval, x, w []float32, even bool) uint8 {
+func iqSigns(xval, x, w []float32, even bool) uint8 {
 	var s uint8
 	nflip := 0
 	for i, v := range x[:8] {
@@ -55,11 +55,16 @@ func iq2Signs(xval, x, w []float32, even bool) uint8 {
 func iqMaxOf(x []float32) float32 {
 	m := x[0]
 	for _, v := range x[1:] {
-		if !(m > v) {
-			m = v
-		}
+		m = max32(m, v)
 	}
 	return m
+}
+
+// oddLevel is ggml's level l of the magnitude x on the grid of odd multiples 2l+1
+// at inverse scale id: nearest_int(0.5·(id·x − 1)) clamped to 0..top (the levels of
+// IQ2 and IQ3, the sub-block scales of IQ1, IQ2 and IQ3).
+func oddLevel(id, x float32, top int32) int32 {
+	return max(0, min(top, nearestInt(float32(0.5*float32(float32(id*x)-1)))))
 }
 
 // iq2Levels rounds xval·id to levels 0..2 (nearest_int(0.5·(id·x − 1)),
@@ -67,7 +72,7 @@ func iqMaxOf(x []float32) float32 {
 func iq2Levels(L []uint8, xval []float32, id float32) int {
 	u := 0
 	for i, v := range xval[:8] {
-		l := max(0, min(2, nearestInt(0.5*(float32(id*v)-1))))
+		l := oddLevel(id, v, 2)
 		L[i] = uint8(l)
 		u |= int(l) << (2 * i)
 	}
@@ -84,10 +89,10 @@ func iq2Fit(w, xval []float32, L []uint8) (sumqx, sumq2 float32) {
 	return sumqx, sumq2
 }
 
-// iq2Scale4 is a sub-block scale in 4 bits against the super-block scale
+// iqScale4 is a sub-block scale in 4 bits against the super-block scale
 // (its inverse id).
-func iq2Scale4(id, scale float32) uint8 {
-	return uint8(max(0, min(15, nearestInt(0.5*(float32(id*scale)-1)))))
+func iqScale4(id, scale float32) uint8 {
+	return uint8(oddLevel(id, scale, 15))
 }
 
 func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
@@ -103,13 +108,10 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 		var maxScale float32
 		for ib := range 8 {
 			xb := xbl[32*ib:][:32]
-			importance(weight[:], xb, qwb[32*ib:], sigma2)
-			for i, w := range weight {
-				waux[i] = sqrt32(w)
-			}
+			iqWeights(weight[:], waux[:], xb, qwb[32*ib:], sigma2)
 			var signs [4]uint8
 			for k := range 4 {
-				signs[k] = iq2Signs(xval[8*k:], xb[8*k:], weight[8*k:], true)
+				signs[k] = iqSigns(xval[8*k:], xb[8*k:], weight[8*k:], true)
 			}
 			if iqMaxOf(xval[:]) < groupMaxEps {
 				continue
@@ -168,7 +170,7 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 		putF16(b, d)
 		id := 1 / d
 		for ib := range 8 {
-			q2[2*ib+1] |= uint32(iq2Scale4(id, scales[ib])) << 28
+			q2[2*ib+1] |= uint32(iqScale4(id, scales[ib])) << 28
 		}
 		for i, v := range q2 {
 			binary.LittleEndian.PutUint32(b[2+4*i:], v)
@@ -176,7 +178,7 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 	}
 }
 
-// max32 is C's MAX(a, b) (a > b ? a : b).
+// max32 is ggml's MAX(a, b): a > b ? a : b (so a NaN b wins, a NaN a loses).
 func max32(a, b float32) float32 {
 	if a > b {
 		return a
@@ -252,13 +254,10 @@ func quantRowIQ2_XSW(y []byte, x, qw []float32) {
 		var maxScale float32
 		for ib := range 16 {
 			xb := xbl[16*ib:][:16]
-			importance(weight[:], xb, qwb[16*ib:], sigma2)
-			for i, w := range weight {
-				waux[i] = sqrt32(w)
-			}
+			iqWeights(weight[:], waux[:], xb, qwb[16*ib:], sigma2)
 			var signs [2]uint8
 			for k := range 2 {
-				signs[k] = iq2Signs(xval[8*k:], xb[8*k:], weight[8*k:], true)
+				signs[k] = iqSigns(xval[8*k:], xb[8*k:], weight[8*k:], true)
 			}
 			if iqMaxOf(xval[:]) < groupMaxEps {
 				continue
@@ -284,7 +283,7 @@ func quantRowIQ2_XSW(y []byte, x, qw []float32) {
 		putF16(b, d)
 		id := 1 / d
 		for ib := range 16 {
-			b[66+ib/2] |= iq2Scale4(id, scales[ib]) << (4 * (ib % 2))
+			b[66+ib/2] |= iqScale4(id, scales[ib]) << (4 * (ib % 2))
 		}
 		for i, v := range q2 {
 			binary.LittleEndian.PutUint16(b[2+2*i:], v)
@@ -320,7 +319,7 @@ func quantRowIQ2_SW(y []byte, x, qw []float32) {
 			}
 			var sg [2]uint8
 			for k := range 2 {
-				sg[k] = iq2Signs(xval[8*k:], xb[8*k:], nil, false)
+				sg[k] = iqSigns(xval[8*k:], xb[8*k:], nil, false)
 			}
 			if iqMaxOf(xval[:]) < 1e-8 { // GROUP_MAX_EPS_IQ2_S
 				continue
@@ -347,7 +346,7 @@ func quantRowIQ2_SW(y []byte, x, qw []float32) {
 		putF16(b, d*0.9875)
 		id := 1 / d
 		for ib := range 16 {
-			b[74+ib/2] |= iq2Scale4(id, scales[ib]) << (4 * (ib % 2))
+			b[74+ib/2] |= iqScale4(id, scales[ib]) << (4 * (ib % 2))
 		}
 	}
 }

@@ -246,6 +246,7 @@ func TestIQRoundTrip(t *testing.T) {
 	}
 }
 
+// iqRoundTrip is x quantized to d as one row (weights qw; nil: none) and decoded.
 func iqRoundTrip(t *testing.T, d dtype.DType, x, qw []float32) []float32 {
 	t.Helper()
 	nb, _ := sizes(d, len(x))
@@ -327,33 +328,11 @@ func TestIQConcurrent(t *testing.T) {
 	}
 }
 
-// benchIQ quantizes one row of benchRow values with importance weights (the
-// search tables built before the timer).
-func benchIQ(b *testing.B, d dtype.DType) {
-	r := rand.New(rand.NewPCG(1, 1))
-	x := randRow(r, benchRow, 1)
-	qw := make([]float32, benchRow)
-	for i := range qw {
-		qw[i] = float32(r.ExpFloat64())
-	}
-	nb, _ := sizes(d, benchRow)
-	q := make([]byte, nb)
-	if err := QuantizeWeighted(d, q, x, benchRow, qw); err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(4 * benchRow)
-	for b.Loop() {
-		if err := QuantizeWeighted(d, q, x, benchRow, qw); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkQuantizeIQ2_XXS(b *testing.B) { benchIQ(b, dtype.IQ2_XXS) }
-func BenchmarkQuantizeIQ2_XS(b *testing.B)  { benchIQ(b, dtype.IQ2_XS) }
-func BenchmarkQuantizeIQ2_S(b *testing.B)   { benchIQ(b, dtype.IQ2_S) }
-func BenchmarkQuantizeIQ1_S(b *testing.B)   { benchIQ(b, dtype.IQ1_S) }
-func BenchmarkQuantizeIQ1_M(b *testing.B)   { benchIQ(b, dtype.IQ1_M) }
+func BenchmarkQuantizeIQ2_XXS(b *testing.B) { benchWeighted(b, dtype.IQ2_XXS) }
+func BenchmarkQuantizeIQ2_XS(b *testing.B)  { benchWeighted(b, dtype.IQ2_XS) }
+func BenchmarkQuantizeIQ2_S(b *testing.B)   { benchWeighted(b, dtype.IQ2_S) }
+func BenchmarkQuantizeIQ1_S(b *testing.B)   { benchWeighted(b, dtype.IQ1_S) }
+func BenchmarkQuantizeIQ1_M(b *testing.B)   { benchWeighted(b, dtype.IQ1_M) }
 
 // BenchmarkIQSearchInit builds the largest search table (IQ1_S/IQ1_M's), as the
 // first quantization of the type does once.

@@ -145,11 +145,8 @@ func scaledLevels(scale float32) (sq [8]float32) {
 	return sq
 }
 
-// iq3Level is ggml's level of a magnitude x at inverse scale id:
-// nearest_int((id·x - 1)/2) clamped to 0..7.
-func iq3Level(id, x float32) int8 {
-	return int8(max(0, min(7, nearestInt(float32(0.5*float32(float32(id*x)-1))))))
-}
+// iq3Level is oddLevel's 0..7.
+func iq3Level(id, x float32) int8 { return int8(oddLevel(id, x, 7)) }
 
 // iq3Code is the codebook code of 4 levels.
 func iq3Code(L []int8) int {
@@ -250,21 +247,14 @@ func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGri
 // (a code off it would be a bug here; ggml stops there, this takes point 0).
 func (t *iq3Tables) point(L []int8) int32 { return max(0, t.index[iq3Code(L)]) }
 
-// iq3Weights fills w with the fit's weights for the sub-block x (x², or
-// qw·sqrt(σ² + x²) with importance weights qw) and waux with their square roots.
-func iq3Weights(w, waux, x, qw []float32, sigma2 float32) {
-	iq4Weights(w, x, qw, sigma2)
+// iqWeights fills w with the fit's weights for the sub-block x of IQ2_XXS,
+// IQ2_XS or IQ3 (x², or qw·sqrt(σ² + x²) with importance weights qw) and waux
+// with their square roots.
+func iqWeights(w, waux, x, qw []float32, sigma2 float32) {
+	fitWeights(w, x, qw, sigma2)
 	for i, v := range w {
 		waux[i] = sqrt32(v)
 	}
-}
-
-// maxGGML is ggml's MAX(a, b): a > b ? a : b (so a NaN b wins, a NaN a loses).
-func maxGGML(a, b float32) float32 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 func quantIQ3_XXS(dst []byte, src []float32) { quantRowIQ3_XXSW(dst, src, nil) }
@@ -285,39 +275,12 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 		var maxScale float32
 		for ib := range 8 {
 			xb := xbl[32*ib : 32*ib+32]
-			var q []float32
-			if qw != nil {
-				q = qw[qkK*ibl+32*ib : qkK*ibl+32*ib+32]
-			}
-			iq3Weights(w[:], waux[:], xb, q, sigma2)
+			iqWeights(w[:], waux[:], xb, weightsAt(qw, qkK*ibl+32*ib, 32), sigma2)
 			var signs [4]uint8
 			for k := range 4 {
-				nflip, s := 0, uint8(0)
-				for i := range 8 {
-					if v := xb[8*k+i]; v >= 0 {
-						xval[8*k+i] = v
-					} else {
-						xval[8*k+i] = -v
-						nflip++
-						s |= 1 << i
-					}
-				}
-				if nflip%2 != 0 {
-					imin, vmin := 0, float32(float32(w[8*k]*xb[8*k])*xb[8*k])
-					for i := 1; i < 8; i++ {
-						if a := float32(float32(w[8*k+i]*xb[8*k+i]) * xb[8*k+i]); a < vmin {
-							vmin, imin = a, i
-						}
-					}
-					xval[8*k+imin] = -xval[8*k+imin]
-					s ^= 1 << imin
-				}
-				signs[k] = s & 127
+				signs[k] = iqSigns(xval[8*k:], xb[8*k:], w[8*k:], true)
 			}
-			maxv := xval[0]
-			for _, v := range xval[1:] {
-				maxv = maxGGML(maxv, v)
-			}
+			maxv := iqMaxOf(xval[:])
 			if maxv < 1e-8 { // GROUP_MAX_EPS_IQ3_XXS
 				scales[ib] = 0
 				continue
@@ -334,7 +297,7 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 			}
 			binary.LittleEndian.PutUint32(ss[4*ib:], uint32(signs[0])|uint32(signs[1])<<7|uint32(signs[2])<<14|uint32(signs[3])<<21)
 			scales[ib] = scale
-			maxScale = maxGGML(maxScale, scale)
+			maxScale = max32(maxScale, scale)
 		}
 		if maxScale == 0 {
 			clear(b)
@@ -344,9 +307,8 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 		putF16(b, float32(d*1.0125))
 		id := 1 / d
 		for ib := range 8 {
-			l := max(0, min(15, nearestInt(float32(0.5*float32(float32(id*scales[ib])-1)))))
 			s := binary.LittleEndian.Uint32(ss[4*ib:])
-			binary.LittleEndian.PutUint32(ss[4*ib:], s|uint32(l)<<28)
+			binary.LittleEndian.PutUint32(ss[4*ib:], s|uint32(iqScale4(id, scales[ib]))<<28)
 		}
 	}
 }
@@ -371,24 +333,12 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 		var maxScale float32
 		for ib := range 8 {
 			xb := xbl[32*ib : 32*ib+32]
-			var q []float32
-			if qw != nil {
-				q = qw[qkK*ibl+32*ib : qkK*ibl+32*ib+32]
-			}
-			iq3Weights(w[:], waux[:], xb, q, sigma2)
+			iqWeights(w[:], waux[:], xb, weightsAt(qw, qkK*ibl+32*ib, 32), sigma2)
 			var bs [4]uint8
-			for i, v := range xb {
-				if v >= 0 {
-					xval[i] = v
-				} else {
-					xval[i] = -v
-					bs[i/8] |= 1 << (i % 8)
-				}
+			for k := range 4 {
+				bs[k] = iqSigns(xval[8*k:], xb[8*k:], nil, false)
 			}
-			maxv := xval[0]
-			for _, v := range xval[1:] {
-				maxv = maxGGML(maxv, v)
-			}
+			maxv := iqMaxOf(xval[:])
 			if maxv == 0 {
 				scales[ib] = 0
 				continue
@@ -409,7 +359,7 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 			copy(signs, bs[:])
 			signs = signs[4:]
 			scales[ib] = scale
-			maxScale = maxGGML(maxScale, scale)
+			maxScale = max32(maxScale, scale)
 		}
 		if maxScale == 0 {
 			continue
@@ -417,10 +367,8 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 		d := maxScale / 31
 		putF16(b, float32(d*1.033))
 		id := 1 / d
-		for ib := 0; ib < 8; ib += 2 {
-			l1 := max(0, min(15, nearestInt(float32(0.5*float32(float32(id*scales[ib])-1)))))
-			l2 := max(0, min(15, nearestInt(float32(0.5*float32(float32(id*scales[ib+1])-1)))))
-			sc[ib/2] = uint8(l1 | l2<<4)
+		for ib := range 8 {
+			sc[ib/2] |= iqScale4(id, scales[ib]) << (4 * (ib % 2))
 		}
 	}
 }

@@ -92,9 +92,10 @@ func iq4Sigma2(x []float32) float32 {
 	return float32(sumSquares(x) * (2 / float32(len(x))))
 }
 
-// iq4Weights fills w with the fit's weights for the sub-block x: x² without
-// importance weights qw, else qw·sqrt(σ² + x²).
-func iq4Weights(w, x, qw []float32, sigma2 float32) {
+// fitWeights fills w with the fit's weights for the sub-block x of IQ4_NL, IQ4_XS,
+// IQ1_M (and, through iqWeights, IQ3 and IQ2_XXS/IQ2_XS): x² without importance
+// weights qw, else qw·sqrt(σ² + x²).
+func fitWeights(w, x, qw []float32, sigma2 float32) {
 	if qw == nil {
 		for j, v := range x {
 			w[j] = float32(v * v)
@@ -104,6 +105,14 @@ func iq4Weights(w, x, qw []float32, sigma2 float32) {
 	for j, v := range x {
 		w[j] = float32(qw[j] * sqrt32(sigma2+float32(v*v)))
 	}
+}
+
+// weightsAt is qw[off:off+n], or nil without importance weights.
+func weightsAt(qw []float32, off, n int) []float32 {
+	if qw == nil {
+		return nil
+	}
+	return qw[off : off+n]
 }
 
 // iq4Fit is the sub-block fit of quantize_row_iq4_nl_impl: the scale of the
@@ -159,11 +168,7 @@ func quantRowIQ4_NLW(y []byte, x, qw []float32) {
 	var w [qk]float32
 	for ib := 0; ib < len(x)/qk; ib++ {
 		xb, b := x[qk*ib:qk*ib+qk], y[iq4nlBytes*ib:iq4nlBytes*ib+iq4nlBytes]
-		var q []float32
-		if qw != nil {
-			q = qw[qk*ib : qk*ib+qk]
-		}
-		iq4Weights(w[:], xb, q, iq4Sigma2(xb))
+		fitWeights(w[:], xb, weightsAt(qw, qk*ib, qk), iq4Sigma2(xb))
 		d := iq4Fit(xb, w[:])
 		putF16(b, d)
 		var id float32
@@ -185,11 +190,7 @@ func quantRowIQ4_XSW(y []byte, x, qw []float32) {
 		var maxScale, amaxScale float32
 		for ib := range 8 {
 			xb := xbl[qk*ib : qk*ib+qk]
-			var q []float32
-			if qw != nil {
-				q = qw[qkK*ibl+qk*ib : qkK*ibl+qk*ib+qk]
-			}
-			iq4Weights(w[:], xb, q, sigma2)
+			fitWeights(w[:], xb, weightsAt(qw, qkK*ibl+qk*ib, qk), sigma2)
 			scales[ib] = iq4Fit(xb, w[:])
 			if a := abs32(scales[ib]); a > amaxScale {
 				amaxScale, maxScale = a, scales[ib]

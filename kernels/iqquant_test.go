@@ -72,9 +72,8 @@ func TestGoldenIQuantize(t *testing.T) {
 
 var iqTypesWritten = []dtype.DType{dtype.IQ4_NL, dtype.IQ4_XS, dtype.IQ3_XXS, dtype.IQ3_S}
 
-// TestIQuantizeWeighted: nil weights are the unweighted quantizer, weights change
-// the fit and lower the weighted error, a row alone is quantized as among others,
-// and the weights of one column reach only that column's block.
+// TestIQuantizeWeighted: QuantizeWeighted's contract (checkWeighted) for the
+// i-quants, doubling every weight changes no fit, and short weights are refused.
 func TestIQuantizeWeighted(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	const rowLen, rows = 512, 4
@@ -83,43 +82,12 @@ func TestIQuantizeWeighted(t *testing.T) {
 	for i := range qw {
 		qw[i] = float32(r.ExpFloat64())
 	}
-	back := make([]float32, len(x))
 	for _, typ := range iqTypesWritten {
 		if !CanQuantize(typ) || !CanQuantizeWeighted(typ) || IgnoresWeights(typ) {
 			t.Fatalf("%v: not a weighted quantizable type", typ)
 		}
-		n, _ := sizes(typ, len(x))
-		plain, w, again := make([]byte, n), make([]byte, n), make([]byte, n)
-		if err := Quantize(typ, plain, x); err != nil {
-			t.Fatal(err)
-		}
-		if err := QuantizeWeighted(typ, again, x, rowLen, nil); err != nil || !bytes.Equal(again, plain) {
-			t.Errorf("%v: nil weights are not Quantize (%v)", typ, err)
-		}
-		if err := QuantizeWeighted(typ, w, x, rowLen, qw); err != nil {
-			t.Fatal(err)
-		}
-		werr := func(b []byte) float64 {
-			if err := Dequantize(typ, back, b); err != nil {
-				t.Fatal(err)
-			}
-			var s float64
-			for i, v := range x {
-				d := float64(back[i] - v)
-				s += float64(qw[i%rowLen]) * d * d
-			}
-			return s
-		}
-		if a, b := werr(w), werr(plain); a >= b {
-			t.Errorf("%v: weighted error %g, unweighted %g", typ, a, b)
-		}
-		rb := n / rows
-		for i := range rows {
-			one := make([]byte, rb)
-			if err := QuantizeWeighted(typ, one, x[i*rowLen:(i+1)*rowLen], rowLen, qw); err != nil || !bytes.Equal(one, w[i*rb:(i+1)*rb]) {
-				t.Errorf("%v: row %d alone differs (%v)", typ, i, err)
-			}
-		}
+		w := checkWeighted(t, typ, x, qw)
+		again := make([]byte, len(w))
 		// Doubling every weight changes no fit (the weights only compare).
 		qw2 := make([]float32, rowLen)
 		for i, v := range qw {
@@ -154,15 +122,7 @@ func TestIQuantizeEdges(t *testing.T) {
 			for i := range x {
 				x[i] = c.v
 			}
-			n, _ := sizes(typ, len(x))
-			q := make([]byte, n)
-			y := make([]float32, len(x))
-			if err := Quantize(typ, q, x); err != nil {
-				t.Fatal(err)
-			}
-			if err := Dequantize(typ, y, q); err != nil {
-				t.Fatal(err)
-			}
+			y := iqRoundTrip(t, typ, x, nil)
 			for i, v := range y {
 				if math.Abs(float64(v-x[i])) > res*c.tol*math.Abs(float64(x[i])) {
 					t.Errorf("%v %s: value %d decodes to %g", typ, c.name, i, v)
@@ -176,15 +136,7 @@ func TestIQuantizeEdges(t *testing.T) {
 			x[i] = float32(i%7-3) * 1e-6
 		}
 		x[77] = -1000
-		n, _ := sizes(typ, len(x))
-		q := make([]byte, n)
-		y := make([]float32, len(x))
-		if err := Quantize(typ, q, x); err != nil {
-			t.Fatal(err)
-		}
-		if err := Dequantize(typ, y, q); err != nil {
-			t.Fatal(err)
-		}
+		y := iqRoundTrip(t, typ, x, nil)
 		if y[77] > -500 || y[77] < -1500 {
 			t.Errorf("%v: outlier -1000 decodes to %g", typ, y[77])
 		}

@@ -162,16 +162,24 @@ func count(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-func readKeyFile(path string) ([]byte, error) { return cli.ReadSmallFile(path, 1<<20) }
+// readPEM reads the small PEM file at path and parses it, an error naming path.
+func readPEM[T any](path string, parse func([]byte) (T, error)) (T, error) {
+	data, err := cli.ReadSmallFile(path, 1<<20)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := parse(data)
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
 
 func (c *omsSignKeyCmd) Run(env *cli.Env) error {
-	pem, err := readKeyFile(c.PrivateKey)
+	k, err := readPEM(c.PrivateKey, oms.ParsePrivateKey)
 	if err != nil {
 		return err
-	}
-	k, err := oms.ParsePrivateKey(pem)
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.PrivateKey, err)
 	}
 	return c.sign(env, oms.NewKeySigner(k), "key "+oms.KeyHint(&k.PublicKey))
 }
@@ -179,13 +187,9 @@ func (c *omsSignKeyCmd) Run(env *cli.Env) error {
 func readCerts(paths []string) ([]*x509.Certificate, error) {
 	var out []*x509.Certificate
 	for _, p := range paths {
-		data, err := readKeyFile(p)
+		cs, err := readPEM(p, oms.ParseCertificates)
 		if err != nil {
 			return nil, err
-		}
-		cs, err := oms.ParseCertificates(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		out = append(out, cs...)
 	}
@@ -193,13 +197,9 @@ func readCerts(paths []string) ([]*x509.Certificate, error) {
 }
 
 func (c *omsSignCertCmd) Run(env *cli.Env) error {
-	pem, err := readKeyFile(c.PrivateKey)
+	k, err := readPEM(c.PrivateKey, oms.ParsePrivateKey)
 	if err != nil {
 		return err
-	}
-	k, err := oms.ParsePrivateKey(pem)
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.PrivateKey, err)
 	}
 	leaf, err := readCerts([]string{c.SigningCertificate})
 	if err != nil {
@@ -241,13 +241,9 @@ func (f *omsModelFlags) verify(env *cli.Env, v oms.BundleVerifier, ignoreUnsigne
 }
 
 func (c *omsVerifyKeyCmd) Run(env *cli.Env) error {
-	pem, err := readKeyFile(c.PublicKey)
+	k, err := readPEM(c.PublicKey, oms.ParsePublicKey)
 	if err != nil {
 		return err
-	}
-	k, err := oms.ParsePublicKey(pem)
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.PublicKey, err)
 	}
 	return c.verify(env, &oms.Verifier{Key: k}, c.IgnoreUnsignedFiles)
 }

@@ -154,21 +154,16 @@ func (m *Matrix) WriteDat(w io.Writer, chunk int32) error {
 	}
 	c := m.collect(chunk)
 	bw := bufio.NewWriter(w)
-	put := func(v int32) { binary.Write(bw, binary.LittleEndian, v) }
 	var keep []string
 	for _, name := range c.names {
 		if slices.ContainsFunc(c.counts[name], func(n int64) bool { return n != 0 }) {
 			keep = append(keep, name)
 		}
 	}
-	put(int32(len(keep)))
+	putInt32(bw, int32(len(keep)))
 	for _, name := range keep {
 		v, n := c.values[name], c.counts[name]
-		put(int32(len(name)))
-		bw.WriteString(name)
 		ncall := int32((slices.Max(n) + int64(chunk) - 1) / int64(chunk))
-		put(ncall)
-		put(int32(len(v)))
 		per := len(v) / len(n)
 		tmp := make([]float32, len(v))
 		for i, value := range v {
@@ -178,15 +173,13 @@ func (m *Matrix) WriteDat(w io.Writer, chunk int32) error {
 			}
 			tmp[i] = value / count * float32(ncall)
 		}
-		bw.Write(f32Bytes(tmp))
+		putDatEntry(bw, name, ncall, tmp)
 	}
-	put(c.lastChunk)
 	ds := ""
 	if len(m.Datasets) > 0 {
 		ds = m.Datasets[len(m.Datasets)-1]
 	}
-	put(int32(len(ds)))
-	bw.WriteString(ds)
+	putDatTrailer(bw, c.lastChunk, ds)
 	return bw.Flush()
 }
 

@@ -339,21 +339,32 @@ func (r *reader) values(tensor string, nval int) ([]float32, error) {
 // then read back as they are); a Chunks or Dataset that is set adds the trailer.
 func (m *Matrix) Encode(w io.Writer) error {
 	var buf bytes.Buffer
-	put := func(v int32) { binary.Write(&buf, binary.LittleEndian, v) }
-	put(int32(len(m.Names)))
+	putInt32(&buf, int32(len(m.Names)))
 	for _, name := range m.Names {
-		put(int32(len(name)))
-		buf.WriteString(name)
-		put(1)
-		vals := m.Entries[name]
-		put(int32(len(vals)))
-		binary.Write(&buf, binary.LittleEndian, vals)
+		putDatEntry(&buf, name, 1, m.Entries[name])
 	}
 	if m.Chunks != 0 || m.Dataset != "" {
-		put(m.Chunks)
-		put(int32(len(m.Dataset)))
-		buf.WriteString(m.Dataset)
+		putDatTrailer(&buf, m.Chunks, m.Dataset)
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// putInt32, putDatEntry and putDatTrailer write the pieces of the .dat layout (see
+// the package comment) to a buffer, whose flush or write reports any error.
+
+func putInt32(w io.Writer, v int32) { binary.Write(w, binary.LittleEndian, v) }
+
+func putDatEntry(w io.Writer, name string, calls int32, vals []float32) {
+	putInt32(w, int32(len(name)))
+	io.WriteString(w, name)
+	putInt32(w, calls)
+	putInt32(w, int32(len(vals)))
+	binary.Write(w, binary.LittleEndian, vals)
+}
+
+func putDatTrailer(w io.Writer, chunks int32, dataset string) {
+	putInt32(w, chunks)
+	putInt32(w, int32(len(dataset)))
+	io.WriteString(w, dataset)
 }

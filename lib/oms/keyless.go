@@ -196,12 +196,9 @@ func (k *Keyless) VerifyKeyless(bundle []byte) (*Verified, error) {
 	if !ok {
 		return nil, fmt.Errorf("Fulcio certificate: %w", errKeyType(leaf.PublicKey))
 	}
-	if err := verifyDSSE(pub, b); err != nil {
-		return nil, err
-	}
-	m, err := ParseStatement(b.Payload)
+	m, err := signedManifest(pub, b)
 	if err != nil {
-		return nil, fmt.Errorf("signed %w", err)
+		return nil, err
 	}
 	return &Verified{Manifest: m, Method: "sigstore", Leaf: leaf,
 		Signer: fmt.Sprintf("%s (issuer %s), logged %s", k.Identity, k.Issuer, when.UTC().Format(time.RFC3339))}, nil

@@ -246,6 +246,17 @@ func (v *Verifier) Verify(bundle []byte) (*Verified, error) {
 	default:
 		return nil, errors.New("no public key and no certificate roots to verify with")
 	}
+	m, err := signedManifest(pub, b)
+	if err != nil {
+		return nil, err
+	}
+	out.Manifest = m
+	return &out, nil
+}
+
+// signedManifest checks the bundle's DSSE signature with pub and reads the statement
+// it signs.
+func signedManifest(pub *ecdsa.PublicKey, b *Bundle) (*Manifest, error) {
 	if err := verifyDSSE(pub, b); err != nil {
 		return nil, err
 	}
@@ -253,8 +264,7 @@ func (v *Verifier) Verify(bundle []byte) (*Verified, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signed %w", err)
 	}
-	out.Manifest = m
-	return &out, nil
+	return m, nil
 }
 
 // verifyDSSE accepts a signature over the PAE with the curve's hash, or one that

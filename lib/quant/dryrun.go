@@ -26,8 +26,8 @@ type DryRunReport struct {
 
 // DryRun decides every tensor of a model from its header and tensor list (o.Plan is
 // set to it), as New would, without reading any data: the errors New would return
-// are returned, except that a type apr cannot write yet and a missing importance
-// matrix are noted in the reasons (and counted) instead.
+// are returned, except that a missing importance matrix is noted in the reasons (and
+// counted) instead.
 func DryRun(h container.Header, tensors []container.TensorInfo, o Options) (*DryRunReport, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err

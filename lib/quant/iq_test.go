@@ -12,14 +12,14 @@ import (
 
 var iqTargets = []dtype.DType{dtype.IQ2_XXS, dtype.IQ2_XS, dtype.IQ2_S, dtype.IQ1_S, dtype.IQ1_M}
 
-// TestIQWeighted: with an importance matrix, each grid type is a plain target whose
+// TestIQWeighted: with an importance matrix, each i-quant is a plain target whose
 // bytes are the kernel's (ggml's) for the tensor's rows, whatever the chunks and
 // workers.
 func TestIQWeighted(t *testing.T) {
 	const rows, cols = 6, 512
 	x := randF32(41, rows*cols)
 	qw := importances(42, cols)
-	for _, typ := range iqTargets {
+	for _, typ := range append(iqPlainTargets, iqTargets...) {
 		name := strings.ToLower(typ.String())
 		if got, err := ParseType(name); err != nil || got != typ {
 			t.Fatalf("ParseType(%q) = %v, %v", name, got, err)

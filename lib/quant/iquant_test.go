@@ -9,33 +9,20 @@ import (
 	"github.com/apr-go/apr/lib/dtype"
 )
 
-// TestIQuantTargets: the i-quants are plain targets, with and without an importance
-// matrix, their bytes the kernels'; the 256-value ones fall back to IQ4_NL for rows of
-// 32·k values, as llama.cpp does; IQ3_XXS is refused without importance weights
-// except for token_embd and output (llama-quantize's rule), naming the flag.
+// iqPlainTargets are the i-quants that (but for IQ3_XXS) need no importance matrix.
+var iqPlainTargets = []dtype.DType{dtype.IQ4_NL, dtype.IQ4_XS, dtype.IQ3_XXS, dtype.IQ3_S}
+
+// TestIQuantTargets: the i-quants of iqPlainTargets are plain targets without an
+// importance matrix too (with one: TestIQWeighted), their bytes the kernels'; the
+// 256-value ones fall back to IQ4_NL for rows of 32·k values, as llama.cpp does;
+// IQ3_XXS is refused without importance weights except for token_embd and output
+// (llama-quantize's rule), naming the flag.
 func TestIQuantTargets(t *testing.T) {
 	const rows, cols = 3, 512
 	x := randF32(41, rows*cols)
 	qw := importances(42, cols)
-	for _, typ := range []dtype.DType{dtype.IQ4_NL, dtype.IQ4_XS, dtype.IQ3_XXS, dtype.IQ3_S} {
-		name := strings.ToLower(typ.String())
-		if got, err := ParseType(name); err != nil || got != typ {
-			t.Fatalf("ParseType(%q) = %v, %v", name, got, err)
-		}
-		want := make([]byte, elemBytes(typ, len(x)))
-		if err := kernels.QuantizeWeighted(typ, want, x, cols, qw); err != nil {
-			t.Fatal(err)
-		}
-		out, _, err := run(t, Options{Type: typ, Imatrix: matrix(map[string][]float32{"blk.0.ffn_up.weight": qw})},
-			tensorF32("blk.0.ffn_up.weight", []int64{rows, cols}, x))
-		if err != nil {
-			t.Fatalf("%v: %v", typ, err)
-		}
-		if _, got := readAll(t, out); !bytes.Equal(got["blk.0.ffn_up.weight"].data, want) {
-			t.Errorf("%v: not the kernel's weighted bytes", typ)
-		}
-
-		_, _, err = run(t, Options{Type: typ}, tensorF32("blk.0.ffn_up.weight", []int64{rows, cols}, x))
+	for _, typ := range iqPlainTargets {
+		_, _, err := run(t, Options{Type: typ}, tensorF32("blk.0.ffn_up.weight", []int64{rows, cols}, x))
 		if refused := err != nil; refused != (typ == dtype.IQ3_XXS) {
 			t.Errorf("%v without an importance matrix: %v", typ, err)
 		} else if refused && !strings.Contains(err.Error(), "--imatrix") {

@@ -83,20 +83,28 @@ func TestNeedsImatrix(t *testing.T) {
 	}
 }
 
-// TestDecideUnwritable: a type kernels has no quantizer for is refused before
-// anything is written, naming the tensor; a dry run notes it.
-func TestDecideUnwritable(t *testing.T) {
-	for _, typ := range todayTypes {
-		if writable(typ) {
-			continue
+// TestTargetsWritable: every type decide can give a tensor (a target, as Validate
+// and the override flags require, or a target's fallback) has a quantizer in kernels
+// and a value bound, so decide need not check.
+func TestTargetsWritable(t *testing.T) {
+	for _, x := range targets {
+		types := []dtype.DType{x.t}
+		if fb, ok := fallback(x.t); ok {
+			types = append(types, fb, dtype.F16)
 		}
-		o := Options{Type: typ}
-		w := container.TensorInfo{Name: "output.weight", DType: dtype.F32, Shape: []int64{4, 256}}
-		if _, err := o.Decide(w); err == nil || !strings.Contains(err.Error(), "apr cannot write "+typ.String()) {
-			t.Errorf("%v: %v", typ, err)
-		}
-		if d, err := o.decide(w, true); err != nil || !strings.Contains(d.Reason, "cannot write") {
-			t.Errorf("%v dry run: %+v %v", typ, d, err)
+		for _, typ := range types {
+			if !isTarget(typ) {
+				t.Errorf("%s falls back to %v, not a target", x.name, typ)
+			}
+			if !typ.Info().Quantized() {
+				continue
+			}
+			if _, bounded := maxMagnitude[typ]; !bounded {
+				t.Errorf("%v: no value bound", typ)
+			}
+			if !kernels.CanQuantize(typ) && !kernels.NeedsWeights(typ) {
+				t.Errorf("%v: no quantizer", typ)
+			}
 		}
 	}
 }

@@ -31,17 +31,6 @@ func ignoresWeights(t dtype.DType) bool {
 	return kernels.IgnoresWeights(t) || t == dtype.TQ1_0 || t == dtype.TQ2_0
 }
 
-// writable reports whether apr can write type t: kernels quantizes it, and lib/quant
-// knows the largest magnitude it holds (maxMagnitude: the values a quantizer's scale
-// cannot hold are refused, not written). The i-quants and MXFP4 need both.
-func writable(t dtype.DType) bool {
-	if !t.Info().Quantized() {
-		return true
-	}
-	_, bounded := maxMagnitude[t]
-	return (kernels.CanQuantize(t) || kernels.NeedsWeights(t)) && bounded
-}
-
 // presetFor is the type preset p gives a converted tensor of a language model, and
 // the reason, before the fallback: --output-tensor-type for the token embeddings of a
 // model without output.weight (llama.cpp quantizes them as the output), otherwise

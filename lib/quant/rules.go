@@ -164,11 +164,11 @@ func (d Decision) Converted() bool { return d.To != d.From }
 // Decide applies the rules to one tensor: which type it gets and why, or an error
 // for a selected tensor that cannot be converted (its row length does not fit the
 // type and there is no fallback, it is already quantized, its dtype cannot be
-// decoded, apr has no quantizer for its type, its type needs an importance matrix).
+// decoded, its type needs an importance matrix).
 func (o *Options) Decide(t container.TensorInfo) (Decision, error) { return o.decide(t, false) }
 
-// decide is Decide; for a dry run (plan) a type apr cannot write yet and a missing
-// importance matrix are noted in the reason instead of refused.
+// decide is Decide; for a dry run (plan) a missing importance matrix is noted in
+// the reason instead of refused.
 func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 	d := Decision{From: t.DType, To: t.DType}
 	if o.llm != nil && t.Name == "output.weight" {
@@ -264,12 +264,6 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 		return d, nil
 	}
 	d.To = to
-	if !writable(to) {
-		if !plan {
-			return d, fmt.Errorf("tensor %q: apr cannot write %v yet (kernels has no quantizer for it, or lib/quant no value bound)", t.Name, to)
-		}
-		d.Reason += "; apr cannot write " + to.String() + " yet"
-	}
 	if o.Imatrix != nil {
 		w, why, err := o.importanceOf(t, to)
 		if err != nil {

@@ -320,6 +320,21 @@ func TestBundlesPassSpecSchemas(t *testing.T) {
 	}
 }
 
+// keylessMaterial is model-transparency's test directory (its keyless cases are
+// tests/vX-sigstore) and the path of the public-good trusted root that sigstore-go's
+// module ships.
+func keylessMaterial(t *testing.T) (tests, trustedRoot string) {
+	tests = filepath.Join("..", "..", "testdata", "oms", "model-transparency", "scripts", "tests")
+	if _, err := os.Stat(tests); err != nil {
+		t.Fatalf("model-transparency's test material is missing: %v", err)
+	}
+	modDir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/sigstore/sigstore-go").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tests, filepath.Join(strings.TrimSpace(string(modDir)), "examples", "trusted-root-public-good.json")
+}
+
 // TestKeylessOffline verifies model-transparency's keyless Sigstore cases (signed by
 // model_signing v0.3.1 to v1.1.0 on Sigstore's public-good instance) offline: the
 // trust material is the public-good trusted root that sigstore-go's module ships
@@ -329,16 +344,8 @@ func TestBundlesPassSpecSchemas(t *testing.T) {
 // checks the files against the statement. apr-sign itself does not do this (it
 // carries no Sigstore trust root): docs/SIGNING.md.
 func TestKeylessOffline(t *testing.T) {
-	dir := filepath.Join("..", "..", "testdata", "oms")
-	tests := filepath.Join(dir, "model-transparency", "scripts", "tests")
-	if _, err := os.Stat(tests); err != nil {
-		t.Fatalf("model-transparency's test material is missing: %v", err)
-	}
-	modDir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/sigstore/sigstore-go").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	trusted, err := root.NewTrustedRootFromPath(filepath.Join(strings.TrimSpace(string(modDir)), "examples", "trusted-root-public-good.json"))
+	tests, trustedRoot := keylessMaterial(t)
+	trusted, err := root.NewTrustedRootFromPath(trustedRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,16 +399,8 @@ func TestKeylessOffline(t *testing.T) {
 // TestAprKeylessOffline: lib/oms's own offline keyless check gives model-transparency's
 // keyless cases the same verdict as sigstore-go, against the same trusted root.
 func TestAprKeylessOffline(t *testing.T) {
-	dir := filepath.Join("..", "..", "testdata", "oms")
-	tests := filepath.Join(dir, "model-transparency", "scripts", "tests")
-	if _, err := os.Stat(tests); err != nil {
-		t.Fatalf("model-transparency's test material is missing: %v", err)
-	}
-	modDir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/sigstore/sigstore-go").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(modDir)), "examples", "trusted-root-public-good.json"))
+	tests, trustedRoot := keylessMaterial(t)
+	data, err := os.ReadFile(trustedRoot)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,21 @@ lib.ggml_quantize_chunk.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void
 lib.ggml_row_size.restype = ctypes.c_size_t
 lib.ggml_row_size.argtypes = [ctypes.c_int, ctypes.c_int64]
 
+
+
+def quantize(code, x, rows, cols, w):
+    """ggml_quantize_chunk of rows x cols float32 values from x, weights w (or None)."""
+    out = ctypes.create_string_buffer(lib.ggml_row_size(code, cols) * rows)
+    n = lib.ggml_quantize_chunk(code, x.ctypes.data, out, 0, rows, cols,
+                                None if w is None else w.ctypes.data)
+    return out.raw[:n]
+
+
+def write(fn, data):
+    open(fn, "wb").write(data)
+    print(fn, len(data))
+
+
 COLS = 512
 x = np.fromfile("rows.f32", dtype="<f4").reshape(-1, COLS).copy()
 qw = np.random.default_rng(20261127).lognormal(0.0, 1.0, COLS).astype("<f4")
@@ -48,12 +63,7 @@ types = {"iq2_xxs": (16, False), "iq2_xs": (17, False), "iq2_s": (22, True),
 for name, (code, unweighted) in types.items():
     lib.ggml_quantize_init(code)
     for w in ([qw, None] if unweighted else [qw]):
-        out = ctypes.create_string_buffer(lib.ggml_row_size(code, COLS) * x.shape[0])
-        n = lib.ggml_quantize_chunk(code, x.ctypes.data, out, 0, x.shape[0], COLS,
-                                    None if w is None else w.ctypes.data)
-        fn = name + (".w.bin" if w is not None else ".bin")
-        open(fn, "wb").write(out.raw[:n])
-        print(fn, n)
+        write(name + (".w.bin" if w is not None else ".bin"), quantize(code, x, x.shape[0], COLS, w))
 
 rng = np.random.default_rng(20261128)
 blocks = [rng.laplace(0, 1, (32, 256)),
@@ -70,12 +80,7 @@ qr = rng.lognormal(0.0, 2.0, COLS).astype("<f4")
 qr.tofile("iqrand.imatrix.f32")
 for name, (code, unweighted) in types.items():
     for w in ([qr, None] if unweighted else [qr]):
-        out = ctypes.create_string_buffer(lib.ggml_row_size(code, COLS) * xr.shape[0])
-        n = lib.ggml_quantize_chunk(code, xr.ctypes.data, out, 0, xr.shape[0], COLS,
-                                    None if w is None else w.ctypes.data)
-        fn = name + (".rand.w.bin" if w is not None else ".rand.bin")
-        open(fn, "wb").write(out.raw[:n])
-        print(fn, n)
+        write(name + (".rand.w.bin" if w is not None else ".rand.bin"), quantize(code, xr, xr.shape[0], COLS, w))
 
 rng = np.random.default_rng(20261129)
 def edge_data(c):
@@ -100,13 +105,9 @@ xe.tofile("iqedge.f32")
 qe = np.concatenate(ws).copy()
 qe.tofile("iqedge.imatrix.f32")
 for name, (code, _) in types.items():
-    rb = lib.ggml_row_size(code, 256)
     out = b""
     for g in range(5):
         xg = np.ascontiguousarray(xe[g*20*256:(g+1)*20*256])
         wg = np.ascontiguousarray(qe[g*256:(g+1)*256])
-        buf = ctypes.create_string_buffer(rb * 20)
-        n = lib.ggml_quantize_chunk(code, xg.ctypes.data, buf, 0, 20, 256, wg.ctypes.data)
-        out += buf.raw[:n]
-    open(name + ".edge.w.bin", "wb").write(out)
-    print(name + ".edge.w.bin", len(out))
+        out += quantize(code, xg, 20, 256, wg)
+    write(name + ".edge.w.bin", out)
