@@ -142,11 +142,16 @@ var fileTypes = map[string]uint32{
 func setFileType(gh *gguf.Header, prov map[string]any, tensors []container.TensorInfo) {
 	q, _ := prov["quantization"].(map[string]any)
 	typ, _ := q["type"].(string)
-	ft, ok := fileTypes[typ]
-	if !ok {
-		if ft, ok = quant.PresetFileType(typ); !ok {
-			return
+	// A file laid out as llama-quantize writes a preset has that preset's file type
+	// (its "IQ2_S" is 28, though fileTypes gives the IQ2_S type 29).
+	ft, ok := quant.PresetFileType(typ)
+	if !ok || !presetOf(prov) {
+		if f, isType := fileTypes[typ]; isType {
+			ft, ok = f, true
 		}
+	}
+	if !ok {
+		return
 	}
 	if ft <= 1 || ft == 32 { // F32, F16, BF16 with MXFP4 experts kept: llama.cpp's MOSTLY_MXFP4_MOE
 		for _, t := range tensors {

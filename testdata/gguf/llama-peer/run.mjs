@@ -1,7 +1,8 @@
 // Test-only peer (.ci/test-peers-gguf): llama.cpp, as prebuilt inside npm's
 // node-llama-cpp, loads each GGUF file given on the command line, tokenizes a prompt
-// and greedily decodes a few tokens. It prints one line per file and exits non-zero
-// when a file fails to load or to generate.
+// and greedily decodes a few tokens. It prints one line per file (the token ids, then
+// the text after "decoded N tokens: ") and exits non-zero when a file fails to load or
+// to generate.
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
 const prompt = process.env.PROMPT ?? "Hello world";
@@ -25,7 +26,7 @@ for (const modelPath of process.argv.slice(2)) {
 		const text = model.detokenize(out);
 		console.log(`${modelPath}: loaded (${model.fileInfo.tensorInfo?.length ?? "?"} tensors, ` +
 			`file type ${model.fileInsights?.modelFileType ?? model.fileInfo.metadata?.general?.file_type}), ` +
-			`prompt ${tokens.length} tokens, decoded ${out.length} tokens: ${JSON.stringify(text)}`);
+			`prompt ${tokens.length} tokens, ids ${JSON.stringify(out)}, decoded ${out.length} tokens: ${JSON.stringify(text)}`);
 		if (out.length === 0) {
 			failed++;
 		}
