@@ -139,8 +139,14 @@ func TestStatementsMatchModelTransparency(t *testing.T) {
 			})
 		}
 	}
-	if checked < 12 {
-		t.Fatalf("only %d statements compared", checked)
+	// 14 models with something to sign, 3 of them the symlink model's, which is left
+	// out where the platform makes no symlinks (wasip1).
+	want := 14
+	if _, ok := models["symlink_model_folder"]; !ok {
+		want -= 3
+	}
+	if checked != want {
+		t.Fatalf("%d statements compared, want %d", checked, want)
 	}
 }
 
