@@ -12,7 +12,7 @@ PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
 .PHONY: all build test test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
-        test-docs test-ollama test-oms test-browser golden lint demo models browser bench bench-llm bench-giant fuzz install clean
+        test-docs test-ollama test-oms test-browser golden lint demo models browser bench bench-llm bench-giant bench-giant-moe fuzz install clean
 
 all: build
 
@@ -158,6 +158,11 @@ bench-llm: build
 # loads it (.ci/bench-giant: about 45 GB of free disk; LLAMA_CONVERT adds the converter).
 bench-giant:
 	.ci/bench-giant
+
+# The same with a Qwen3-MoE-shaped checkpoint of 128 experts a layer (.ci/bench-giant-moe:
+# about 50 GB of free disk).
+bench-giant-moe:
+	.ci/bench-giant-moe
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./lib/container/ ./kernels/

@@ -48,6 +48,7 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/modeltype"
+	"github.com/apr-go/apr/lib/safetensors"
 	"github.com/apr-go/apr/lib/stconv"
 )
 
@@ -111,6 +112,7 @@ func main() {
 	mla := flag.String("mla", "", "DeepSeek's multi-head latent attention: q_lora_rank,kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,v_head_dim (q_lora_rank 0: a plain q_proj)")
 	dense := flag.Int("dense-layers", 0, "leading layers with a dense feed-forward network (DeepSeek's first_k_dense_replace)")
 	mtp := flag.Int("mtp-layers", 0, "multi-token prediction layers after the model's (DeepSeek's num_nextn_predict_layers)")
+	inShards := flag.Bool("stream", false, "draw the tensors in the shards' order (other weights than without), so the export streams them instead of spooling the whole checkpoint to a temporary file first: for checkpoints bigger than the disk's spare room")
 	flag.Parse()
 	headDim := *headDimFlag
 	headDimJSON := fmt.Sprintf("\n  \"head_dim\": %d,", headDim)
@@ -338,6 +340,9 @@ func main() {
 		total += n
 	}
 	shard := int64(math.Ceil(float64(total) / float64(*shards)))
+	if *inShards {
+		specs = shardOrder(specs, shard)
+	}
 	s := &genStream{h: container.Header{Type: modeltype.Custom, Metadata: md, Table: specs},
 		rng: rand.New(rand.NewPCG(2026, 11)), enc: d.enc, normOffset: !strings.HasPrefix(*arch, "Gemma")}
 	if err := stconv.ExportDir(*out, stconv.StreamSource(s), stconv.ExportOptions{ShardSize: shard}); err != nil {
@@ -459,6 +464,40 @@ func withFields(doc, extra string) string {
 
 // genStream makes each tensor's seeded values when it is asked for, so a checkpoint
 // bigger than memory (the giant-model benchmark's) is written one tensor at a time.
+// shardOrder returns specs in the order ExportDir writes them with shards of at most
+// limit bytes (each shard's tensors in SafeTensors' layout order), the order in which
+// it streams a source instead of spooling it. Reordering can move a shard's boundary (a
+// small tensor now first in the next shard fits in this one), so it is planned again
+// until the order holds.
+func shardOrder(specs []container.TensorInfo, limit int64) []container.TensorInfo {
+	byName := make(map[string]container.TensorInfo, len(specs))
+	for _, t := range specs {
+		byName[t.Name] = t
+	}
+	for range 20 {
+		st := make([]safetensors.TensorSpec, len(specs))
+		for i, t := range specs {
+			st[i] = safetensors.TensorSpec{Name: t.Name, DType: t.DType, Shape: t.Shape}
+		}
+		plan, err := safetensors.PlanShards(st, limit, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		var out []container.TensorInfo
+		for _, s := range plan.Shards {
+			for _, t := range s.Header.Tensors {
+				out = append(out, byName[t.Name])
+			}
+		}
+		if slices.EqualFunc(out, specs, func(a, b container.TensorInfo) bool { return a.Name == b.Name }) {
+			return out
+		}
+		specs = out
+	}
+	log.Fatal("-stream: the shards' order did not settle")
+	return nil
+}
+
 type genStream struct {
 	h   container.Header
 	i   int
