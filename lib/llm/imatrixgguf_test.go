@@ -3,11 +3,8 @@ package llm_test
 import (
 	"bytes"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/apr-go/apr/kernels"
-	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/ggufconv"
 	"github.com/apr-go/apr/lib/imatrix"
 	"github.com/apr-go/apr/lib/quant"
@@ -52,18 +49,7 @@ func TestImatrixGGUFBytes(t *testing.T) {
 			}
 			out, err := imatrixGGUFErr(t, c.typ, matrix, c.pure, nil, nil)
 			if err != nil {
-				// a preset whose types kernels cannot write yet is refused before
-				// anything is written, naming such a type
-				var missing dtype.DType
-				for _, d := range []dtype.DType{dtype.IQ1_S, dtype.IQ1_M, dtype.IQ2_XXS, dtype.IQ2_XS, dtype.IQ2_S, dtype.IQ3_XXS, dtype.IQ3_S, dtype.IQ4_NL, dtype.IQ4_XS} {
-					if strings.Contains(err.Error(), "apr cannot write "+d.String()+" yet") {
-						missing = d
-					}
-				}
-				if missing == dtype.Invalid || kernels.CanQuantize(missing) {
-					t.Fatal(err)
-				}
-				return
+				t.Fatal(err)
 			}
 			if got := sha256Hex(out); got != want {
 				t.Errorf("SHA-256 of the export %s, llama-quantize --imatrix wrote %s (%d bytes)", got, want, len(out))
