@@ -19,7 +19,7 @@ import (
 // ref/tiny-llama.imatrix.dat] | apr-gguf export` writes llama-quantize's tensors for the
 // i-quants. The sums are SHA-256 over every tensor's data, tensors sorted by name, of
 // `llama-quantize --pure [--imatrix ref/tiny-llama.imatrix.dat] tiny-llama.f32.gguf OUT
-// TYPE 2` by today's llama.cpp (/work/lc/bin, 2026-09-28 sources), the F32 GGUF made by
+// TYPE 2` by today's llama.cpp (llama-current.sh's build, 2026-09-28 sources), the F32 GGUF made by
 // today's convert_hf_to_gguf.py (--outtype f32) from testdata/hf/tiny-llama.
 // Without a matrix llama-quantize refuses IQ3_XXS ("this quantization requires an
 // imatrix"), as apr does (lib/quant's TestIQuantTargets).
