@@ -45,6 +45,17 @@ func imatrixGGUF(t *testing.T, typ, file string, pure, viaGGUF bool) []byte {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	out, err := quantizeToGGUF(t, s, typ, pure, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// quantizeToGGUF is `apr-quant TYPE [--pure] | apr-gguf export` of s, weighted by m;
+// quant's and the export's errors are returned.
+func quantizeToGGUF(t *testing.T, s stream.Stream, typ string, pure bool, m *imatrix.Matrix) ([]byte, error) {
+	t.Helper()
 	target, err := quant.ParseType(typ)
 	if err != nil {
 		t.Fatal(err)
@@ -52,13 +63,11 @@ func imatrixGGUF(t *testing.T, typ, file string, pure, viaGGUF bool) []byte {
 	preset, _ := quant.Preset(typ)
 	q, err := quant.New(apr(t, s), quant.Options{Type: target, Preset: preset, Pure: pure, Imatrix: m, ChunkElems: 4096})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var out bytes.Buffer
-	if err := ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()}); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
+	err = ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()})
+	return out.Bytes(), err
 }
 
 // TestImatrixPresetBytes: with llama-imatrix's matrix, apr-quant PRESET --imatrix

@@ -7,7 +7,6 @@ import (
 
 	"github.com/apr-go/apr/lib/ggufconv"
 	"github.com/apr-go/apr/lib/imatrix"
-	"github.com/apr-go/apr/lib/quant"
 )
 
 // TestImatrixGGUFBytes: with the importance matrix today's llama-imatrix wrote as GGUF
@@ -78,18 +77,7 @@ func imatrixGGUFErr(t *testing.T, typ, file string, pure bool, include, exclude 
 		t.Fatal(err)
 	}
 	defer s.Close()
-	target, err := quant.ParseType(typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	preset, _ := quant.Preset(typ)
-	q, err := quant.New(apr(t, s), quant.Options{Type: target, Preset: preset, Pure: pure, Imatrix: m, ChunkElems: 4096})
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	err = ggufconv.Export(&out, apr(t, q), ggufconv.ExportOptions{TempDir: t.TempDir()})
-	return out.Bytes(), err
+	return quantizeToGGUF(t, s, typ, pure, m)
 }
 
 // TestImatrixIncludeExcludeBytes: --include-weights and --exclude-weights keep the

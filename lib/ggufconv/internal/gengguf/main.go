@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -71,51 +72,34 @@ func run(target int64, path string) error {
 			gguf.TensorInfo{Name: fmt.Sprintf("blk.%d.attn_q.weight", i), Dims: []int64{dim, dim}, Type: 8})
 		total += 4*dim + matrix
 	}
-	if err := h.Layout(); err != nil {
-		return err
-	}
-	f, err := atomicfile.Create(path, 0o666)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	w, err := gguf.NewWriter(bw, h)
-	if err != nil {
-		return err
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	row := make([]byte, q8Row)
-	for _, t := range h.Tensors {
-		if t.Type == 0 {
-			norm := make([]byte, 4*dim)
-			for j := 0; j < dim; j++ {
-				binary.LittleEndian.PutUint32(norm[4*j:], 0x3f800000+uint32(rng.IntN(1<<16)))
+	return writeGGUF(path, h, func(w io.Writer) error {
+		rng := rand.New(rand.NewPCG(1, 2))
+		row := make([]byte, q8Row)
+		for _, t := range h.Tensors {
+			if t.Type == 0 {
+				norm := make([]byte, 4*dim)
+				for j := 0; j < dim; j++ {
+					binary.LittleEndian.PutUint32(norm[4*j:], 0x3f800000+uint32(rng.IntN(1<<16)))
+				}
+				if _, err := w.Write(norm); err != nil {
+					return err
+				}
+				continue
 			}
-			if _, err := w.Write(norm); err != nil {
-				return err
-			}
-			continue
-		}
-		for r := 0; r < dim; r++ {
-			for b := 0; b < len(row); b += 8 {
-				binary.LittleEndian.PutUint64(row[b:], rng.Uint64())
-			}
-			for b := 0; b < len(row); b += 34 {
-				binary.LittleEndian.PutUint16(row[b:], 0x2000+uint16(rng.IntN(0x400))) // f16 scale ~0.008
-			}
-			if _, err := w.Write(row); err != nil {
-				return err
+			for r := 0; r < dim; r++ {
+				for b := 0; b < len(row); b += 8 {
+					binary.LittleEndian.PutUint64(row[b:], rng.Uint64())
+				}
+				for b := 0; b < len(row); b += 34 {
+					binary.LittleEndian.PutUint16(row[b:], 0x2000+uint16(rng.IntN(0x400))) // f16 scale ~0.008
+				}
+				if _, err := w.Write(row); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return f.Commit()
+		return nil
+	})
 }
 
 // runF32 writes n F32 matrices of f32Rows x dim (see the package comment).
@@ -136,6 +120,23 @@ func runF32(n int, path string) error {
 	for i := range n {
 		h.Tensors = append(h.Tensors, gguf.TensorInfo{Name: fmt.Sprintf("blk.%d.ffn_up.weight", i), Dims: []int64{dim, f32Rows}, Type: 0})
 	}
+	return writeGGUF(path, h, func(w io.Writer) error {
+		rng := rand.New(rand.NewPCG(1, 2))
+		row := make([]byte, 4*dim)
+		for range n * f32Rows {
+			for j := range dim {
+				binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(float32(rng.NormFloat64()*0.02)))
+			}
+			if _, err := w.Write(row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeGGUF lays out h and writes it to path atomically, the tensor data from data.
+func writeGGUF(path string, h *gguf.Header, data func(w io.Writer) error) error {
 	if err := h.Layout(); err != nil {
 		return err
 	}
@@ -149,15 +150,8 @@ func runF32(n int, path string) error {
 	if err != nil {
 		return err
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	row := make([]byte, 4*dim)
-	for range n * f32Rows {
-		for j := range dim {
-			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(float32(rng.NormFloat64()*0.02)))
-		}
-		if _, err := w.Write(row); err != nil {
-			return err
-		}
+	if err := data(w); err != nil {
+		return err
 	}
 	if err := w.Close(); err != nil {
 		return err
