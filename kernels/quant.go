@@ -94,7 +94,7 @@ func codec(t dtype.DType) (rowFunc, bool) {
 	case dtype.TQ2_0:
 		return rowFunc{quantTQ2_0Generic, dequantTQ2_0}, true
 	case dtype.MXFP4:
-		return rowFunc{quantMXFP4Generic, dequantMXFP4}, true
+		return rowFunc{quantMXFP4, dequantMXFP4}, true
 	case dtype.NVFP4:
 		return rowFunc{quantNVFP4Generic, dequantNVFP4}, true
 	case dtype.Q1_0:

@@ -1,0 +1,82 @@
+package kernels
+
+import (
+	"math"
+	"sync"
+)
+
+// A faster MXFP4 quantizer giving quantMXFP4Generic's bytes.
+//
+// A block's half scale d is a power of two, so ggml's errors |l·d − x| are d
+// times |l − x/d| exactly (for d and the errors in float32's normal range), and
+// y = x·(1/d) is exact. Its nearest level, lowest index on a tie, is then fixed by
+// which of the midpoints between levels y lies past. The doubled E2M1 levels are
+// 0, 1, 2, 3, 4, 6, 8, 12, so the midpoints 0.5, 1.5, 2.5, 3.5, 5, 7 and 10 all have
+// float32 bits ending in 20 zeros: the top 12 bits of (bits of |y|) − 1 name a cell
+// holding no midpoint inside and a midpoint at most at its upper end, where the
+// lower level wins, as ggml's tie does. A table of those cells for either sign
+// gives each code with one lookup. (Near a midpoint the two errors are exact,
+// their operands being within a factor of two, so ggml's rounded errors never
+// tie where the exact ones differ; TestMXFP4FastMatchesGeneric checks every float
+// around every midpoint.)
+
+// fp4Cells[sign<<12 | cell] is the code of the values of a cell; cell 0xFFF is ±0.
+var fp4Cells = sync.OnceValue(func() *[8192]uint8 {
+	var t [8192]uint8
+	for cell := range 4096 {
+		bits := uint32(cell)<<20 + 1             // the cell's smallest magnitude
+		if cell == 0xFFF || bits >= 0x41800000 { // ±0, and 16 or more: NaN (code 0, as ggml's scan)
+			continue
+		}
+		v := math.Float32frombits(bits)
+		t[cell] = nearestFP4(v, 1)
+		t[4096|cell] = nearestFP4(-v, 1)
+	}
+	return &t
+})
+
+// The fast path takes block maxima in [2^-96, 2^120): d from 2^-101 to 2^118,
+// far from float32's subnormals, and 12·d finite (ggml's levels overflow to
+// infinity above that, which changes its choice).
+const mxfp4MinFast, mxfp4MaxFast = 0x0f800000, 0x7b800000 // float32 bits
+
+func quantMXFP4(dst []byte, src []float32) {
+	cells := fp4Cells()
+	for ; len(src) >= qk; src, dst = src[qk:], dst[17:] {
+		x := src[:qk:qk]
+		// The largest magnitude's bits, in four running maxima: magnitudes order
+		// as their bits do, and a NaN (above them all) sends the block to the
+		// generic path, which skips NaN as ggml's max does.
+		var m0, m1, m2, m3 uint32
+		for i := 0; i < qk; i += 4 {
+			m0 = max(m0, math.Float32bits(x[i])&0x7fffffff)
+			m1 = max(m1, math.Float32bits(x[i+1])&0x7fffffff)
+			m2 = max(m2, math.Float32bits(x[i+2])&0x7fffffff)
+			m3 = max(m3, math.Float32bits(x[i+3])&0x7fffffff)
+		}
+		amax := max(m0, m1, m2, m3)
+		if amax < mxfp4MinFast || amax >= mxfp4MaxFast {
+			quantMXFP4Generic(dst[:17], x)
+			continue
+		}
+		e := mxfp4ExponentFast(amax)
+		inv := 1 / e8m0Half(e)
+		out := dst[:17:17]
+		out[0] = e
+		for j := range qk / 2 {
+			lo := math.Float32bits(x[j] * inv)
+			hi := math.Float32bits(x[j+qk/2] * inv)
+			out[1+j] = cells[lo>>31<<12|(lo&0x7fffffff-1)>>20&0xfff] | cells[hi>>31<<12|(hi&0x7fffffff-1)>>20&0xfff]<<4
+		}
+	}
+}
+
+// mxfp4ExponentFast is mxfp4Exponent for a normal amax (its bits b):
+// floor(log2 amax) is its exponent unless amax is so close below a power of
+// two that log2f rounds up to it; those few take the logarithm.
+func mxfp4ExponentFast(b uint32) uint8 {
+	if b&0x7fffff >= 0x7f0000 {
+		return mxfp4Exponent(math.Float32frombits(b))
+	}
+	return uint8(b>>23 - 2)
+}
