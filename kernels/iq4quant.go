@@ -117,36 +117,50 @@ func weightsAt(qw []float32, off, n int) []float32 {
 
 // iq4Fit is the sub-block fit of quantize_row_iq4_nl_impl: the scale of the
 // best of ggml's trial fits of x with weights w (0 for a block whose max |x| is
-// below groupMaxEps).
+// below groupMaxEps). The 16 fits (ggml's first at -maxv/127, then its 15 trial
+// scales) do not depend on each other, only the choice among them does: they
+// are summed by iq4Trials16 (each sum in ggml's order), then compared in ggml's.
 func iq4Fit(x, w []float32) float32 {
 	maxv, amax := signedMax(x)
 	if amax < groupMaxEps {
 		return 0
 	}
-	fit := func(id float32) (sumqx, sumq2 float32) {
-		for j, v := range x {
-			q := iq4Levels[iq4Index(float32(id*v))]
-			wq := float32(w[j] * q)
-			sumqx += float32(wq * v)
-			sumq2 += float32(wq * q)
-		}
-		return sumqx, sumq2
+	var ids, sumqx, sumq2 [16]float32
+	ids[0] = 1 / (-maxv / float32(iq4nlValues[0]))
+	for i := range 2*iq4Trials + 1 {
+		ids[i+1] = float32(int32(i)-iq4Trials+int32(iq4nlValues[0])) / maxv
 	}
-	d := -maxv / float32(iq4nlValues[0])
-	sumqx, sumq2 := fit(1 / d)
-	d = 0
-	if sumq2 > 0 {
-		d = sumqx / sumq2
+	iq4Trials16(x, w, &ids, &sumqx, &sumq2)
+	var d float32
+	if sumq2[0] > 0 {
+		d = sumqx[0] / sumq2[0]
 	}
-	best := float32(d * sumqx)
-	for itry := int32(-iq4Trials); itry <= iq4Trials; itry++ {
-		sumqx, sumq2 := fit(float32(itry+int32(iq4nlValues[0])) / maxv)
-		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-			d = sumqx / sumq2
-			best = float32(d * sumqx)
+	best := float32(d * sumqx[0])
+	for i := 1; i < len(ids); i++ {
+		if sumq2[i] > 0 && float32(sumqx[i]*sumqx[i]) > float32(best*sumq2[i]) {
+			d = sumqx[i] / sumq2[i]
+			best = float32(d * sumqx[i])
 		}
 	}
 	return d
+}
+
+// iq4Trials16 sets sumqx[k] and sumq2[k] to ggml's Σ w·q·x and Σ w·q² over the
+// 32 values x for the levels q of x at the inverse scales ids[k]. A vector
+// kernel replaces it where the CPU has one (simd_amd64.go).
+var iq4Trials16 = iq4Trials16Generic
+
+func iq4Trials16Generic(x, w []float32, ids, sumqx, sumq2 *[16]float32) {
+	for k, id := range ids {
+		var sx, s2 float32
+		for j, v := range x[:qk] {
+			q := iq4Levels[iq4Index(float32(id*v))]
+			wq := float32(w[j] * q)
+			sx += float32(wq * v)
+			s2 += float32(wq * q)
+		}
+		sumqx[k], sumq2[k] = sx, s2
+	}
 }
 
 // iq4Pack writes the levels of 32 values x at inverse scale id into 16 bytes.
