@@ -12,7 +12,7 @@ PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
 .PHONY: all build test test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
-        test-docs test-ollama test-oms test-browser golden lint demo models browser bench bench-llm bench-giant bench-giant-moe fuzz install clean
+        test-docs test-ollama test-oms test-browser test-synth1g golden lint demo models browser bench bench-llm bench-giant bench-giant-moe fuzz install clean
 
 all: build
 
@@ -177,6 +177,12 @@ bench: build
 test-peers: build
 	PATH="$(BIN):$$PATH" .ci/test-peers-gguf
 	PATH="$(BIN):$$PATH" .ci/test-peers-forward
+
+# apr-quant's one command on the 1 GiB synth, every i-quant, ternary, MXFP4 and Q2_K_S
+# preset with and without an importance matrix, against today's llama-quantize's sums
+# (testdata/quant/synth1g; needs about 2 GiB of free space under TMPDIR).
+test-synth1g:
+	.ci/test-synth1g
 
 clean:
 	rm -rf $(BIN)

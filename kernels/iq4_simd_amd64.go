@@ -10,8 +10,7 @@ import "simd/archsimd"
 // as the scalar code). A value's level is found by a binary search over the
 // midpoints between the levels (multiples of 0.5): a value at a midpoint or
 // above takes the upper level, which is iq4Index's answer for every finite
-// value (iq4Cells' cells start at the midpoints). NaN is not handled (callers
-// refuse it, as for the other vector kernels).
+// value (iq4Cells' cells start at the midpoints), NaN and infinities included.
 
 func init() {
 	if archsimd.X86.AVX512() {
@@ -46,14 +45,15 @@ func iq4Trials16AVX512(x, w []float32, ids, sumqx, sumq2 *[16]float32) {
 			sel = sel.Add(one)
 			y := id.Mul(xj)
 			// lo = the number of midpoints at or below y, by halves: y is at or
-			// above midpoint k-1 when its level is k or more.
-			lo := s8.Merge(zero, y.GreaterEqual(mids.Permute(s8.Sub(one))))
+			// above midpoint k-1 when its level is k or more (as "not below", so
+			// that NaN takes the top level, as in iq4Index).
+			lo := zero.Merge(s8, y.Less(mids.Permute(s8.Sub(one))))
 			c := lo.Add(s4)
-			lo = c.Merge(lo, y.GreaterEqual(mids.Permute(c.Sub(one))))
+			lo = lo.Merge(c, y.Less(mids.Permute(c.Sub(one))))
 			c = lo.Add(s2i)
-			lo = c.Merge(lo, y.GreaterEqual(mids.Permute(c.Sub(one))))
+			lo = lo.Merge(c, y.Less(mids.Permute(c.Sub(one))))
 			c = lo.Add(one)
-			lo = c.Merge(lo, y.GreaterEqual(mids.Permute(lo)))
+			lo = lo.Merge(c, y.Less(mids.Permute(lo)))
 			q := levels.Permute(lo)
 			wq := wj.Mul(q)
 			sx = sx.Add(wq.Mul(xj))

@@ -10,7 +10,7 @@ import (
 // where the build and CPU have it) against the scalar one, bit for bit: random
 // sub-blocks at random scales, and values on and a few ulps around every
 // midpoint between levels and every level at inverse scale 1 (where the binary
-// search must give ggml's index), with zero weights among them.
+// search must give ggml's index), with zero weights, NaN and infinities among them.
 func TestIQ4TrialsMatchGeneric(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	var edges []float32
@@ -35,6 +35,14 @@ func TestIQ4TrialsMatchGeneric(t *testing.T) {
 				w[j] = float32(r.ExpFloat64())
 			}
 		}
+		if round%5 == 4 { // NaN and infinities, in values or weights
+			special := [3]float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+			if r.IntN(2) == 0 {
+				x[r.IntN(qk)] = special[r.IntN(3)]
+			} else {
+				w[r.IntN(qk)] = special[r.IntN(3)]
+			}
+		}
 		for k := range ids {
 			if round%2 == 0 && r.IntN(2) == 0 {
 				ids[k] = 1
@@ -46,9 +54,14 @@ func TestIQ4TrialsMatchGeneric(t *testing.T) {
 		iq4Trials16(x[:], w[:], &ids, &gx, &g2)
 		iq4Trials16Generic(x[:], w[:], &ids, &wx, &w2)
 		for k := range ids {
-			if math.Float32bits(gx[k]) != math.Float32bits(wx[k]) || math.Float32bits(g2[k]) != math.Float32bits(w2[k]) {
+			if !sameF32(gx[k], wx[k]) || !sameF32(g2[k], w2[k]) {
 				t.Fatalf("round %d, trial %d (id %v): sums %v, %v; want %v, %v (x %v)", round, k, ids[k], gx[k], g2[k], wx[k], w2[k], x)
 			}
 		}
 	}
+}
+
+// sameF32 is bit equality, any NaN equal to any NaN (their payloads mean nothing to the fit).
+func sameF32(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
 }
