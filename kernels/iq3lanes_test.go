@@ -135,10 +135,12 @@ func TestIQ3Lanes(t *testing.T) {
 		got = want
 		tb.iq3LanesGeneric(&want)
 		iq3LanesAsm(&got, &tb.nbr[0], &tb.list[0])
-		gb := unsafe.Slice((*byte)(unsafe.Pointer(&got)), unsafe.Sizeof(got))
-		wb := unsafe.Slice((*byte)(unsafe.Pointer(&want)), unsafe.Sizeof(want))
+		// Every field but the assembly's scratch (off, the last).
+		gb := unsafe.Slice((*byte)(unsafe.Pointer(&got)), unsafe.Offsetof(got.off))
+		wb := unsafe.Slice((*byte)(unsafe.Pointer(&want)), unsafe.Offsetof(want.off))
 		if !bytes.Equal(gb, wb) {
-			t.Fatalf("trial %d: byte %d of the lanes differs: %+v, want %+v", trial, firstDiff(gb, wb), got, want)
+			t.Fatalf("trial %d: byte %d of the lanes differs: codes %v sums %v %v, want %v %v %v (x %v, w %v, id %v)",
+				trial, firstDiff(gb, wb), got.code, got.sumqx, got.sumq2, want.code, want.sumqx, want.sumq2, x, w, want.id)
 		}
 	}
 }
@@ -153,6 +155,7 @@ func TestIQ3LanesLayout(t *testing.T) {
 		{"wa", unsafe.Offsetof(b.wa), 128}, {"w", unsafe.Offsetof(b.w), 256}, {"wx", unsafe.Offsetof(b.wx), 384},
 		{"id", unsafe.Offsetof(b.id), 512}, {"s", unsafe.Offsetof(b.s), 544}, {"code", unsafe.Offsetof(b.code), 576},
 		{"nn", unsafe.Offsetof(b.nn), 832}, {"sumqx", unsafe.Offsetof(b.sumqx), 1088}, {"sumq2", unsafe.Offsetof(b.sumq2), 1120},
+		{"off", unsafe.Offsetof(b.off), 1152},
 	} {
 		if c.got != c.want {
 			t.Errorf("iq3Lanes.%s at %d, the assembly reads %d", c.name, c.got, c.want)

@@ -285,6 +285,7 @@ type iq3Lanes struct {
 	code         [8][8]int32 // result: group k's code (4 levels, 3 bits each) in lane t at [k][t]
 	nn           [8][8]int32 // result: the length of the neighbour list group k searched (0: on the codebook)
 	sumqx, sumq2 [8]float32  // result: each lane's Σ w·x·q and Σ w·q² (q = 2l+1, in order)
+	off          [8][8]int32 // the assembly's scratch: the offsets of the lists
 }
 
 // iq3LanesGeneric is the body of search's trial loop for the eight lanes of b:

@@ -67,6 +67,7 @@ GLOBL iq3k<>(SB), RODATA|NOPTR, $288
 #define O_NN    832
 #define O_SUMQX 1088
 #define O_SUMQ2 1120
+#define O_OFF   1152
 
 // Registers: DI the state, SI nbr, DX list, BX 16·k (group k's values),
 // R8 32·k (its row of code and nn); Y15 id, Y14 s, Y13 sumqx, Y12 sumq2;
@@ -147,6 +148,10 @@ GLOBL iq3k<>(SB), RODATA|NOPTR, $288
 	VADDPS       Y10, Y12, Y12
 
 // func iq3LanesAsm(b *iq3Lanes, nbr *uint32, list *int32)
+//
+// First every group's code and list (branch-free), then the lists: the
+// loop over a list ends on its count, known well before, so a mispredicted
+// exit costs little.
 TEXT ·iq3LanesAsm(SB), NOSPLIT, $0-24
 	MOVQ    b+0(FP), DI
 	MOVQ    nbr+8(FP), SI
@@ -158,9 +163,9 @@ TEXT ·iq3LanesAsm(SB), NOSPLIT, $0-24
 	XORQ    BX, BX
 	XORQ    R8, R8
 
-group:
+codes:
 	// The group's code in each lane, and its entry in nbr: the list's
-	// length (Y4) and offset (Y5).
+	// length (nn) and offset (off).
 	VPXOR      Y2, Y2, Y2
 	VPXOR      Y0, Y0, Y0
 	LEVEL(0)
@@ -171,9 +176,23 @@ group:
 	VPGATHERDD Y11, (SI)(Y0*4), Y3
 	VPAND      K_255, Y3, Y4
 	VPSRLD     $8, Y3, Y5
-	VMOVDQA    Y0, Y6
-	VMOVUPS    K_FMAX, Y7
-	VPXOR      Y8, Y8, Y8
+	VMOVDQU    Y0, O_CODE(DI)(R8*1)
+	VMOVDQU    Y4, O_NN(DI)(R8*1)
+	VMOVDQU    Y5, O_OFF(DI)(R8*1)
+	ADDQ       $16, BX
+	ADDQ       $32, R8
+	CMPQ       BX, $128
+	JB         codes
+
+	XORQ BX, BX
+	XORQ R8, R8
+
+group:
+	VMOVDQU O_CODE(DI)(R8*1), Y6
+	VMOVDQU O_NN(DI)(R8*1), Y4
+	VMOVDQU O_OFF(DI)(R8*1), Y5
+	VMOVUPS K_FMAX, Y7
+	VPXOR   Y8, Y8, Y8
 
 	// A lane with a list starts from its first neighbour (what it keeps
 	// when no d2 is below math.MaxFloat32).
@@ -188,7 +207,6 @@ next:
 
 done:
 	VMOVDQU Y6, O_CODE(DI)(R8*1)
-	VMOVDQU Y4, O_NN(DI)(R8*1)
 	SUMS(0)
 	SUMS(1)
 	SUMS(2)
