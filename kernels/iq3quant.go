@@ -38,9 +38,10 @@ type iq3Tables struct {
 	neighbours []uint16
 	// The same lists for the lane kernel (iq3Lanes): nbr holds each code's
 	// offset<<8 | count in list (0 for a code on the codebook), and list the
-	// neighbours' codes (their 4 levels, 3 bits each).
+	// neighbours' codes (their 4 levels, 3 bits each), with one 0 after the
+	// last (the assembly reads two codes at a time).
 	nbr  [4096]uint32
-	list []int32
+	list []uint16
 }
 
 var (
@@ -110,9 +111,10 @@ func newIQ3Tables(bitmap string, size, nwant int) *iq3Tables {
 		t.nbr[code] = uint32(len(t.list))<<8 | uint32(n)
 		for _, j := range t.neighbours[start+1:] {
 			l := t.levels[j]
-			t.list = append(t.list, int32(l[0])|int32(l[1])<<3|int32(l[2])<<6|int32(l[3])<<9)
+			t.list = append(t.list, uint16(l[0])|uint16(l[1])<<3|uint16(l[2])<<6|uint16(l[3])<<9)
 		}
 	}
+	t.list = append(t.list, 0)
 	return t
 }
 
@@ -307,7 +309,7 @@ func (t *iq3Tables) iq3LanesGeneric(b *iq3Lanes) {
 			n, nb := int32(e&255), t.list[e>>8:]
 			best, bestD2 := code, float32(math.MaxFloat32)
 			for j := range n {
-				p := nb[j]
+				p := int32(nb[j])
 				if j == 0 {
 					best = p
 				}

@@ -16,4 +16,4 @@ var iq3Asm = cpu.X86.HasAVX2
 // iq3LanesAsm is iq3LanesGeneric for b with the tables' nbr and list.
 //
 //go:noescape
-func iq3LanesAsm(b *iq3Lanes, nbr *uint32, list *int32)
+func iq3LanesAsm(b *iq3Lanes, nbr *uint32, list *uint16)

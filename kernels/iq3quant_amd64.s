@@ -44,7 +44,11 @@ DATA iq3k<>+0x100(SB)/8, $0xff000000ff // 255 (integer)
 DATA iq3k<>+0x108(SB)/8, $0xff000000ff
 DATA iq3k<>+0x110(SB)/8, $0xff000000ff
 DATA iq3k<>+0x118(SB)/8, $0xff000000ff
-GLOBL iq3k<>(SB), RODATA|NOPTR, $288
+DATA iq3k<>+0x120(SB)/8, $0x0000ffff0000ffff // 0xffff (integer)
+DATA iq3k<>+0x128(SB)/8, $0x0000ffff0000ffff
+DATA iq3k<>+0x130(SB)/8, $0x0000ffff0000ffff
+DATA iq3k<>+0x138(SB)/8, $0x0000ffff0000ffff
+GLOBL iq3k<>(SB), RODATA|NOPTR, $320
 
 #define K_ONE   iq3k<>+0(SB)
 #define K_HALF  iq3k<>+32(SB)
@@ -55,6 +59,7 @@ GLOBL iq3k<>(SB), RODATA|NOPTR, $288
 #define K_IONE  iq3k<>+192(SB)
 #define K_FMAX  iq3k<>+224(SB)
 #define K_255   iq3k<>+256(SB)
+#define K_FFFF  iq3k<>+288(SB)
 
 // Offsets in iq3Lanes.
 #define O_X     0
@@ -125,8 +130,10 @@ GLOBL iq3k<>(SB), RODATA|NOPTR, $288
 	VBLENDVPS Y3, Y1, Y6, Y6   \
 	VPADDD    K_IONE, Y8, Y8
 
-// GATHER loads the neighbours j (Y8) of the lanes whose list is longer than
-// j into Y1 (Y9 those lanes) and jumps to done where there is none.
+// GATHER loads the neighbours j and j+1 (Y8 even) of the lanes whose list is
+// longer than j into Y0 (codes of 16 bits: j low, j+1 high; the list has a
+// 0 after its last, so j+1 is in bounds), Y9 those lanes, and jumps to done
+// where there is none. Y1 gets neighbour j.
 #define GATHER(done) \
 	VPCMPGTD   Y8, Y4, Y9          \
 	VMOVMSKPS  Y9, AX              \
@@ -134,7 +141,13 @@ GLOBL iq3k<>(SB), RODATA|NOPTR, $288
 	JZ         done                \
 	VPADDD     Y8, Y5, Y10         \
 	VMOVDQU    Y9, Y11             \
-	VPGATHERDD Y11, (DX)(Y10*4), Y1
+	VPGATHERDD Y11, (DX)(Y10*2), Y0 \
+	VPAND      K_FFFF, Y0, Y1
+
+// SECOND makes Y1 neighbour j+1 and Y9 the lanes that have it.
+#define SECOND \
+	VPCMPGTD Y8, Y4, Y9 \
+	VPSRLD   $16, Y0, Y1
 
 // SUMS(c) adds value c of group k at the levels in Y6 to the sums.
 #define SUMS(c) \
@@ -199,9 +212,13 @@ group:
 	GATHER(done)
 	VBLENDVPS Y9, Y1, Y6, Y6
 	STEP
+	SECOND
+	STEP
 
 next:
 	GATHER(done)
+	STEP
+	SECOND
 	STEP
 	JMP next
 

@@ -7,6 +7,6 @@ package kernels
 
 const iq3Asm = false
 
-func iq3LanesAsm(b *iq3Lanes, nbr *uint32, list *int32) {
+func iq3LanesAsm(b *iq3Lanes, nbr *uint32, list *uint16) {
 	panic("kernels: no IQ3 lane assembly in this build")
 }
