@@ -48,7 +48,11 @@ DATA iq3k<>+0x120(SB)/8, $0x0000ffff0000ffff // 0xffff (integer)
 DATA iq3k<>+0x128(SB)/8, $0x0000ffff0000ffff
 DATA iq3k<>+0x130(SB)/8, $0x0000ffff0000ffff
 DATA iq3k<>+0x138(SB)/8, $0x0000ffff0000ffff
-GLOBL iq3k<>(SB), RODATA|NOPTR, $320
+DATA iq3k<>+0x140(SB)/8, $0x0000000e0000000e // 14 (integer)
+DATA iq3k<>+0x148(SB)/8, $0x0000000e0000000e
+DATA iq3k<>+0x150(SB)/8, $0x0000000e0000000e
+DATA iq3k<>+0x158(SB)/8, $0x0000000e0000000e
+GLOBL iq3k<>(SB), RODATA|NOPTR, $352
 
 #define K_ONE   iq3k<>+0(SB)
 #define K_HALF  iq3k<>+32(SB)
@@ -60,6 +64,7 @@ GLOBL iq3k<>(SB), RODATA|NOPTR, $320
 #define K_FMAX  iq3k<>+224(SB)
 #define K_255   iq3k<>+256(SB)
 #define K_FFFF  iq3k<>+288(SB)
+#define K_E     iq3k<>+320(SB)
 
 // Offsets in iq3Lanes.
 #define O_X     0
@@ -80,87 +85,88 @@ GLOBL iq3k<>(SB), RODATA|NOPTR, $320
 
 // LEVEL(c) ors level c of group k (nearest_int(0.5·(id·x − 1)) clamped to
 // 0..7, the bits of x + 12582912 as ggml's nearest_int) shifted by 3c into Y0.
-#define LEVEL(c) \
-	VBROADCASTSS (4*c)(DI)(BX*1), Y1 \
-	VMULPS       Y15, Y1, Y1         \
-	VSUBPS       K_ONE, Y1, Y1       \
-	VMULPS       K_HALF, Y1, Y1      \
-	VADDPS       K_MAGIC, Y1, Y1     \
-	VPAND        K_MANT, Y1, Y1      \
-	VPSUBD       K_Q400, Y1, Y1      \
-	VPMAXSD      Y2, Y1, Y1          \
-	VPMINSD      K_SEVEN, Y1, Y1     \
-	VPSLLD       $(3*c), Y1, Y1      \
+#define LEVEL(c)                            \
+	VBROADCASTSS (4*c)(DI)(BX*1), Y1    \
+	VMULPS       Y15, Y1, Y1            \
+	VSUBPS       K_ONE, Y1, Y1          \
+	VMULPS       K_HALF, Y1, Y1         \
+	VADDPS       K_MAGIC, Y1, Y1        \
+	VPAND        K_MANT, Y1, Y1         \
+	VPSUBD       K_Q400, Y1, Y1         \
+	VPMAXSD      Y2, Y1, Y1             \
+	VPMINSD      K_SEVEN, Y1, Y1        \
+	VPSLLD       $(3*c), Y1, Y1         \
 	VPOR         Y1, Y0, Y0
 
-// QOF(c, src, dst): dst = float(2l+1) for level c of the codes in src.
-#define QOF(c, src, dst) \
-	VPSRLD    $(3*c), src, dst \
-	VPAND     K_SEVEN, dst, dst \
-	VPADDD    dst, dst, dst     \
-	VPADDD    K_IONE, dst, dst  \
+// QOF(op, n, src, dst): dst = float(2l+1) for a level of the codes in src,
+// "op $n" shifting it to bits 1-3 (level c: VPSLLD $1 for c 0, else VPSRLD
+// $(3c-1)).
+#define QOF(op, n, src, dst)                \
+	op        $n, src, dst              \
+	VPAND     K_E, dst, dst             \
+	VPOR      K_IONE, dst, dst          \
 	VCVTDQ2PS dst, dst
 
-// TERM(c) is w·(s·q − x)² of coordinate c for the neighbours in Y1, in Y3
+// TERM(c, op, n) is w·(s·q − x)² of coordinate c for the neighbours in Y1, in Y3
 // (ggml's (w·d)·d, each product rounded). Uses Y10.
-#define TERM(c) \
-	QOF(c, Y1, Y3)                             \
-	VMULPS       Y14, Y3, Y3                   \
-	VBROADCASTSS (O_X+4*c)(DI)(BX*1), Y10      \
-	VSUBPS       Y10, Y3, Y3                   \
-	VBROADCASTSS (O_WA+4*c)(DI)(BX*1), Y10     \
-	VMULPS       Y3, Y10, Y10                  \
+#define TERM(c, op, n)                      \
+	QOF(op, n, Y1, Y3)                  \
+	VMULPS       Y14, Y3, Y3            \
+	VBROADCASTSS (O_X+4*c)(DI)(BX*1), Y10 \
+	VSUBPS       Y10, Y3, Y3            \
+	VBROADCASTSS (O_WA+4*c)(DI)(BX*1), Y10 \
+	VMULPS       Y3, Y10, Y10           \
 	VMULPS       Y3, Y10, Y3
 
 // STEP compares the neighbours in Y1 (lanes Y9) with the best so far: Y2
 // their d2, in ggml's order; a strictly smaller d2 (ordered: never a NaN)
 // takes the lane's best d2 (Y7) and code (Y6).
-#define STEP \
-	TERM(0)                    \
-	VMOVAPS   Y3, Y2           \
-	TERM(1)                    \
-	VADDPS    Y3, Y2, Y2       \
-	TERM(2)                    \
-	VADDPS    Y3, Y2, Y2       \
-	TERM(3)                    \
-	VADDPS    Y3, Y2, Y2       \
-	VCMPPS    $1, Y7, Y2, Y3   \
-	VANDPS    Y9, Y3, Y3       \
-	VBLENDVPS Y3, Y2, Y7, Y7   \
-	VBLENDVPS Y3, Y1, Y6, Y6   \
+#define STEP                                \
+	TERM(0, VPSLLD, 1)                  \
+	VMOVAPS   Y3, Y2                    \
+	TERM(1, VPSRLD, 2)                  \
+	VADDPS    Y3, Y2, Y2                \
+	TERM(2, VPSRLD, 5)                  \
+	VADDPS    Y3, Y2, Y2                \
+	TERM(3, VPSRLD, 8)                  \
+	VADDPS    Y3, Y2, Y2                \
+	VCMPPS    $1, Y7, Y2, Y3            \
+	VANDPS    Y9, Y3, Y3                \
+	VBLENDVPS Y3, Y2, Y7, Y7            \
+	VBLENDVPS Y3, Y1, Y6, Y6            \
 	VPADDD    K_IONE, Y8, Y8
 
 // GATHER loads the neighbours j and j+1 (Y8 even) of the lanes whose list is
 // longer than j into Y0 (codes of 16 bits: j low, j+1 high; the list has a
 // 0 after its last, so j+1 is in bounds), Y9 those lanes, and jumps to done
 // where there is none. Y1 gets neighbour j.
-#define GATHER(done) \
-	VPCMPGTD   Y8, Y4, Y9          \
-	VMOVMSKPS  Y9, AX              \
-	TESTL      AX, AX              \
-	JZ         done                \
-	VPADDD     Y8, Y5, Y10         \
-	VMOVDQU    Y9, Y11             \
-	VPGATHERDD Y11, (DX)(Y10*2), Y0 \
+#define GATHER(done)                        \
+	VPCMPGTD   Y8, Y4, Y9               \
+	VMOVMSKPS  Y9, AX                   \
+	TESTL      AX, AX                   \
+	JZ         done                     \
+	VPADDD     Y8, Y5, Y10              \
+	VMOVDQU    Y9, Y11                  \
+	VPGATHERDD Y11, (DX)(Y10*2), Y0     \
 	VPAND      K_FFFF, Y0, Y1
 
 // SECOND makes Y1 neighbour j+1 and Y9 the lanes that have it.
-#define SECOND \
-	VPCMPGTD Y8, Y4, Y9 \
+#define SECOND                              \
+	VPCMPGTD Y8, Y4, Y9                 \
 	VPSRLD   $16, Y0, Y1
 
-// SUMS(c) adds value c of group k at the levels in Y6 to the sums.
-#define SUMS(c) \
-	QOF(c, Y6, Y3)                          \
-	VBROADCASTSS (O_WX+4*c)(DI)(BX*1), Y10  \
-	VMULPS       Y3, Y10, Y10               \
-	VADDPS       Y10, Y13, Y13              \
-	VBROADCASTSS (O_W+4*c)(DI)(BX*1), Y10   \
-	VMULPS       Y3, Y10, Y10               \
-	VMULPS       Y3, Y10, Y10               \
+// SUMS(c, op, n) adds value c of group k at the levels in Y6 to the sums.
+#define SUMS(c, op, n)                      \
+	QOF(op, n, Y6, Y3)                  \
+	VBROADCASTSS (O_WX+4*c)(DI)(BX*1), Y10 \
+	VMULPS       Y3, Y10, Y10           \
+	VADDPS       Y10, Y13, Y13          \
+	VBROADCASTSS (O_W+4*c)(DI)(BX*1), Y10 \
+	VMULPS       Y3, Y10, Y10           \
+	VMULPS       Y3, Y10, Y10           \
 	VADDPS       Y10, Y12, Y12
 
-// func iq3LanesAsm(b *iq3Lanes, nbr *uint32, list *int32)
+// func iq3LanesAsm(b *iq3Lanes, nbr *uint32, list *uint16)
 //
 // First every group's code and list (branch-free), then the lists: the
 // loop over a list ends on its count, known well before, so a mispredicted
@@ -224,10 +230,10 @@ next:
 
 done:
 	VMOVDQU Y6, O_CODE(DI)(R8*1)
-	SUMS(0)
-	SUMS(1)
-	SUMS(2)
-	SUMS(3)
+	SUMS(0, VPSLLD, 1)
+	SUMS(1, VPSRLD, 2)
+	SUMS(2, VPSRLD, 5)
+	SUMS(3, VPSRLD, 8)
 	ADDQ    $16, BX
 	ADDQ    $32, R8
 	CMPQ    BX, $128
