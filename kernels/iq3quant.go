@@ -338,15 +338,6 @@ func (t *iq3Tables) iq3LanesGeneric(b *iq3Lanes) {
 	}
 }
 
-// lanes runs the lane kernel: the assembly where iq3Asm says so.
-func (t *iq3Tables) lanes(b *iq3Lanes) {
-	if iq3Asm {
-		iq3LanesAsm(b, &t.nbr[0], &t.list[0])
-		return
-	}
-	t.iq3LanesGeneric(b)
-}
-
 // searchLanes is search with its trials eight at a time through the lane
 // kernel (b is its scratch): the same levels and scale, the best trial kept
 // in the reference's order and by its comparison.

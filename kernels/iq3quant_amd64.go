@@ -17,3 +17,12 @@ var iq3Asm = cpu.X86.HasAVX2
 //
 //go:noescape
 func iq3LanesAsm(b *iq3Lanes, nbr *uint32, list *uint16)
+
+// lanes runs the lane kernel: the assembly on a CPU with AVX2.
+func (t *iq3Tables) lanes(b *iq3Lanes) {
+	if iq3Asm {
+		iq3LanesAsm(b, &t.nbr[0], &t.list[0])
+		return
+	}
+	t.iq3LanesGeneric(b)
+}

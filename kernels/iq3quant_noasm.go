@@ -2,11 +2,10 @@
 
 package kernels
 
-// Without the assembly the IQ3 searches are the reference's (iq3Asm is
-// false); this keeps iq3Tables.lanes compiling.
+// Without the assembly the IQ3 searches are the reference's (fit calls
+// search); searchLanes, which the tests compare with it, runs the lane
+// kernel's Go model.
 
 const iq3Asm = false
 
-func iq3LanesAsm(b *iq3Lanes, nbr *uint32, list *uint16) {
-	panic("kernels: no IQ3 lane assembly in this build")
-}
+func (t *iq3Tables) lanes(b *iq3Lanes) { t.iq3LanesGeneric(b) }
