@@ -15,8 +15,9 @@ import (
 // coordinates 1, 3, ..., 15, times a sub-block scale; the signs are stored
 // apart. The search tries scales around max/15 (31 for IQ3_XXS, 19 for IQ3_S);
 // a group whose rounded point is not in the codebook takes the nearest of its
-// precomputed neighbours (iq3Search). The sub-block scales are then stored
-// in 4 bits against the block's f16 d.
+// precomputed neighbours (iq3Tables.search; on amd64 with AVX2 searchLanes,
+// eight trial scales at a time in assembly, the same bytes). The sub-block
+// scales are then stored in 4 bits against the block's f16 d.
 //
 // IQ3_XXS stores only 7 sign bits per 8 values (an even number of negatives):
 // when the count is odd, the value with the smallest weighted square is flipped,
