@@ -15,8 +15,9 @@ import (
 // coordinates 1, 3, ..., 15, times a sub-block scale; the signs are stored
 // apart. The search tries scales around max/15 (31 for IQ3_XXS, 19 for IQ3_S);
 // a group whose rounded point is not in the codebook takes the nearest of its
-// precomputed neighbours (iq3Search). The sub-block scales are then stored
-// in 4 bits against the block's f16 d.
+// precomputed neighbours (iq3Tables.search; on amd64 with AVX2 searchLanes,
+// eight trial scales at a time in assembly, the same bytes). The sub-block
+// scales are then stored in 4 bits against the block's f16 d.
 //
 // IQ3_XXS stores only 7 sign bits per 8 values (an even number of negatives):
 // when the count is odd, the value with the smallest weighted square is flipped,
@@ -36,6 +37,12 @@ type iq3Tables struct {
 	// codebook, whose neighbour list starts at neighbours[offset] with its length.
 	index      [4096]int32
 	neighbours []uint16
+	// The same lists for the lane kernel (iq3Lanes): nbr holds each code's
+	// offset<<8 | count in list (0 for a code on the codebook), and list the
+	// neighbours' codes (their 4 levels, 3 bits each), with one 0 after the
+	// last (the assembly reads two codes at a time).
+	nbr  [4096]uint32
+	list []uint16
 }
 
 var (
@@ -101,7 +108,14 @@ func newIQ3Tables(bitmap string, size, nwant int) *iq3Tables {
 			}
 		}
 		t.neighbours[start] = uint16(len(t.neighbours) - start - 1)
+		n := len(t.neighbours) - start - 1
+		t.nbr[code] = uint32(len(t.list))<<8 | uint32(n)
+		for _, j := range t.neighbours[start+1:] {
+			l := t.levels[j]
+			t.list = append(t.list, uint16(l[0])|uint16(l[1])<<3|uint16(l[2])<<6|uint16(l[3])<<9)
+		}
 	}
+	t.list = append(t.list, 0)
 	return t
 }
 
@@ -179,12 +193,15 @@ func (p *iq3Products) sums(L *[32]int8) (sumqx, sumq2 float32) {
 	return sumqx, sumq2
 }
 
-// iq3Search fits the 32 magnitudes x (maximum maxv) with weights w (waux their
+// search fits the 32 magnitudes x (maximum maxv) with weights w (waux their
 // square roots) to codebook points: trial scales at inverse (15 + 0.2·is)/maxv
 // for |is| <= trials, keeping the best; then the groups that were off the
 // codebook (every group with redoAll, as IQ3_S does; groups start as off it
 // unless onGridFirst) are fitted again at the best scale and the scale refitted.
 // L gets the levels, and the scale is returned.
+//
+// This is the reference, one trial and one group at a time as ggml's loop;
+// searchLanes is the same search eight trials at a time.
 func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGridFirst, redoAll bool, L *[32]int8) float32 {
 	var Laux [32]int8
 	var onGrid, onGridAux [8]bool
@@ -197,7 +214,7 @@ func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGri
 	var best float32
 	scale := maxv / 15
 	for is := -trials; is <= trials; is++ {
-		id := (float32(float32(is)*0.2) + 15) / maxv
+		id := iq3TrialID(is, maxv)
 		sq := scaledLevels(1 / id)
 		for k := range 8 {
 			g := Laux[4*k : 4*k+4]
@@ -217,30 +234,159 @@ func (t *iq3Tables) search(x, w, waux []float32, maxv float32, trials int, onGri
 			*L, onGrid = Laux, onGridAux
 		}
 	}
+	return t.refit(x, w, waux, scale, redoAll, &onGrid, L)
+}
+
+// iq3TrialID is the inverse scale of trial is: (15 + 0.2·is)/maxv, rounded as ggml's.
+func iq3TrialID(is int, maxv float32) float32 {
+	return (float32(float32(is)*0.2) + 15) / maxv
+}
+
+// refit is the end of search: if a group of the best trial was off the codebook,
+// the groups (those off it, or all with redoAll) are rounded again at the best
+// scale, and the scale refitted to the levels L.
+func (t *iq3Tables) refit(x, w, waux []float32, scale float32, redoAll bool, onGrid *[8]bool, L *[32]int8) float32 {
 	offGrid := false
 	for _, on := range onGrid {
 		offGrid = offGrid || !on
 	}
-	if offGrid && scale > 0 {
-		id := 1 / scale
-		sq := scaledLevels(scale)
-		for k := range 8 {
-			if onGrid[k] && !redoAll {
-				continue
-			}
-			g := L[4*k : 4*k+4]
-			for i := range g {
-				g[i] = iq3Level(id, x[4*k+i])
-			}
-			if code := iq3Code(g); t.index[code] < 0 {
-				t.nearest(code, x[4*k:4*k+4], waux[4*k:4*k+4], &sq, g)
-			}
+	if !offGrid || scale <= 0 {
+		return scale
+	}
+	id := 1 / scale
+	sq := scaledLevels(scale)
+	for k := range 8 {
+		if onGrid[k] && !redoAll {
+			continue
 		}
-		if sumqx, sumq2 := prod.sums(L); sumq2 > 0 {
-			scale = sumqx / sumq2
+		g := L[4*k : 4*k+4]
+		for i := range g {
+			g[i] = iq3Level(id, x[4*k+i])
+		}
+		if code := iq3Code(g); t.index[code] < 0 {
+			t.nearest(code, x[4*k:4*k+4], waux[4*k:4*k+4], &sq, g)
 		}
 	}
+	var sumqx, sumq2 float32
+	for i, l := range L {
+		q := float32(2*int32(l) + 1)
+		sumqx += float32(float32(w[i]*x[i]) * q)
+		sumq2 += float32(float32(w[i]*q) * q)
+	}
+	if sumq2 > 0 {
+		scale = sumqx / sumq2
+	}
 	return scale
+}
+
+// iq3Lanes is the state of the lane kernel (iq3LanesGeneric, and its assembly
+// in iq3quant_amd64.s, whose offsets TestIQ3LanesLayout checks): eight trial
+// scales of one sub-block, one per lane.
+type iq3Lanes struct {
+	x, wa, w, wx [32]float32 // the magnitudes, the weights' square roots, the weights, w·x
+	id, s        [8]float32  // each lane's inverse scale and scale 1/id
+	code         [8][8]int32 // result: group k's code (4 levels, 3 bits each) in lane t at [k][t]
+	nn           [8][8]int32 // result: the length of the neighbour list group k searched (0: on the codebook)
+	sumqx, sumq2 [8]float32  // result: each lane's Σ w·x·q and Σ w·q² (q = 2l+1, in order)
+	off          [8][8]int32 // the assembly's scratch: the offsets of the lists
+}
+
+// iq3LanesGeneric is the body of search's trial loop for the eight lanes of b:
+// each lane's levels, codebook points (nearest for a group off it) and sums,
+// with the same float32 operations in the same order. Between a d2 that
+// starts from 0 (the reference's) and one that starts from the first term only
+// the sign of a zero differs, which no comparison sees.
+func (t *iq3Tables) iq3LanesGeneric(b *iq3Lanes) {
+	for ln := range 8 {
+		id, s := b.id[ln], b.s[ln]
+		var sumqx, sumq2 float32
+		for k := range 8 {
+			x, wa := b.x[4*k:4*k+4], b.wa[4*k:4*k+4]
+			var code int32
+			for c := range 4 {
+				code |= int32(iq3Level(id, x[c])) << (3 * c)
+			}
+			e := t.nbr[code]
+			n, nb := int32(e&255), t.list[e>>8:]
+			best, bestD2 := code, float32(math.MaxFloat32)
+			for j := range n {
+				p := int32(nb[j])
+				if j == 0 {
+					best = p
+				}
+				var d2 float32
+				for c := range 4 {
+					sq := float32(s * float32(2*(p>>(3*c)&7)+1))
+					d := sq - x[c]
+					if c == 0 {
+						d2 = float32(float32(wa[c]*d) * d)
+					} else {
+						d2 += float32(float32(wa[c]*d) * d)
+					}
+				}
+				if d2 < bestD2 {
+					bestD2, best = d2, p
+				}
+			}
+			b.code[k][ln], b.nn[k][ln] = best, n
+			for c := range 4 {
+				q := float32(2*(best>>(3*c)&7) + 1)
+				sumqx += float32(b.wx[4*k+c] * q)
+				sumq2 += float32(float32(b.w[4*k+c]*q) * q)
+			}
+		}
+		b.sumqx[ln], b.sumq2[ln] = sumqx, sumq2
+	}
+}
+
+// searchLanes is search with its trials eight at a time through the lane
+// kernel (b is its scratch): the same levels and scale, the best trial kept
+// in the reference's order and by its comparison.
+func (t *iq3Tables) searchLanes(b *iq3Lanes, x, w, waux []float32, maxv float32, trials int, onGridFirst, redoAll bool, L *[32]int8) float32 {
+	copy(b.x[:], x[:32])
+	copy(b.w[:], w[:32])
+	copy(b.wa[:], waux[:32])
+	for i, v := range b.x {
+		b.wx[i] = float32(b.w[i] * v)
+	}
+	*L = [32]int8{}
+	var onGrid [8]bool
+	for k := range onGrid {
+		onGrid[k] = onGridFirst
+	}
+	var best float32
+	scale := maxv / 15
+	for is0 := -trials; is0 <= trials; is0 += 8 {
+		for ln := range 8 {
+			// Lanes past the last trial repeat it; their results are not read.
+			id := iq3TrialID(min(is0+ln, trials), maxv)
+			b.id[ln], b.s[ln] = id, 1/id
+		}
+		t.lanes(b)
+		for ln := range min(8, trials-is0+1) {
+			sumqx, sumq2 := b.sumqx[ln], b.sumq2[ln]
+			if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+				scale = sumqx / sumq2
+				best = float32(scale * sumqx)
+				for k := range 8 {
+					code := b.code[k][ln]
+					for c := range 4 {
+						L[4*k+c] = int8(code >> (3 * c) & 7)
+					}
+					onGrid[k] = b.nn[k][ln] == 0
+				}
+			}
+		}
+	}
+	return t.refit(x, w, waux, scale, redoAll, &onGrid, L)
+}
+
+// fit is searchLanes where the lane kernel is assembly, else search.
+func (t *iq3Tables) fit(b *iq3Lanes, x, w, waux []float32, maxv float32, trials int, onGridFirst, redoAll bool, L *[32]int8) float32 {
+	if iq3Asm {
+		return t.searchLanes(b, x, w, waux, maxv, trials, onGridFirst, redoAll, L)
+	}
+	return t.search(x, w, waux, maxv, trials, onGridFirst, redoAll, L)
 }
 
 // point returns the codebook index of levels L, which are always a point of it
@@ -267,6 +413,7 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 	var w, waux, xval [32]float32
 	var L [32]int8
 	var scales [8]float32
+	var lanes iq3Lanes
 	for ibl := 0; ibl < len(x)/qkK; ibl++ {
 		xbl, b := x[qkK*ibl:qkK*ibl+qkK], y[iq3xxsBytes*ibl:iq3xxsBytes*ibl+iq3xxsBytes]
 		clear(b)
@@ -285,7 +432,7 @@ func quantRowIQ3_XXSW(y []byte, x, qw []float32) {
 				scales[ib] = 0
 				continue
 			}
-			scale := t.search(xval[:], w[:], waux[:], maxv, 15, true, false, &L)
+			scale := t.fit(&lanes, xval[:], w[:], waux[:], maxv, 15, true, false, &L)
 			if scale < 0 { // never for finite input, as ggml says; its remedy
 				scale = -scale
 				for k := range signs {
@@ -325,6 +472,7 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 	var w, waux, xval [32]float32
 	var L [32]int8
 	var scales [8]float32
+	var lanes iq3Lanes
 	for ibl := 0; ibl < len(x)/qkK; ibl++ {
 		xbl, b := x[qkK*ibl:qkK*ibl+qkK], y[iq3sBytes*ibl:iq3sBytes*ibl+iq3sBytes]
 		clear(b)
@@ -343,7 +491,7 @@ func quantRowIQ3_SW(y []byte, x, qw []float32) {
 				scales[ib] = 0
 				continue
 			}
-			scale := t.search(xval[:], w[:], waux[:], maxv, 9, false, true, &L)
+			scale := t.fit(&lanes, xval[:], w[:], waux[:], maxv, 9, false, true, &L)
 			if scale < 0 { // never for finite input, as ggml says; its remedy
 				scale = -scale
 				for k := range bs {
