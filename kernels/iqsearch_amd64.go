@@ -15,3 +15,13 @@ var iqAsm = cpu.X86.HasAVX2
 //
 //go:noescape
 func iqSums8(lanes *uint8, ngroups int, e *[8][4]float32, out *float32)
+
+// iq1sRow and iq1mRow compute the scores of one row of IQ1_S's and IQ1_M's
+// split searches (iq1split.go) into grp.qx and grp.q2, and return the lanes
+// (bit j: i2 = i1+j, of 8·⌈n/8⌉) where some score beats grp.c's best.
+//
+//go:noescape
+func iq1sRow(grp *iq1sScan, i1, n int) uint64
+
+//go:noescape
+func iq1mRow(grp *iq1mScan, i1, n int) uint64

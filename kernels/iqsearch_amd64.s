@@ -84,3 +84,151 @@ single:
 done:
 	VZEROUPPER
 	RET
+// The split searches of IQ1_S and IQ1_M, one row (i1) at a time with i2 in
+// the lanes (see iq1split.go). Operands as in asm_amd64.s: source first.
+// Every sum is ggml's, operands in its order or commuted (exact); the
+// comparison against the row's starting best only says which rows the Go
+// scan must go through.
+
+// IQ1CHECK sets M to the lanes where Q2 > 0 and QX·QX > best·Q2 (Y14: best,
+// Y15: zero; Y12, Y13 scratch).
+#define IQ1CHECK(QX, Q2, M) \
+	VMULPS QX, QX, Y12 \
+	VMULPS Q2, Y14, Y13 \
+	VCMPPS $0x1e, Y13, Y12, Y12 \
+	VCMPPS $0x1e, Y15, Q2, Y13 \
+	VANDPS Y13, Y12, M
+
+// iq1sScan: sumx 0, sumw 160, gx2 320 and 480, gw2 640 and 800, c 960,
+// qx 1024 and 1184, q2 1344 and 1504.
+// func iq1sRow(grp *iq1sScan, i1, n int) uint64
+TEXT ·iq1sRow(SB), NOSPLIT, $0-32
+	MOVQ grp+0(FP), DI
+	MOVQ i1+8(FP), SI
+	MOVQ n+16(FP), BX
+	SHLQ $2, SI
+	XORQ R10, R10
+	XORQ AX, AX
+	XORQ CX, CX
+	VBROADCASTSS 960(DI), Y8  // gxp
+	VBROADCASTSS 964(DI), Y9  // gwp
+	VBROADCASTSS 968(DI), Y10 // gxm
+	VBROADCASTSS 972(DI), Y11 // gwm
+	VBROADCASTSS 976(DI), Y14 // best
+	VBROADCASTSS 980(DI), Y5  // sumx[i1]
+	VBROADCASTSS 984(DI), Y6  // sumw[i1]
+	VBROADCASTSS 988(DI), Y7  // the middle level of shift +: 1/8
+	VXORPS Y15, Y15, Y15
+
+srow:
+	MOVQ DI, R8
+	ADDQ SI, R8
+	MOVQ DI, R9
+	ADDQ R10, R9
+	VMOVUPS 0(R8), Y0
+	VSUBPS Y5, Y0, Y0 // x1 = sumx[i2] - sumx[i1]
+	VMOVUPS 160(R8), Y1
+	VSUBPS Y6, Y1, Y1 // w1
+	VMULPS Y7, Y0, Y0 // x1·p1 (x1·m1 is its negation)
+	VMULPS Y7, Y1, Y1
+	VMULPS Y7, Y1, Y1 // (w1·p1)·p1 = (w1·m1)·m1
+	VADDPS Y0, Y8, Y2
+	VADDPS 320(R8), Y2, Y2
+	VADDPS Y1, Y9, Y3
+	VADDPS 640(R8), Y3, Y3
+	VMOVUPS Y2, 1024(R9)
+	VMOVUPS Y3, 1344(R9)
+	IQ1CHECK(Y2, Y3, Y4)
+	VSUBPS Y0, Y10, Y2 // gxm + x1·m1
+	VADDPS 480(R8), Y2, Y2
+	VADDPS Y1, Y11, Y3
+	VADDPS 800(R8), Y3, Y3
+	VMOVUPS Y2, 1184(R9)
+	VMOVUPS Y3, 1504(R9)
+	IQ1CHECK(Y2, Y3, Y12)
+	VORPS Y12, Y4, Y4
+	VMOVMSKPS Y4, DX
+	SHLQ CL, DX
+	ORQ DX, AX
+	ADDQ $8, CX
+	ADDQ $32, SI
+	ADDQ $32, R10
+	SUBQ $8, BX
+	JGT srow
+	VZEROUPPER
+	MOVQ AX, ret+24(FP)
+	RET
+
+// iq1mScan: px 0 and 96, w2 192, 288, 384, 480, c 576, qx 640, 736, 832,
+// 928, q2 1024, 1120, 1216, 1312.
+// func iq1mRow(grp *iq1mScan, i1, n int) uint64
+TEXT ·iq1mRow(SB), NOSPLIT, $0-32
+	MOVQ grp+0(FP), DI
+	MOVQ i1+8(FP), SI
+	MOVQ n+16(FP), BX
+	SHLQ $2, SI
+	XORQ R10, R10
+	XORQ AX, AX
+	XORQ CX, CX
+	VBROADCASTSS 616(DI), Y14 // best
+	VXORPS Y15, Y15, Y15
+
+mrow:
+	MOVQ DI, R8
+	ADDQ SI, R8
+	MOVQ DI, R9
+	ADDQ R10, R9
+	VBROADCASTSS 576(DI), Y0
+	VADDPS 0(R8), Y0, Y0 // sx0 = px0[i1] + px0[i2]
+	VBROADCASTSS 580(DI), Y1
+	VADDPS 96(R8), Y1, Y1 // sx1
+	VBROADCASTSS 584(DI), Y2
+	VSUBPS Y0, Y2, Y2 // qxP0 = txp0 - sx0
+	VBROADCASTSS 588(DI), Y3
+	VSUBPS Y1, Y3, Y3 // qxP1
+	VBROADCASTSS 592(DI), Y4
+	VSUBPS Y0, Y4, Y4 // qxM0
+	VBROADCASTSS 596(DI), Y5
+	VSUBPS Y1, Y5, Y5 // qxM1
+	VBROADCASTSS 600(DI), Y6
+	VADDPS 192(R8), Y6, Y6 // q2P0 = w1p0 + w2p0[i2]
+	VBROADCASTSS 604(DI), Y7
+	VADDPS 288(R8), Y7, Y7 // q2P1
+	VBROADCASTSS 608(DI), Y8
+	VADDPS 384(R8), Y8, Y8 // q2M0
+	VBROADCASTSS 612(DI), Y9
+	VADDPS 480(R8), Y9, Y9 // q2M1
+	VADDPS Y3, Y2, Y10 // shifts (+, +)
+	VADDPS Y7, Y6, Y11
+	VMOVUPS Y10, 640(R9)
+	VMOVUPS Y11, 1024(R9)
+	IQ1CHECK(Y10, Y11, Y0)
+	VADDPS Y5, Y2, Y10 // (+, -)
+	VADDPS Y9, Y6, Y11
+	VMOVUPS Y10, 736(R9)
+	VMOVUPS Y11, 1120(R9)
+	IQ1CHECK(Y10, Y11, Y1)
+	VORPS Y1, Y0, Y0
+	VADDPS Y3, Y4, Y10 // (-, +)
+	VADDPS Y7, Y8, Y11
+	VMOVUPS Y10, 832(R9)
+	VMOVUPS Y11, 1216(R9)
+	IQ1CHECK(Y10, Y11, Y1)
+	VORPS Y1, Y0, Y0
+	VADDPS Y5, Y4, Y10 // (-, -)
+	VADDPS Y9, Y8, Y11
+	VMOVUPS Y10, 928(R9)
+	VMOVUPS Y11, 1312(R9)
+	IQ1CHECK(Y10, Y11, Y1)
+	VORPS Y1, Y0, Y0
+	VMOVMSKPS Y0, DX
+	SHLQ CL, DX
+	ORQ DX, AX
+	ADDQ $8, CX
+	ADDQ $32, SI
+	ADDQ $32, R10
+	SUBQ $8, BX
+	JGT mrow
+	VZEROUPPER
+	MOVQ AX, ret+24(FP)
+	RET

@@ -8,3 +8,7 @@ const iqAsm = false
 func iqSums8(lanes *uint8, ngroups int, e *[8][4]float32, out *float32) {
 	panic("kernels: iqSums8 without assembly")
 }
+
+func iq1sRow(grp *iq1sScan, i1, n int) uint64 { panic("kernels: iq1sRow without assembly") }
+
+func iq1mRow(grp *iq1mScan, i1, n int) uint64 { panic("kernels: iq1mRow without assembly") }
