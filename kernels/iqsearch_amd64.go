@@ -25,3 +25,13 @@ func iq1sRow(grp *iq1sScan, i1, n int) uint64
 
 //go:noescape
 func iq1mRow(grp *iq1mScan, i1, n int) uint64
+
+// iq2TrialLevels sets grp.lv and grp.code for ngroups groups of 8 values
+// under nvec vectors of 8 trials; iq2TrialFit sets grp.sqx and grp.sq2 of
+// the first n values' levels (iq2trials.go).
+//
+//go:noescape
+func iq2TrialLevels(grp *iq2Trials, ngroups, nvec int)
+
+//go:noescape
+func iq2TrialFit(grp *iq2Trials, n, nvec int)

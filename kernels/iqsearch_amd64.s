@@ -232,3 +232,115 @@ mrow:
 	VZEROUPPER
 	MOVQ AX, ret+24(FP)
 	RET
+
+// The trial scales of IQ2_XXS, IQ2_XS and IQ2_S (iq2trials.go), 8 trials
+// to a vector. iq2Trials: x 0, w 128, wx 256, id 384, lv 480 (value i at
+// 96i), code 3552 (group k at 96k), sqx 3936, sq2 4032.
+DATA iq2c<>+0x00(SB)/4, $0x3f800000 // 1.0
+DATA iq2c<>+0x04(SB)/4, $0x3f000000 // 0.5
+DATA iq2c<>+0x08(SB)/4, $0x4b400000 // 12582912.0 (nearest_int's 1.5·2^23)
+DATA iq2c<>+0x0c(SB)/4, $0x007fffff // the mantissa
+DATA iq2c<>+0x10(SB)/4, $0x00400000 // 2^22
+DATA iq2c<>+0x14(SB)/4, $0x00000002 // the top level
+DATA iq2c<>+0x18(SB)/4, $0x00000001 // 1
+GLOBL iq2c<>(SB), RODATA|NOPTR, $0x1c
+
+// IQ2LV does value i of a group: its level under the 8 trials' inverse
+// scales (Y8), max(0, min(2, nearest_int(0.5·(id·x − 1)))), stored, and
+// or-ed into the code (Y7) at bits 2i.
+#define IQ2LV(i) \
+	VBROADCASTSS (4*i)(SI), Y0 \
+	VMULPS Y0, Y8, Y0 \
+	VSUBPS Y15, Y0, Y0 \
+	VMULPS Y14, Y0, Y0 \
+	VADDPS Y13, Y0, Y0 \
+	VPAND Y12, Y0, Y0 \
+	VPSUBD Y11, Y0, Y0 \
+	VPMINSD Y10, Y0, Y0 \
+	VPMAXSD Y9, Y0, Y0 \
+	VMOVDQU Y0, (96*i)(R8) \
+	VPSLLD $(2*i), Y0, Y0 \
+	VPOR Y0, Y7, Y7
+
+// func iq2TrialLevels(grp *iq2Trials, ngroups, nvec int)
+TEXT ·iq2TrialLevels(SB), NOSPLIT, $0-24
+	MOVQ grp+0(FP), DI
+	MOVQ ngroups+8(FP), DX
+	MOVQ nvec+16(FP), CX
+	VBROADCASTSS iq2c<>+0x00(SB), Y15
+	VBROADCASTSS iq2c<>+0x04(SB), Y14
+	VBROADCASTSS iq2c<>+0x08(SB), Y13
+	VBROADCASTSS iq2c<>+0x0c(SB), Y12
+	VBROADCASTSS iq2c<>+0x10(SB), Y11
+	VBROADCASTSS iq2c<>+0x14(SB), Y10
+	VPXOR Y9, Y9, Y9
+	XORQ R11, R11 // 32·v
+
+lvec:
+	VMOVUPS 384(DI)(R11*1), Y8
+	MOVQ DI, SI // x of group k
+	LEAQ 480(DI)(R11*1), R8 // lv[8k][8v]
+	LEAQ 3552(DI)(R11*1), R9 // code[k][8v]
+	MOVQ DX, BX
+
+lgroup:
+	VPXOR Y7, Y7, Y7
+	IQ2LV(0)
+	IQ2LV(1)
+	IQ2LV(2)
+	IQ2LV(3)
+	IQ2LV(4)
+	IQ2LV(5)
+	IQ2LV(6)
+	IQ2LV(7)
+	VMOVDQU Y7, (R9)
+	ADDQ $32, SI
+	ADDQ $768, R8
+	ADDQ $96, R9
+	DECQ BX
+	JNZ lgroup
+	ADDQ $32, R11
+	DECQ CX
+	JNZ lvec
+	VZEROUPPER
+	RET
+
+// func iq2TrialFit(grp *iq2Trials, n, nvec int)
+// Per trial: Σ (w·x)·q and Σ (w·q)·q over the n values, q = 2l+1, in order.
+TEXT ·iq2TrialFit(SB), NOSPLIT, $0-24
+	MOVQ grp+0(FP), DI
+	MOVQ n+8(FP), DX
+	MOVQ nvec+16(FP), CX
+	VPBROADCASTD iq2c<>+0x18(SB), Y15
+	XORQ R11, R11
+
+fvec:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ DI, SI
+	LEAQ 480(DI)(R11*1), R8
+	MOVQ DX, BX
+
+fval:
+	VMOVDQU (R8), Y2
+	VPSLLD $1, Y2, Y2
+	VPADDD Y15, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VBROADCASTSS 256(SI), Y3
+	VMULPS Y2, Y3, Y3
+	VADDPS Y3, Y0, Y0
+	VBROADCASTSS 128(SI), Y4
+	VMULPS Y2, Y4, Y4
+	VMULPS Y2, Y4, Y4
+	VADDPS Y4, Y1, Y1
+	ADDQ $4, SI
+	ADDQ $96, R8
+	DECQ BX
+	JNZ fval
+	VMOVUPS Y0, 3936(DI)(R11*1)
+	VMOVUPS Y1, 4032(DI)(R11*1)
+	ADDQ $32, R11
+	DECQ CX
+	JNZ fvec
+	VZEROUPPER
+	RET

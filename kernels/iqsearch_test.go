@@ -138,3 +138,24 @@ func TestIQ1ScanLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestIQ2TrialsLayout checks the offsets iqsearch_amd64.s uses.
+func TestIQ2TrialsLayout(t *testing.T) {
+	var tr iq2Trials
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"w", unsafe.Offsetof(tr.w), 128},
+		{"wx", unsafe.Offsetof(tr.wx), 256},
+		{"id", unsafe.Offsetof(tr.id), 384},
+		{"lv", unsafe.Offsetof(tr.lv), 480},
+		{"code", unsafe.Offsetof(tr.code), 3552},
+		{"sqx", unsafe.Offsetof(tr.sqx), 3936},
+		{"sq2", unsafe.Offsetof(tr.sq2), 4032},
+	} {
+		if c.got != c.want {
+			t.Errorf("iq2Trials.%s at %d, the assembly reads %d", c.name, c.got, c.want)
+		}
+	}
+}
