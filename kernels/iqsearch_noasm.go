@@ -13,6 +13,8 @@ func iq1sRow(grp *iq1sScan, i1, n int) uint64 { panic("kernels: iq1sRow without 
 
 func iq1mRow(grp *iq1mScan, i1, n int) uint64 { panic("kernels: iq1mRow without assembly") }
 
-func iq2TrialLevels(grp *iq2Trials, ngroups, nvec int) { panic("kernels: iq2TrialLevels without assembly") }
+func iq2TrialLevels(grp *iq2Trials, ngroups, nvec int) {
+	panic("kernels: iq2TrialLevels without assembly")
+}
 
 func iq2TrialFit(grp *iq2Trials, n, nvec int) { panic("kernels: iq2TrialFit without assembly") }
