@@ -38,8 +38,8 @@ type iqSearch struct {
 
 	// For the vector search (iqAsm): each list's levels transposed, 8
 	// neighbours to a group of 64 bytes (coordinate i of neighbour 8g+j at
-	// 64g+8i+j; the last group padded with the list's last point), and where
-	// a code's groups start.
+	// 64g+8i+j, plus 4 for i >= 4: iqNearest8's tables; the last group
+	// padded with the list's last point), and where a code's groups start.
 	lanes  []uint8
 	laneAt []int32
 }
@@ -136,7 +136,7 @@ func (s *iqSearch) transpose() {
 			for j := range 8 {
 				p := &s.digits[nb[min(g+j, len(nb)-1)]]
 				for i := range 8 {
-					grp[8*i+j] = p[i]
+					grp[8*i+j] = p[i] + uint8(i/4*4)
 				}
 			}
 			s.lanes = append(s.lanes, grp[:]...)
@@ -168,18 +168,19 @@ func code8(L []uint8) int {
 func (s *iqSearch) nearest(u int, xval, w []float32, scale float32, L []uint8) int {
 	// Each value's term w·(scale·q − x)² takes one of three values (q = 1, 3, 5):
 	// computed once here as ggml computes it per neighbour, then summed in ggml's order.
-	var e [8][4]float32
-	errTerms(&e, &[3]float32{scale, float32(scale * 3), float32(scale * 5)}, xval, w)
+	q := [4]float32{scale, float32(scale * 3), float32(scale * 5)}
 	if iqAsm {
-		return s.bestLanes(u, &e, L)
+		return s.nearestLanes(u, &q, xval, w, L)
 	}
+	var e [8][4]float32
+	errTerms(&e, &q, xval, w)
 	return s.best(u, &e, L)
 }
 
 // errTerms sets e[i][l] to w[i]·(q[l] − x[i])² for the 8 values and the three
-// levels, each product rounded as ggml rounds it (e[i][3] is padding, for
-// the vector search's loads).
-func errTerms(e *[8][4]float32, q *[3]float32, x, w []float32) {
+// levels q[0..2], each product rounded as ggml rounds it (e[i][3] and q[3]
+// are padding).
+func errTerms(e *[8][4]float32, q *[4]float32, x, w []float32) {
 	for i := range e {
 		xi, wi := x[i], w[i]
 		d0, d1, d2 := q[0]-xi, q[1]-xi, q[2]-xi
@@ -229,25 +230,13 @@ func (s *iqSearch) best(u int, e *[8][4]float32, L []uint8) int {
 	return gi
 }
 
-// bestLanes is best with the sums of 8 neighbours at a time in vector
-// lanes (iqSums8): each lane adds the same float32 terms in the same order
-// as best, so the sums are the same numbers, then scanned in list order
-// (64 at a time: the lists hold up to 292 points).
-func (s *iqSearch) bestLanes(u int, e *[8][4]float32, L []uint8) int {
+// nearestLanes is nearest in the assembly (iqNearest8), from the levels'
+// values q (q[3] unused).
+func (s *iqSearch) nearestLanes(u int, q *[4]float32, xval, w []float32, L []uint8) int {
 	nb := s.neighbours(u)
-	at := int(s.laneAt[u])
-	var sums [64]float32
-	bestD2, k := float32(math.MaxFloat32), -1
-	for j0 := 0; j0 < len(nb); j0 += len(sums) {
-		n := min(len(sums), len(nb)-j0)
-		iqSums8(&s.lanes[at+8*j0], (n+7)/8, e, &sums[0])
-		for j, v := range sums[:n] {
-			if v < bestD2 {
-				bestD2, k = v, j0+j
-			}
-		}
-	}
-	gi := int(nb[max(k, 0)]) // as best: the first point when no sum is finite
+	_, _ = xval[7], w[7]
+	k := iqNearest8(&s.lanes[s.laneAt[u]], (len(nb)+7)/8, q, &xval[0], &w[0])
+	gi := int(nb[max(k, 0)]) // as best: the first point when no sum is below MaxFloat32
 	copy(L[:8], s.digits[gi][:])
 	return gi
 }
@@ -255,11 +244,12 @@ func (s *iqSearch) bestLanes(u int, e *[8][4]float32, L []uint8) int {
 // nearestIQ1 is ggml's iq1_find_best_neighbour2: as nearest, with the grid's
 // levels l standing for xg[l].
 func (s *iqSearch) nearestIQ1(u int, xval, w []float32, scale float32, xg *[3]float32, L []uint8) int {
-	var e [8][4]float32
-	errTerms(&e, &[3]float32{float32(scale * xg[0]), float32(scale * xg[1]), float32(scale * xg[2])}, xval, w)
+	q := [4]float32{float32(scale * xg[0]), float32(scale * xg[1]), float32(scale * xg[2])}
 	if iqAsm {
-		return s.bestLanes(u, &e, L)
+		return s.nearestLanes(u, &q, xval, w, L)
 	}
+	var e [8][4]float32
+	errTerms(&e, &q, xval, w)
 	return s.best(u, &e, L)
 }
 

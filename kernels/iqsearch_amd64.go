@@ -8,13 +8,16 @@ import "golang.org/x/sys/cpu"
 // and GOEXPERIMENT=simd builds alike, on CPUs that have it.
 var iqAsm = cpu.X86.HasAVX2
 
-// iqSums8 writes the sums of ngroups groups of 8 neighbours (lanes, as
-// iqSearch.lanes holds them) to out: lane j of coordinate i takes
-// e[i][level] (VPERMPS), and the 8 coordinates are added in order, 0 first,
-// as best adds them.
+// iqNearest8 is best over the list whose levels start at lanes (ngroups
+// groups of 8, as iqSearch.lanes holds them), with the terms
+// w[i]·(q[l] − x[i])² made as errTerms makes them: it returns the position
+// in the list of the first smallest sum, or -1 when none is below
+// MaxFloat32. Lane j of coordinate i takes the term of its level
+// (VPERMPS), and the 8 coordinates are added in order, 0 first, as best
+// adds them.
 //
 //go:noescape
-func iqSums8(lanes *uint8, ngroups int, e *[8][4]float32, out *float32)
+func iqNearest8(lanes *uint8, ngroups int, q *[4]float32, x, w *float32) int
 
 // iq1sRow and iq1mRow compute the scores of one row of IQ1_S's and IQ1_M's
 // split searches (iq1split.go) into grp.qx and grp.q2, and return the lanes

@@ -3,12 +3,29 @@
 #include "textflag.h"
 
 // The neighbour search of the grid quantizers (see iqsearch_amd64.go).
-// Operands as in asm_amd64.s: source first. Y8..Y15 hold the terms of the
-// 8 coordinates (e[i][0..2] in lanes 0..2, the upper half zero); VPERMPS
-// picks, per lane, the term of that lane's level. Two groups of 8 at a
-// time, so that their chains of additions overlap.
+// Operands as in asm_amd64.s: source first. The terms w·(q[l] − x)² of
+// the 8 values are made in lanes, then transposed so that Y8..Y11 hold,
+// per 128-bit half, the terms of levels 0..2 of coordinates 0..3 (low) and
+// 4..7 (high); the lists store a level of coordinate i >= 4 as l+4, so
+// VPERMPS picks, per lane, the term of that lane's level. Two groups of 8
+// neighbours at a time, so that their chains of additions overlap; each
+// lane keeps its first smallest sum (strict <) and where it was.
 
-// IQSTEP adds coordinate i (its term vector T) of both groups to sums A and B.
+DATA iqc<>+0x00(SB)/4, $0x7f7fffff // math.MaxFloat32
+DATA iqc<>+0x04(SB)/4, $0xffffffff // -1: no point yet
+DATA iqc<>+0x08(SB)/4, $0x00000008 // 8: the next group's indices
+DATA iqc<>+0x0c(SB)/4, $0x7fffffff // the largest index
+DATA iqc<>+0x10(SB)/4, $0x00000000 // lane indices 0..7
+DATA iqc<>+0x14(SB)/4, $0x00000001
+DATA iqc<>+0x18(SB)/4, $0x00000002
+DATA iqc<>+0x1c(SB)/4, $0x00000003
+DATA iqc<>+0x20(SB)/4, $0x00000004
+DATA iqc<>+0x24(SB)/4, $0x00000005
+DATA iqc<>+0x28(SB)/4, $0x00000006
+DATA iqc<>+0x2c(SB)/4, $0x00000007
+GLOBL iqc<>(SB), RODATA|NOPTR, $0x30
+
+// IQSTEP adds coordinate i (its terms T) of both groups to sums Y2 and Y3.
 #define IQSTEP(off, T) \
 	VPMOVZXBD off(SI), Y0 \
 	VPMOVZXBD (64+off)(SI), Y1 \
@@ -17,20 +34,48 @@
 	VADDPS Y0, Y2, Y2 \
 	VADDPS Y1, Y3, Y3
 
-// func iqSums8(lanes *uint8, ngroups int, e *[8][4]float32, out *float32)
-TEXT ·iqSums8(SB), NOSPLIT, $0-32
+// IQKEEP keeps, per lane, sum S and the index vector Y6 where S < best (Y4;
+// indices Y5), then steps Y6 to the next group.
+#define IQKEEP(S) \
+	VCMPPS $0x11, Y4, S, Y12 \
+	VBLENDVPS Y12, S, Y4, Y4 \
+	VBLENDVPS Y12, Y6, Y5, Y5 \
+	VPADDD Y7, Y6, Y6
+
+// func iqNearest8(lanes *uint8, ngroups int, q *[4]float32, x, w *float32) int
+TEXT ·iqNearest8(SB), NOSPLIT, $0-48
 	MOVQ lanes+0(FP), SI
 	MOVQ ngroups+8(FP), CX
-	MOVQ e+16(FP), DX
-	MOVQ out+24(FP), DI
-	VMOVUPS 0(DX), X8
-	VMOVUPS 16(DX), X9
-	VMOVUPS 32(DX), X10
-	VMOVUPS 48(DX), X11
-	VMOVUPS 64(DX), X12
-	VMOVUPS 80(DX), X13
-	VMOVUPS 96(DX), X14
-	VMOVUPS 112(DX), X15
+	MOVQ q+16(FP), DX
+	MOVQ x+24(FP), R8
+	MOVQ w+32(FP), R9
+	VMOVUPS (R8), Y0
+	VMOVUPS (R9), Y1
+	VBROADCASTSS 0(DX), Y2
+	VSUBPS Y0, Y2, Y2 // q0 - x
+	VMULPS Y2, Y1, Y13
+	VMULPS Y2, Y13, Y13 // (w·d)·d
+	VBROADCASTSS 4(DX), Y2
+	VSUBPS Y0, Y2, Y2
+	VMULPS Y2, Y1, Y14
+	VMULPS Y2, Y14, Y14
+	VBROADCASTSS 8(DX), Y2
+	VSUBPS Y0, Y2, Y2
+	VMULPS Y2, Y1, Y15
+	VMULPS Y2, Y15, Y15
+	VXORPS Y12, Y12, Y12
+	VUNPCKLPS Y14, Y13, Y0 // e0 e1 of coordinates 0, 1 (4, 5)
+	VUNPCKLPS Y12, Y15, Y1 // e2 0
+	VUNPCKHPS Y14, Y13, Y2 // coordinates 2, 3 (6, 7)
+	VUNPCKHPS Y12, Y15, Y3
+	VSHUFPS $0x44, Y1, Y0, Y8
+	VSHUFPS $0xee, Y1, Y0, Y9
+	VSHUFPS $0x44, Y3, Y2, Y10
+	VSHUFPS $0xee, Y3, Y2, Y11
+	VBROADCASTSS iqc<>+0x00(SB), Y4
+	VPBROADCASTD iqc<>+0x04(SB), Y5
+	VMOVDQU iqc<>+0x10(SB), Y6
+	VPBROADCASTD iqc<>+0x08(SB), Y7
 
 pair:
 	CMPQ CX, $2
@@ -42,20 +87,19 @@ pair:
 	IQSTEP(8, Y9)
 	IQSTEP(16, Y10)
 	IQSTEP(24, Y11)
-	IQSTEP(32, Y12)
-	IQSTEP(40, Y13)
-	IQSTEP(48, Y14)
-	IQSTEP(56, Y15)
-	VMOVUPS Y2, 0(DI)
-	VMOVUPS Y3, 32(DI)
+	IQSTEP(32, Y8)
+	IQSTEP(40, Y9)
+	IQSTEP(48, Y10)
+	IQSTEP(56, Y11)
+	IQKEEP(Y2)
+	IQKEEP(Y3)
 	ADDQ $128, SI
-	ADDQ $64, DI
 	SUBQ $2, CX
 	JMP pair
 
 single:
 	TESTQ CX, CX
-	JZ done
+	JZ reduce
 	VPMOVZXBD 0(SI), Y0
 	VPERMPS Y8, Y0, Y2
 	VPMOVZXBD 8(SI), Y0
@@ -68,22 +112,44 @@ single:
 	VPERMPS Y11, Y0, Y0
 	VADDPS Y0, Y2, Y2
 	VPMOVZXBD 32(SI), Y0
-	VPERMPS Y12, Y0, Y0
+	VPERMPS Y8, Y0, Y0
 	VADDPS Y0, Y2, Y2
 	VPMOVZXBD 40(SI), Y0
-	VPERMPS Y13, Y0, Y0
+	VPERMPS Y9, Y0, Y0
 	VADDPS Y0, Y2, Y2
 	VPMOVZXBD 48(SI), Y0
-	VPERMPS Y14, Y0, Y0
+	VPERMPS Y10, Y0, Y0
 	VADDPS Y0, Y2, Y2
 	VPMOVZXBD 56(SI), Y0
-	VPERMPS Y15, Y0, Y0
+	VPERMPS Y11, Y0, Y0
 	VADDPS Y0, Y2, Y2
-	VMOVUPS Y2, 0(DI)
+	IQKEEP(Y2)
 
-done:
+reduce:
+	// The smallest of the lanes' sums (never NaN: each starts at
+	// MaxFloat32 and takes only smaller values), then the least index of
+	// the lanes holding it: -1 if no sum was below MaxFloat32.
+	VPERM2F128 $1, Y4, Y4, Y0
+	VMINPS Y0, Y4, Y0
+	VPERMILPS $0x4e, Y0, Y1
+	VMINPS Y1, Y0, Y0
+	VPERMILPS $0xb1, Y0, Y1
+	VMINPS Y1, Y0, Y0
+	VCMPPS $0, Y0, Y4, Y12
+	VPBROADCASTD iqc<>+0x0c(SB), Y1
+	VBLENDVPS Y12, Y5, Y1, Y1
+	VPERM2I128 $1, Y1, Y1, Y0
+	VPMINSD Y0, Y1, Y1
+	VPSHUFD $0x4e, Y1, Y0
+	VPMINSD Y0, Y1, Y1
+	VPSHUFD $0xb1, Y1, Y0
+	VPMINSD Y0, Y1, Y1
+	VMOVD X1, AX
+	MOVLQSX AX, AX
 	VZEROUPPER
+	MOVQ AX, ret+40(FP)
 	RET
+
 // The split searches of IQ1_S and IQ1_M, one row (i1) at a time with i2 in
 // the lanes (see iq1split.go). Operands as in asm_amd64.s: source first.
 // Every sum is ggml's, operands in its order or commuted (exact); the

@@ -5,8 +5,8 @@ package kernels
 // Without the assembly the neighbour search is best's plain Go.
 const iqAsm = false
 
-func iqSums8(lanes *uint8, ngroups int, e *[8][4]float32, out *float32) {
-	panic("kernels: iqSums8 without assembly")
+func iqNearest8(lanes *uint8, ngroups int, q *[4]float32, x, w *float32) int {
+	panic("kernels: iqNearest8 without assembly")
 }
 
 func iq1sRow(grp *iq1sScan, i1, n int) uint64 { panic("kernels: iq1sRow without assembly") }

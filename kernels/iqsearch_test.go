@@ -7,12 +7,12 @@ import (
 	"unsafe"
 )
 
-// TestIQBestLanes compares the vector neighbour search (bestLanes, the
-// assembly) with the plain one (best) on every list of every table, for
-// terms drawn at random, from a few small integers (many equal sums: the
-// first must win), with zeros, with sums overflowing to +Inf and with NaN
-// and infinite terms.
-func TestIQBestLanes(t *testing.T) {
+// TestIQNearestLanes compares the vector neighbour search (nearestLanes,
+// the assembly) with the plain one (errTerms and best) on every list of
+// every table, for values, weights and levels drawn at random, from a few
+// small integers (many equal sums: the first must win), with zeros, with
+// sums overflowing to +Inf and with NaN and infinite values.
+func TestIQNearestLanes(t *testing.T) {
 	if !iqAsm {
 		t.Skip("no vector neighbour search on this build or CPU")
 	}
@@ -22,9 +22,9 @@ func TestIQBestLanes(t *testing.T) {
 		func() float32 { return r.Float32() },
 		func() float32 { return float32(r.IntN(3)) },
 		func() float32 { return 0 },
-		func() float32 { return float32(r.IntN(2)) * math.MaxFloat32 / 3 },
-		func() float32 { return []float32{inf, nan, 1, 0}[r.IntN(4)] },
-		func() float32 { return float32(r.NormFloat64() * 1e30) },
+		func() float32 { return float32(r.IntN(2)) * 1e19 },
+		func() float32 { return []float32{inf, nan, 1, 0, -inf}[r.IntN(5)] },
+		func() float32 { return float32(r.NormFloat64() * 1e10) },
 	}
 	for name, s := range map[string]*iqSearch{"IQ2_XXS": iq2xxsSearch(), "IQ2_XS": iq2xsSearch(), "IQ2_S": iq2sSearch(), "IQ1": iq1sSearch()} {
 		lists := 0
@@ -38,14 +38,17 @@ func TestIQBestLanes(t *testing.T) {
 			}
 			lists++
 			for _, draw := range draws {
-				var e [8][4]float32
-				for i := range e {
-					e[i] = [4]float32{draw(), draw(), draw(), draw()}
+				var x, w [8]float32
+				for i := range x {
+					x[i], w[i] = draw(), draw()
 				}
+				q := [4]float32{draw(), draw(), draw()}
+				var e [8][4]float32
+				errTerms(&e, &q, x[:], w[:])
 				var L1, L2 [8]uint8
-				g1, g2 := s.best(u, &e, L1[:]), s.bestLanes(u, &e, L2[:])
+				g1, g2 := s.best(u, &e, L1[:]), s.nearestLanes(u, &q, x[:], w[:], L2[:])
 				if g1 != g2 || L1 != L2 {
-					t.Fatalf("%s code %#x, terms %v: best %d %v, bestLanes %d %v", name, u, e, g1, L1, g2, L2)
+					t.Fatalf("%s code %#x, q %v x %v w %v: best %d %v, nearestLanes %d %v", name, u, q, x, w, g1, L1, g2, L2)
 				}
 			}
 		}
