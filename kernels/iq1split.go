@@ -47,27 +47,30 @@ func (g *iq1sScan) search(maxv float32, vec bool) (scale float32, besti1, besti2
 		if vec {
 			c := &g.c
 			c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7] = gxp, gwp, gxm, gwm, best, sumx[i1], sumw[i1], p1
-			n := 33 - i1
-			m := iq1sRow(g, i1, n) & (1<<n - 1)
-			if m == 0 {
-				continue
-			}
-			// The lanes that do not beat the row's starting best leave it as it
-			// is; once it has changed, every split counts, in ggml's order.
-			b0 := best
-			for j := bits.TrailingZeros64(m); j < n; j++ {
-				if best == b0 && m>>j&1 == 0 {
-					continue
-				}
+			// Lanes that do not beat the best their mask was made with are
+			// skipped; a lane that does is scored in ggml's order, and when the
+			// best has changed, the lanes after it are scored again against the
+			// new one (the row from i2 = i1+at on, with row i1's terms): a new
+			// best is not always larger in float32.
+			n, at := 33-i1, 0
+			for m := iq1sRow(g, i1, n) & (1<<n - 1); m != 0; {
+				j := bits.TrailingZeros64(m)
+				b0 := best
 				if sumqx, sumq2 := g.qx[0][j], g.q2[0][j]; sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
 					scale = sumqx / sumq2
 					best = scale * sumqx
-					besti1, besti2, bestShift = i1, i1+j, 1
+					besti1, besti2, bestShift = i1, i1+at+j, 1
 				}
 				if sumqx, sumq2 := g.qx[1][j], g.q2[1][j]; sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
 					scale = sumqx / sumq2
 					best = scale * sumqx
-					besti1, besti2, bestShift = i1, i1+j, -1
+					besti1, besti2, bestShift = i1, i1+at+j, -1
+				}
+				m &= m - 1
+				if best != b0 && at+j+1 < n {
+					at += j + 1
+					c[4] = best
+					m = iq1sRow(g, i1+at, n-at) & (1<<(n-at) - 1)
 				}
 			}
 			continue
@@ -145,22 +148,22 @@ func (g *iq1mScan) search(pw *[2][17]float32, maxv float32, vec bool) (scale flo
 			c := &g.c
 			c[0], c[1], c[2], c[3], c[4], c[5] = px[0][i1], px[1][i1], txp[0], txp[1], txm[0], txm[1]
 			c[6], c[7], c[8], c[9], c[10] = w1p[0], w1p[1], w1m[0], w1m[1], best
-			n := 17 - i1
-			m := iq1mRow(g, i1, n) & (1<<n - 1)
-			if m == 0 {
-				continue
-			}
-			b0 := best
-			for j := bits.TrailingZeros64(m); j < n; j++ {
-				if best == b0 && m>>j&1 == 0 {
-					continue
-				}
+			n, at := 17-i1, 0
+			for m := iq1mRow(g, i1, n) & (1<<n - 1); m != 0; {
+				j := bits.TrailingZeros64(m)
+				b0 := best
 				for k := range 4 {
 					if qx, q2 := g.qx[k][j], g.q2[k][j]; q2 > 0 && float32(qx*qx) > float32(best*q2) {
 						scale = qx / q2
 						best = scale * qx
-						besti1, besti2, bestK = i1, i1+j, k
+						besti1, besti2, bestK = i1, i1+at+j, k
 					}
+				}
+				m &= m - 1
+				if best != b0 && at+j+1 < n {
+					at += j + 1
+					c[10] = best
+					m = iq1mRow(g, i1+at, n-at) & (1<<(n-at) - 1)
 				}
 			}
 			continue

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"unsafe"
+
+	"github.com/apr-go/apr/lib/dtype"
 )
 
 // TestIQNearestLanes compares the vector neighbour search (nearestLanes,
@@ -162,3 +164,8 @@ func TestIQ2TrialsLayout(t *testing.T) {
 		}
 	}
 }
+
+// The quantizers that ggml also runs without weights, without them (the
+// weighted ones are in iq2quant_test.go).
+func BenchmarkQuantizeIQ2_SNoWeights(b *testing.B) { benchQuantize(b, dtype.IQ2_S) }
+func BenchmarkQuantizeIQ1_MNoWeights(b *testing.B) { benchQuantize(b, dtype.IQ1_M) }
