@@ -48,10 +48,11 @@ func (g *iq1sScan) search(maxv float32, vec bool) (scale float32, besti1, besti2
 			c := &g.c
 			c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7] = gxp, gwp, gxm, gwm, best, sumx[i1], sumw[i1], p1
 			// Lanes that do not beat the best their mask was made with are
-			// skipped; a lane that does is scored in ggml's order, and when the
-			// best has changed, the lanes after it are scored again against the
-			// new one (the row from i2 = i1+at on, with row i1's terms): a new
-			// best is not always larger in float32.
+			// skipped; a lane that does is scored in ggml's order. A lane that
+			// fails against a best fails against any larger one (q2 > 0, and
+			// float32 rounding is monotonic), but a new best is not always
+			// larger in float32: then the lanes after it are scored again
+			// against it (the row from i2 = i1+at on, with row i1's terms).
 			n, at := 33-i1, 0
 			for m := iq1sRow(g, i1, n) & (1<<n - 1); m != 0; {
 				j := bits.TrailingZeros64(m)
@@ -67,7 +68,7 @@ func (g *iq1sScan) search(maxv float32, vec bool) (scale float32, besti1, besti2
 					besti1, besti2, bestShift = i1, i1+at+j, -1
 				}
 				m &= m - 1
-				if best != b0 && at+j+1 < n {
+				if !(best >= b0) && at+j+1 < n {
 					at += j + 1
 					c[4] = best
 					m = iq1sRow(g, i1+at, n-at) & (1<<(n-at) - 1)
@@ -160,7 +161,7 @@ func (g *iq1mScan) search(pw *[2][17]float32, maxv float32, vec bool) (scale flo
 					}
 				}
 				m &= m - 1
-				if best != b0 && at+j+1 < n {
+				if !(best >= b0) && at+j+1 < n {
 					at += j + 1
 					c[10] = best
 					m = iq1mRow(g, i1+at, n-at) & (1<<(n-at) - 1)
