@@ -12,6 +12,11 @@ import (
 // so far; only such rows are then scanned in ggml's order, on the very
 // float32 values ggml computes, so the choice is the same (TestIQ1Split).
 
+// iq1Rescore makes the vector searches score the rest of a row again after
+// every better split, grown or not (TestIQ1Split: the path a float32 best
+// that did not grow takes, rare in real data).
+var iq1Rescore = false
+
 // iq1sScan is the state of IQ1_S's search (offsets fixed in
 // iqsearch_amd64.s, checked by TestIQ1ScanLayout). The arrays have room for
 // the assembly's last group of 8 lanes.
@@ -68,7 +73,7 @@ func (g *iq1sScan) search(maxv float32, vec bool) (scale float32, besti1, besti2
 					besti1, besti2, bestShift = i1, i1+at+j, -1
 				}
 				m &= m - 1
-				if !(best >= b0) && at+j+1 < n {
+				if (!(best >= b0) || iq1Rescore) && at+j+1 < n {
 					at += j + 1
 					c[4] = best
 					m = iq1sRow(g, i1+at, n-at) & (1<<(n-at) - 1)
@@ -161,7 +166,7 @@ func (g *iq1mScan) search(pw *[2][17]float32, maxv float32, vec bool) (scale flo
 					}
 				}
 				m &= m - 1
-				if !(best >= b0) && at+j+1 < n {
+				if (!(best >= b0) || iq1Rescore) && at+j+1 < n {
 					at += j + 1
 					c[10] = best
 					m = iq1mRow(g, i1+at, n-at) & (1<<(n-at) - 1)

@@ -80,6 +80,14 @@ func TestIQ1Split(t *testing.T) {
 	if !iqAsm {
 		t.Skip("no vector split search on this build or CPU")
 	}
+	for _, rescore := range []bool{false, true} {
+		iq1Rescore = rescore
+		testIQ1Split(t)
+	}
+	iq1Rescore = false
+}
+
+func testIQ1Split(t *testing.T) {
 	r := rand.New(rand.NewPCG(28, 6))
 	for d, draw := range iq1Draws(r) {
 		for trial := range 3000 {
