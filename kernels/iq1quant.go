@@ -1,9 +1,6 @@
 package kernels
 
-import (
-	"encoding/binary"
-	"math"
-)
+import "encoding/binary"
 
 // Quantizers of IQ1_S and IQ1_M: ggml's quantize_row_iq1_s_impl and
 // quantize_row_iq1_m_impl in float32, each product rounded before it is added.
@@ -69,7 +66,7 @@ func iq1Refit(s *iqSearch, gi int, xx *[3]float32, w, x []float32, sumqx, sumq2 
 func quantRowIQ1_SW(y []byte, x, qw []float32) {
 	s := iq1sSearch()
 	var weight [32]float32
-	var sumx, sumw [33]float32
+	var g iq1sScan
 	var idx [32]int
 	var L [32]uint8
 	for ibl := range len(x) / qkK {
@@ -92,46 +89,10 @@ func quantRowIQ1_SW(y []byte, x, qw []float32) {
 			}
 			sortedIdx(idx[:], xb)
 			for j, i := range idx {
-				sumx[j+1] = sumx[j] + float32(weight[i]*xb[i])
-				sumw[j+1] = sumw[j] + weight[i]
+				g.sumx[j+1] = g.sumx[j] + float32(weight[i]*xb[i])
+				g.sumw[j+1] = g.sumw[j] + weight[i]
 			}
-			best, scale := float32(-math.MaxFloat32), maxv
-			besti1, besti2, bestShift := -1, -1, 0
-			// ggml scores every split i1 <= i2 with shift +1/8 then −1/8: Σ w·x·q and
-			// Σ w·q² as three group sums, ((g0 + g1) + g2), each product rounded.
-			// The terms of the third group depend on i2 alone and those of the first
-			// on i1 alone, so they are computed once (the same float32 values).
-			var gx2, gw2 [2][33]float32
-			for k, xx := range [2]*[3]float32{&iq1Plus, &iq1Minus} {
-				for i2 := range 33 {
-					gx2[k][i2] = float32((sumx[32] - sumx[i2]) * xx[2])
-					w2 := sumw[32] - sumw[i2]
-					gw2[k][i2] = float32(float32(w2*xx[2]) * xx[2])
-				}
-			}
-			p0, p1, m0, m1 := iq1Plus[0], iq1Plus[1], iq1Minus[0], iq1Minus[1]
-			for i1 := 0; i1 <= 32; i1++ {
-				x0, w0 := sumx[i1]-sumx[0], sumw[i1]-sumw[0]
-				gxp, gwp := float32(x0*p0), float32(float32(w0*p0)*p0)
-				gxm, gwm := float32(x0*m0), float32(float32(w0*m0)*m0)
-				for i2 := i1; i2 <= 32; i2++ {
-					x1, w1 := sumx[i2]-sumx[i1], sumw[i2]-sumw[i1]
-					sumqx := float32(gxp+float32(x1*p1)) + gx2[0][i2]
-					sumq2 := float32(gwp+float32(float32(w1*p1)*p1)) + gw2[0][i2]
-					if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-						scale = sumqx / sumq2
-						best = scale * sumqx
-						besti1, besti2, bestShift = i1, i2, 1
-					}
-					sumqx = float32(gxm+float32(x1*m1)) + gx2[1][i2]
-					sumq2 = float32(gwm+float32(float32(w1*m1)*m1)) + gw2[1][i2]
-					if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-						scale = sumqx / sumq2
-						best = scale * sumqx
-						besti1, besti2, bestShift = i1, i2, -1
-					}
-				}
-			}
+			scale, besti1, besti2, bestShift := g.search(maxv, iqAsm)
 			if besti1 < 0 || besti2 < 0 || bestShift == 0 {
 				continue
 			}
@@ -207,15 +168,10 @@ func quantRowIQ1_MW(y []byte, x, qw []float32) {
 	var weight [16]float32
 	var idx [16]int
 	var L [16]uint8
-	var px, pw [2][17]float32
+	var g iq1mScan
+	var pw [2][17]float32
+	px := &g.px
 	masks := [4]uint8{0x00, 0x80, 0x08, 0x88}
-	// The 3-group sums of a split collapse to T·v[2] − p[i1] − p[i2] (the
-	// levels step by 1): these are the coefficients of the squares.
-	p2, m2 := iq1Plus[2], iq1Minus[2]
-	cp1 := float32(iq1Plus[0]*iq1Plus[0]) - float32(iq1Plus[1]*iq1Plus[1])
-	cp2 := float32(iq1Plus[1]*iq1Plus[1]) - float32(iq1Plus[2]*iq1Plus[2])
-	cm1 := float32(iq1Minus[0]*iq1Minus[0]) - float32(iq1Minus[1]*iq1Minus[1])
-	cm2 := float32(iq1Minus[1]*iq1Minus[1]) - float32(iq1Minus[2]*iq1Minus[2])
 	for ibl := range len(x) / qkK {
 		b := y[ibl*iq1mBytes:][:iq1mBytes]
 		clear(b)
@@ -241,57 +197,7 @@ func quantRowIQ1_MW(y []byte, x, qw []float32) {
 				pw[h][j+1] = pw[h][j] + weight[i]
 				pw[1-h][j+1] = pw[1-h][j]
 			}
-			txs := [2]float32{px[0][16], px[1][16]}
-			tws := [2]float32{pw[0][16], pw[1][16]}
-			best, scale := float32(-math.MaxFloat32), maxv
-			besti1, besti2, bestK := -1, -1, -1
-			// Per half h: qx = T·v2 − (p[i1] + p[i2]) and q2 = ((W·v2)·v2 + w[i1]·c1)
-			// + w[i2]·c2, with the shifts' v2, c1, c2; the products of one index
-			// are computed once (the same float32 values ggml computes per split).
-			var txp, txm, t2p, t2m [2]float32
-			var w2p, w2m [2][17]float32
-			for h := range 2 {
-				txp[h], txm[h] = float32(txs[h]*p2), float32(txs[h]*m2)
-				t2p[h], t2m[h] = float32(float32(tws[h]*p2)*p2), float32(float32(tws[h]*m2)*m2)
-				for i2 := range 17 {
-					w2p[h][i2], w2m[h][i2] = float32(pw[h][i2]*cp2), float32(pw[h][i2]*cm2)
-				}
-			}
-			for i1 := 0; i1 <= 16; i1++ {
-				var w1p, w1m [2]float32
-				for h := range 2 {
-					w1p[h] = float32(t2p[h] + float32(pw[h][i1]*cp1))
-					w1m[h] = float32(t2m[h] + float32(pw[h][i1]*cm1))
-				}
-				for i2 := i1; i2 <= 16; i2++ {
-					sx0, sx1 := px[0][i1]+px[0][i2], px[1][i1]+px[1][i2]
-					qxP0, qxP1, qxM0, qxM1 := txp[0]-sx0, txp[1]-sx1, txm[0]-sx0, txm[1]-sx1
-					q2P0, q2P1 := w1p[0]+w2p[0][i2], w1p[1]+w2p[1][i2]
-					q2M0, q2M1 := w1m[0]+w2m[0][i2], w1m[1]+w2m[1][i2]
-					// The shift pairs k = 0..3 in ggml's order, written out so that the
-					// sums stay in registers.
-					if qx, q2 := qxP0+qxP1, q2P0+q2P1; q2 > 0 && float32(qx*qx) > float32(best*q2) {
-						scale = qx / q2
-						best = scale * qx
-						besti1, besti2, bestK = i1, i2, 0
-					}
-					if qx, q2 := qxP0+qxM1, q2P0+q2M1; q2 > 0 && float32(qx*qx) > float32(best*q2) {
-						scale = qx / q2
-						best = scale * qx
-						besti1, besti2, bestK = i1, i2, 1
-					}
-					if qx, q2 := qxM0+qxP1, q2M0+q2P1; q2 > 0 && float32(qx*qx) > float32(best*q2) {
-						scale = qx / q2
-						best = scale * qx
-						besti1, besti2, bestK = i1, i2, 2
-					}
-					if qx, q2 := qxM0+qxM1, q2M0+q2M1; q2 > 0 && float32(qx*qx) > float32(best*q2) {
-						scale = qx / q2
-						best = scale * qx
-						besti1, besti2, bestK = i1, i2, 3
-					}
-				}
-			}
+			scale, besti1, besti2, bestK := g.search(&pw, maxv, iqAsm)
 			if besti1 < 0 || besti2 < 0 || bestK < 0 {
 				continue
 			}

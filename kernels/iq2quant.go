@@ -98,7 +98,8 @@ func iqScale4(id, scale float32) uint8 {
 func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 	s := iq2xxsSearch()
 	var weight, waux, xval [32]float32
-	var L, Laux [32]uint8
+	var L [32]uint8
+	tr := new(iq2Trials)
 	for ibl := range len(x) / qkK {
 		b := y[ibl*iq2xxsBytes:][:iq2xxsBytes]
 		xbl, qwb := x[ibl*qkK:][:qkK], qw[ibl*qkK:][:qkK]
@@ -121,22 +122,7 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 			if effMax <= 0 {
 				continue
 			}
-			var best float32
-			for is := -6; is <= 6; is++ {
-				id := (float32(float32(is)*0.1) + 5) / effMax
-				thisScale := 1 / id
-				for k := range 4 {
-					if u := iq2Levels(Laux[8*k:], xval[8*k:], id); s.kmap[u] < 0 {
-						s.nearest(u, xval[8*k:], waux[8*k:], thisScale, Laux[8*k:])
-					}
-				}
-				sumqx, sumq2 := iq2Fit(weight[:], xval[:], Laux[:])
-				if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-					scale = sumqx / sumq2
-					best = scale * sumqx
-					L = Laux
-				}
-			}
+			scale = iq2Trials32(s, tr, &xval, &weight, &waux, &L, effMax, scale, iqAsm)
 			if scale > 0 {
 				id := 1 / scale
 				for k := range 4 {
@@ -178,6 +164,50 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 	}
 }
 
+// iq2Trials32 is IQ2_XXS's scale search on 32 values: 13 trial scales
+// around effMax/5, codes off the grid moved to their best neighbour; the
+// best fit's levels go to L and its scale is returned (scale and L as they
+// came when no trial fits). With vec the trials run in the assembly (tr).
+func iq2Trials32(s *iqSearch, tr *iq2Trials, xval, weight, waux *[32]float32, L *[32]uint8, effMax, scale float32, vec bool) float32 {
+	var best float32
+	if vec {
+		tr.set(xval[:], weight[:], 32)
+		for t := range 13 {
+			tr.id[t] = (float32(float32(t-6)*0.1) + 5) / effMax
+		}
+		tr.run(s, 32, 13, waux[:])
+		bt := -1
+		for t := range 13 {
+			if sumqx, sumq2 := tr.sqx[t], tr.sq2[t]; sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+				scale = sumqx / sumq2
+				best = scale * sumqx
+				bt = t
+			}
+		}
+		if bt >= 0 {
+			tr.levels(bt, L[:])
+		}
+		return scale
+	}
+	var Laux [32]uint8
+	for is := -6; is <= 6; is++ {
+		id := (float32(float32(is)*0.1) + 5) / effMax
+		thisScale := 1 / id
+		for k := range 4 {
+			if u := iq2Levels(Laux[8*k:], xval[8*k:], id); s.kmap[u] < 0 {
+				s.nearest(u, xval[8*k:], waux[8*k:], thisScale, Laux[8*k:])
+			}
+		}
+		sumqx, sumq2 := iq2Fit(weight[:], xval[:], Laux[:])
+		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+			scale = sumqx / sumq2
+			best = scale * sumqx
+			*L = Laux
+		}
+	}
+	return scale
+}
+
 // max32 is ggml's MAX(a, b): a > b ? a : b (so a NaN b wins, a NaN a loses).
 func max32(a, b float32) float32 {
 	if a > b {
@@ -197,8 +227,9 @@ func (s *iqSearch) onGrid(L []uint8) int {
 
 // iq2Fit16 is the scale search of IQ2_XS and IQ2_S on 16 values (two groups
 // of 8): 19 trial scales around max/5, then the codes off the grid refitted at
-// the best one. It returns the scale and leaves the levels in L.
-func iq2Fit16(s *iqSearch, xval, weight, waux *[16]float32, L *[16]uint8) float32 {
+// the best one. It returns the scale and leaves the levels in L. With vec
+// the trials run in the assembly (tr).
+func iq2Fit16(s *iqSearch, tr *iq2Trials, xval, weight, waux *[16]float32, L *[16]uint8, vec bool) float32 {
 	var Laux [16]uint8
 	var onGrid, onGridAux [2]bool
 	*L = [16]uint8{}
@@ -206,7 +237,28 @@ func iq2Fit16(s *iqSearch, xval, weight, waux *[16]float32, L *[16]uint8) float3
 	var best float32
 	scale := maxv / 5
 	onGrid = [2]bool{true, true}
-	for is := -9; is <= 9; is++ {
+	if vec {
+		tr.set(xval[:], weight[:], 16)
+		for t := range 19 {
+			tr.id[t] = (float32(float32(t-9)*0.1) + 5) / maxv
+		}
+		tr.run(s, 16, 19, waux[:])
+		bt := -1
+		for t := range 19 {
+			if sumqx, sumq2 := tr.sqx[t], tr.sq2[t]; sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+				scale = sumqx / sumq2
+				best = scale * sumqx
+				bt = t
+			}
+		}
+		if bt >= 0 {
+			tr.levels(bt, L[:])
+			for k := range 2 {
+				onGrid[k] = s.kmap[tr.code[k][bt]] >= 0
+			}
+		}
+	}
+	for is := -9; is <= 9 && !vec; is++ {
 		id := (float32(float32(is)*0.1) + 5) / maxv
 		thisScale := 1 / id
 		for k := range 2 {
@@ -245,6 +297,7 @@ func quantRowIQ2_XSW(y []byte, x, qw []float32) {
 	s := iq2xsSearch()
 	var weight, waux, xval [16]float32
 	var L [16]uint8
+	tr := new(iq2Trials)
 	for ibl := range len(x) / qkK {
 		b := y[ibl*iq2xsBytes:][:iq2xsBytes]
 		xbl, qwb := x[ibl*qkK:][:qkK], qw[ibl*qkK:][:qkK]
@@ -262,7 +315,7 @@ func quantRowIQ2_XSW(y []byte, x, qw []float32) {
 			if iqMaxOf(xval[:]) < groupMaxEps {
 				continue
 			}
-			scale := iq2Fit16(s, &xval, &weight, &waux, &L)
+			scale := iq2Fit16(s, tr, &xval, &weight, &waux, &L, iqAsm)
 			if scale < 0 {
 				scale = -scale
 				for k := range signs {
@@ -297,6 +350,7 @@ func quantRowIQ2_SW(y []byte, x, qw []float32) {
 	s := iq2sSearch()
 	var weight, waux, xval [16]float32
 	var L [16]uint8
+	tr := new(iq2Trials)
 	for ibl := range len(x) / qkK {
 		b := y[ibl*iq2sBytes:][:iq2sBytes]
 		clear(b)
@@ -324,7 +378,7 @@ func quantRowIQ2_SW(y []byte, x, qw []float32) {
 			if iqMaxOf(xval[:]) < 1e-8 { // GROUP_MAX_EPS_IQ2_S
 				continue
 			}
-			scale := iq2Fit16(s, &xval, &weight, &waux, &L)
+			scale := iq2Fit16(s, tr, &xval, &weight, &waux, &L, iqAsm)
 			if scale < 0 {
 				scale = -scale
 				sg[0], sg[1] = ^sg[0], ^sg[1]

@@ -23,7 +23,10 @@ import (
 // once, on first use, and shared by all goroutines. Memory per table: the map
 // 175 KB (an int32 per code) and the lists 2 bytes per entry: IQ2_XXS 239 KB,
 // IQ2_XS 376 KB, IQ2_S 100 KB, IQ1_S/IQ1_M 664 KB (TestIQSearchTables logs
-// them); about 2.1 MB with all four built.
+// them); about 2.1 MB with all four built. Where the vector search runs
+// (iqAsm) each table also keeps its lists' levels transposed, 8 bytes per
+// entry padded to groups of 8: IQ2_XXS 1.1 MB, IQ2_XS 1.6 MB, IQ2_S 0.6 MB,
+// IQ1 2.7 MB.
 
 // iqMapSize is ggml's kmap_size: codes 0..0xAAAB.
 const iqMapSize = 43692
@@ -32,6 +35,13 @@ type iqSearch struct {
 	digits [][8]uint8 // each grid point's levels 0..2 (ggml's grid stores 2l+1)
 	kmap   []int32    // code -> grid index, or -(1+offset of the code's list in neigh)
 	neigh  []uint16   // per list: its length, then the grid indices
+
+	// For the vector search (iqAsm): each list's levels transposed, 8
+	// neighbours to a group of 64 bytes (coordinate i of neighbour 8g+j at
+	// 64g+8i+j, plus 4 for i >= 4: iqNearest8's tables; the last group
+	// padded with the list's last point), and where a code's groups start.
+	lanes  []uint8
+	laneAt []int32
 }
 
 // neighbours returns the list of a code that is not on the grid.
@@ -102,7 +112,36 @@ func newIQSearch(grid [][8]int8, lv [3]int8, nwant int) *iqSearch {
 		}
 		s.neigh[start] = uint16(len(s.neigh) - start - 1)
 	}
+	if iqAsm {
+		s.transpose()
+	}
 	return s
+}
+
+// transpose fills lanes and laneAt from the lists.
+func (s *iqSearch) transpose() {
+	s.laneAt = make([]int32, iqMapSize)
+	for n := range 6561 {
+		u := 0
+		for i, c := 0, n; i < 8; i, c = i+1, c/3 {
+			u |= c % 3 << (2 * i)
+		}
+		if s.kmap[u] >= 0 {
+			continue
+		}
+		nb := s.neighbours(u)
+		s.laneAt[u] = int32(len(s.lanes))
+		for g := 0; g < len(nb); g += 8 {
+			var grp [64]uint8
+			for j := range 8 {
+				p := &s.digits[nb[min(g+j, len(nb)-1)]]
+				for i := range 8 {
+					grp[8*i+j] = p[i] + uint8(i/4*4)
+				}
+			}
+			s.lanes = append(s.lanes, grp[:]...)
+		}
+	}
 }
 
 // The tables, built on first use (nwant as in ggml: 2 for IQ2_XXS and IQ2_XS,
@@ -129,25 +168,30 @@ func code8(L []uint8) int {
 func (s *iqSearch) nearest(u int, xval, w []float32, scale float32, L []uint8) int {
 	// Each value's term w·(scale·q − x)² takes one of three values (q = 1, 3, 5):
 	// computed once here as ggml computes it per neighbour, then summed in ggml's order.
-	var e [8][3]float32
-	errTerms(&e, &[3]float32{scale, float32(scale * 3), float32(scale * 5)}, xval, w)
+	q := [4]float32{scale, float32(scale * 3), float32(scale * 5)}
+	if iqAsm {
+		return s.nearestLanes(u, &q, xval, w, L)
+	}
+	var e [8][4]float32
+	errTerms(&e, &q, xval, w)
 	return s.best(u, &e, L)
 }
 
 // errTerms sets e[i][l] to w[i]·(q[l] − x[i])² for the 8 values and the three
-// levels, each product rounded as ggml rounds it.
-func errTerms(e *[8][3]float32, q *[3]float32, x, w []float32) {
+// levels q[0..2], each product rounded as ggml rounds it (e[i][3] and q[3]
+// are padding).
+func errTerms(e *[8][4]float32, q *[4]float32, x, w []float32) {
 	for i := range e {
 		xi, wi := x[i], w[i]
 		d0, d1, d2 := q[0]-xi, q[1]-xi, q[2]-xi
-		e[i] = [3]float32{float32(float32(wi*d0) * d0), float32(float32(wi*d1) * d1), float32(float32(wi*d2) * d2)}
+		e[i] = [4]float32{float32(float32(wi*d0) * d0), float32(float32(wi*d1) * d1), float32(float32(wi*d2) * d2)}
 	}
 }
 
 // best returns the grid point of the code's list whose sum of the terms e[i][level i]
 // is smallest (the first of equal ones; a sum in ggml's order, value 0 first) and
 // puts its levels in L.
-func (s *iqSearch) best(u int, e *[8][3]float32, L []uint8) int {
+func (s *iqSearch) best(u int, e *[8][4]float32, L []uint8) int {
 	nb := s.neighbours(u)
 	bestD2, gi := float32(math.MaxFloat32), -1
 	// Four neighbours at a time: their sums are independent chains of additions
@@ -186,11 +230,26 @@ func (s *iqSearch) best(u int, e *[8][3]float32, L []uint8) int {
 	return gi
 }
 
+// nearestLanes is nearest in the assembly (iqNearest8), from the levels'
+// values q (q[3] unused).
+func (s *iqSearch) nearestLanes(u int, q *[4]float32, xval, w []float32, L []uint8) int {
+	nb := s.neighbours(u)
+	_, _ = xval[7], w[7]
+	k := iqNearest8(&s.lanes[s.laneAt[u]], (len(nb)+7)/8, q, &xval[0], &w[0])
+	gi := int(nb[max(k, 0)]) // as best: the first point when no sum is below MaxFloat32
+	copy(L[:8], s.digits[gi][:])
+	return gi
+}
+
 // nearestIQ1 is ggml's iq1_find_best_neighbour2: as nearest, with the grid's
 // levels l standing for xg[l].
 func (s *iqSearch) nearestIQ1(u int, xval, w []float32, scale float32, xg *[3]float32, L []uint8) int {
-	var e [8][3]float32
-	errTerms(&e, &[3]float32{float32(scale * xg[0]), float32(scale * xg[1]), float32(scale * xg[2])}, xval, w)
+	q := [4]float32{float32(scale * xg[0]), float32(scale * xg[1]), float32(scale * xg[2])}
+	if iqAsm {
+		return s.nearestLanes(u, &q, xval, w, L)
+	}
+	var e [8][4]float32
+	errTerms(&e, &q, xval, w)
 	return s.best(u, &e, L)
 }
 
