@@ -26,10 +26,11 @@ func CanQuantizeWeighted(t dtype.DType) bool {
 }
 
 // IgnoresWeights reports the types whose ggml quantizer takes no importance weights
-// (Q8_0, F16, BF16, F32): QuantizeWeighted is Quantize for them.
+// (Q8_0, F16, BF16, F32; MXFP4 and NVFP4, whose quantize_* leave them unused):
+// QuantizeWeighted is Quantize for them.
 func IgnoresWeights(t dtype.DType) bool {
 	switch t {
-	case dtype.Q8_0, dtype.F16, dtype.BF16, dtype.F32:
+	case dtype.Q8_0, dtype.F16, dtype.BF16, dtype.F32, dtype.MXFP4, dtype.NVFP4:
 		return true
 	}
 	return false

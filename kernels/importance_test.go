@@ -39,7 +39,7 @@ func TestQuantizeWeightedContract(t *testing.T) {
 		qw     int
 		want   error
 	}{
-		{dtype.NVFP4, 36, 64, 64, 64, ErrUnsupported},
+		{dtype.Q8_K, 292, 256, 256, 256, ErrUnsupported},
 		{dtype.Q4_K, 144, 256, 256, 128, ErrLength},
 		{dtype.Q4_K, 144, 256, 128, 128, ErrLength}, // rows not whole blocks
 		{dtype.Q4_0, 18, 48, 32, 32, ErrLength},     // not whole rows

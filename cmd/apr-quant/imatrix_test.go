@@ -83,7 +83,6 @@ func TestImatrixFlag(t *testing.T) {
 		{[]string{"q4_k", "--imatrix", broken}, 1, broken + ": offset 8: malformed importance matrix: entry 1: a name of 200 bytes"},
 		{[]string{"q4_k", "--imatrix", filepath.Join(dir, "none.dat")}, 1, "none.dat"},
 		{[]string{"f32", "--imatrix", mat}, 2, "f32 dequantizes"},
-		{[]string{"nvfp4", "--imatrix", mat}, 2, "cannot weight NVFP4"},
 		{[]string{"q4_k", "--imatrix", ""}, 2, "--imatrix is empty"},
 	} {
 		out := filepath.Join(dir, "out.apr")
