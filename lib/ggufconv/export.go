@@ -54,6 +54,9 @@ func Plan(h container.Header, tensors []container.TensorInfo) (*gguf.Header, err
 		}
 		gh.Version, gh.KVs = ver, kvs
 		setFileType(gh, md.Provenance, tensors)
+		if err := setKVOverrides(gh, md.Provenance); err != nil {
+			return nil, err
+		}
 		setImatrix(gh, md.Provenance)
 	} else {
 		arch := Arch(h.Type)

@@ -143,6 +143,11 @@ func dryRunOptions(t *testing.T, args string) quant.Options {
 			var tt quant.TensorType
 			tt, err = quant.ParseTensorType(f[i])
 			o.TensorTypes = append(o.TensorTypes, tt)
+		case "--override-kv":
+			i++
+			var kv quant.KVOverride
+			kv, err = quant.ParseKVOverride(f[i])
+			o.KVOverrides = append(o.KVOverrides, kv)
 		case "--imatrix":
 			i++
 			o.Imatrix, err = imatrix.Load(filepath.Join("../../testdata/hf", f[i]))

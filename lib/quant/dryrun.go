@@ -33,7 +33,10 @@ func DryRun(h container.Header, tensors []container.TensorInfo, o Options) (*Dry
 		return nil, err
 	}
 	o.Plan = tensors
-	o.setModel(h)
+	o.setModel(h) // the input's hyperparameters, with the overrides llama.cpp's loader takes
+	if err := o.applyKVOverrides(&h); err != nil {
+		return nil, err
+	}
 	r := &DryRunReport{Report: Report{Type: o.Type.String()}}
 	matched := o.Imatrix == nil
 	first := ""

@@ -112,6 +112,9 @@ type Options struct {
 	// Overrides are llama-quantize's per-tensor flags (--output-tensor-type,
 	// --token-embedding-type, --tensor-type, --leave-output-tensor).
 	Overrides
+	// KVOverrides (--override-kv) set GGUF key-values of the output as llama-quantize
+	// does (see KVOverride); the provenance lists them, for the GGUF export's order.
+	KVOverrides []KVOverride
 
 	llm *llmModel // the language model the preset's rules apply to, set by New
 	// ggufForm: the stream is a model in llama.cpp's form (GGUF key-values in its

@@ -216,6 +216,9 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		}
 	}
 	h := src.Header()
+	if err := o.applyKVOverrides(&h); err != nil {
+		return nil, err
+	}
 	h.Flags &^= container.FlagSigned | container.FlagLicensed
 	if o.Type.Info().Quantized() {
 		h.Flags |= container.FlagQuantized
@@ -271,6 +274,13 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	if o.Imatrix != nil {
 		q["imatrix"] = o.imatrixProvenance()
 	}
+	if len(o.KVOverrides) > 0 {
+		specs := make([]any, len(o.KVOverrides))
+		for i, kv := range o.KVOverrides {
+			specs[i] = kv.Spec
+		}
+		q["override_kv"] = specs
+	}
 	if o.Plan != nil {
 		q["tensor_types"] = counts
 		q["source_dtypes"] = sources
@@ -297,7 +307,7 @@ func (o *Options) setModel(h container.Header) {
 	if _, ok := lookupPreset(o.Preset); !ok {
 		return
 	}
-	if o.llm = llmFromHeader(h); o.llm != nil {
+	if o.llm = llmFromHeader(h, o.KVOverrides); o.llm != nil {
 		o.llm.imatrix = o.Imatrix != nil
 	}
 	if o.llm != nil && o.Plan != nil {
