@@ -32,8 +32,9 @@ apr-quant TYPE INPUT -o OUTPUT is the one-step job in one command, as llama-quan
 OUT TYPE is. INPUT is an APR file or stream, a GGUF file (the first part of a split set
 reads the set), a SafeTensors file or a Hugging Face checkpoint directory, told apart by
 content (stdin too); OUTPUT is GGUF when its name ends in .gguf, a GGUF split set with
---split-max-tensors or --split-max-size (-o PREFIX), else APR; --to gguf|apr says it for
-stdout. The bytes are those of the pipe apr-st import (or apr-gguf import) | apr-quant
+--split-max-tensors or --split-max-size (-o PREFIX) or with --keep-split (the input's
+parts, as llama-quantize --keep-split: -o OUT.gguf writes OUT-00001-of-0000K.gguf, ...),
+else APR; --to gguf|apr says it for stdout. The bytes are those of the pipe apr-st import (or apr-gguf import) | apr-quant
 TYPE | apr-gguf export, made in one process: apr-quant f16 DIR -o model.f16.gguf is
 convert_hf_to_gguf.py's job, apr-quant q4_k_m DIR -o model.Q4_K_M.gguf llama-quantize's
 on top of it.
@@ -113,6 +114,8 @@ type quantCmd struct {
 	cli.WorkersFlag
 	cli.CompressFlag
 	outputFlags
+
+	parts []string // the input's GGUF files (a split set's parts), for --keep-split
 }
 
 func (c *quantCmd) Run(env *cli.Env) error {

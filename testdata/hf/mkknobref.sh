@@ -45,4 +45,17 @@ quantize tiny-llama tiny-llama.IQ4_XS.override-kv.imatrix.gguf --imatrix ref/tin
 quantize small-mistral small-mistral.Q3_K_M.override-kv.gguf --override-kv llama.block_count=int:48 \
 	--override-kv general.description=str:hello --override-kv tokenizer.ggml.add_eos_token=bool:false \
 	--override-kv llama.expert_count=float:8 --override-kv general.quantization_version=str:two Q3_K_M
+# --keep-split, from GGUF files in the repository: testdata/gguf/tiny-llama.f32.gguf split
+# by llama-gguf-split into parts of 8 tensors (3 parts), and whole (1 part); the f16 split
+# set of testdata/gguf/split (4 parts)
+gguf=$here/../gguf
+"$LLAMA/bin/llama-gguf-split" --split --split-max-tensors 8 "$gguf/tiny-llama.f32.gguf" tl8 >tl8.log 2>&1 || { cat tl8.log; exit 1; }
+keep() { # keep IN OUT FLAGS... TYPE
+	local in=$1 out=out/$2 type=${*: -1}
+	shift 2
+	"$LLAMA/bin/llama-quantize" --keep-split "${@:1:$#-1}" "$in" "$out" "$type" 2 >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
+}
+keep tl8-00001-of-00003.gguf tiny-llama.Q4_K_M.keep-split.gguf Q4_K_M
+keep "$gguf/tiny-llama.f32.gguf" tiny-llama.Q6_K.keep-split.gguf Q6_K
+keep "$gguf/split/tiny-llama.f16-00001-of-00004.gguf" tiny-llama.f16.IQ4_XS.keep-split.gguf --override-kv general.name=str:x IQ4_XS
 (cd out && sha256sum *.gguf) >"$here/knobs.sha256"

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apr-go/apr/lib/ggufconv"
+)
+
+// TestKeepSplitBytes: --keep-split writes the parts llama-quantize --keep-split writes
+// from the same input, byte for byte (testdata/hf/knobs.sha256, made by
+// testdata/hf/mkknobref.sh): tiny-llama's F32 GGUF split into parts of 8 tensors as
+// llama-gguf-split splits it (apr's split export, which writes its bytes), Q4_K_M;
+// the whole file, which gives one part named -00001-of-00001 without split keys; the
+// F16 split set of testdata/gguf/split with an i-quant preset and --override-kv.
+func TestKeepSplitBytes(t *testing.T) {
+	sums := map[string]string{}
+	f, err := os.Open("../../testdata/hf/knobs.sha256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if sum, name, ok := strings.Cut(sc.Text(), "  "); ok {
+			sums[name] = sum
+		}
+	}
+	f.Close()
+
+	dir := t.TempDir()
+	in, err := os.Open(tinyGGUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ggufconv.NewStream(bufio.NewReader(in), ggufconv.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ggufconv.ExportSplit(filepath.Join(dir, "tl8"), s, ggufconv.ExportOptions{TempDir: dir}, ggufconv.SplitOptions{MaxTensors: 8}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	in.Close()
+
+	for _, c := range []struct {
+		in, out string
+		parts   int
+		args    []string
+	}{
+		{filepath.Join(dir, "tl8-00001-of-00003.gguf"), "tiny-llama.Q4_K_M.keep-split.gguf", 3, []string{"q4_k_m"}},
+		{tinyGGUF, "tiny-llama.Q6_K.keep-split.gguf", 1, []string{"q6_k"}},
+		{splitGGUF, "tiny-llama.f16.IQ4_XS.keep-split.gguf", 4, []string{"iq4_xs", "--override-kv", "general.name=str:x"}},
+	} {
+		t.Run(c.out, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), c.out)
+			r := runCLI(nil, append([]string{c.args[0], "--keep-split", c.in, "-o", out}, c.args[1:]...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			for i := 1; i <= c.parts; i++ {
+				name := strings.TrimSuffix(c.out, ".gguf") + partName(i, c.parts)
+				b, err := os.ReadFile(filepath.Join(filepath.Dir(out), name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum := sha256.Sum256(b)
+				if got := hex.EncodeToString(sum[:]); sums[name] == "" || got != sums[name] {
+					t.Errorf("%s: SHA-256 %s, llama-quantize --keep-split wrote %q", name, got, sums[name])
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s was written beside the parts", out)
+			}
+		})
+	}
+
+	// usage errors: a split flag beside it, an input that is not GGUF, no -o
+	for _, args := range [][]string{
+		{"q4_0", "--keep-split", "--split-max-tensors", "4", tinyGGUF, "-o", filepath.Join(dir, "x.gguf")},
+		{"q4_0", "--keep-split", tinyCkpt, "-o", filepath.Join(dir, "x.gguf")},
+		{"q4_0", "--keep-split", tinyGGUF},
+		{"q4_0", "--keep-split", "--to", "apr", tinyGGUF, "-o", filepath.Join(dir, "x.apr")},
+	} {
+		if r := runCLI(nil, args...); r.code != 2 || !strings.Contains(r.stderr, "--keep-split") {
+			t.Errorf("%q: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "x*")); len(m) != 0 {
+		t.Errorf("outputs left: %v", m)
+	}
+}
+
+func partName(i, n int) string { return fmt.Sprintf("-%05d-of-%05d.gguf", i, n) }
