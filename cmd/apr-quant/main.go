@@ -68,7 +68,9 @@ tensor's type, size and reason and the total sizes, and writes nothing.
 --override-kv KEY=TYPE:VALUE (repeatable; TYPE int, float, bool or str) sets a GGUF
 key-value of the output as llama-quantize does: a UINT32, FLOAT32, BOOL or STRING
 moved after general.file_type, in order; an int override of block_count, expert_count
-or the head counts reaches the preset's rules, as in llama.cpp.
+or the head counts reaches the preset's rules, as in llama.cpp. --prune-layers L0,L1,...
+drops those layers (blk.N) and renumbers the others, setting block_count, as
+llama-quantize does.
 
 --imatrix FILE takes llama-imatrix's importance matrix (its GGUF, today's default, or its
 .dat: told by the content) and quantizes as llama-quantize --imatrix does: each weight

@@ -58,6 +58,7 @@ func Plan(h container.Header, tensors []container.TensorInfo) (*gguf.Header, err
 			return nil, err
 		}
 		setImatrix(gh, md.Provenance)
+		setPrunedBlockCount(gh, md.Provenance)
 	} else {
 		arch := Arch(h.Type)
 		gh.KVs = []gguf.KV{{Key: KeyArchitecture, Value: gguf.String(arch)}}

@@ -124,6 +124,20 @@ func setKVOverrides(gh *gguf.Header, prov map[string]any) error {
 	return nil
 }
 
+// setPrunedBlockCount moves ARCH.block_count (apr-quant --prune-layers set it in the
+// key-values) after the other keys, where llama-quantize sets it after pruning.
+func setPrunedBlockCount(gh *gguf.Header, prov map[string]any) {
+	q, _ := prov["quantization"].(map[string]any)
+	if _, ok := q["prune_layers"]; !ok {
+		return
+	}
+	v, _ := gh.Get(KeyArchitecture)
+	arch, _ := v.AsString()
+	if n, ok := gh.Get(arch + ".block_count"); ok {
+		moveToEnd(gh, arch+".block_count", n)
+	}
+}
+
 // llama-quantize's keys for the importance matrix a file was quantized with.
 const (
 	KeyImatrixFile    = "quantize.imatrix.file"

@@ -143,6 +143,9 @@ func dryRunOptions(t *testing.T, args string) quant.Options {
 			var tt quant.TensorType
 			tt, err = quant.ParseTensorType(f[i])
 			o.TensorTypes = append(o.TensorTypes, tt)
+		case "--prune-layers":
+			i++
+			o.PruneLayers, err = quant.ParsePruneLayers(f[i])
 		case "--override-kv":
 			i++
 			var kv quant.KVOverride

@@ -19,7 +19,8 @@ import (
 // --leave-output-tensor, and --override-kv (every TYPE, a key given twice, keys
 // llama-quantize sets itself, with --imatrix, and hyperparameters the preset rules
 // read: block_count moves ffn_down's layers but not attn_v's, head_count_kv the GQA
-// rules). The sums are in testdata/hf/knobs.sha256, made by testdata/hf/mkknobref.sh
+// rules), and --prune-layers (layers dropped and renumbered, block_count, the
+// matrix's entries under the old names). The sums are in testdata/hf/knobs.sha256, made by testdata/hf/mkknobref.sh
 // with the same flags (testdata/hf/README.md).
 func TestKnobsBytes(t *testing.T) {
 	sums := refSums(t, "knobs")
@@ -42,6 +43,10 @@ func TestKnobsBytes(t *testing.T) {
 		{"small-mistral", "small-mistral.Q3_K_M.override-kv.gguf", "--override-kv llama.block_count=int:48 " +
 			"--override-kv general.description=str:hello --override-kv tokenizer.ggml.add_eos_token=bool:false " +
 			"--override-kv llama.expert_count=float:8 --override-kv general.quantization_version=str:two Q3_K_M"},
+		{"tiny-llama", "tiny-llama.Q4_K_M.prune-layers.gguf", "--prune-layers 1 Q4_K_M"},
+		{"tiny-llama", "tiny-llama.Q4_K_M.prune-layers.imatrix.gguf", "--prune-layers 0 --imatrix ref/tiny-llama.imatrix.dat " +
+			"--override-kv general.name=str:x Q4_K_M"},
+		{"small-mistral", "small-mistral.IQ4_XS.prune-layers.gguf", "--prune-layers 0,2,7 IQ4_XS"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			want := sums[c.file]

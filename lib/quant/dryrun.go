@@ -38,6 +38,14 @@ func DryRun(h container.Header, tensors []container.TensorInfo, o Options) (*Dry
 		return nil, err
 	}
 	r := &DryRunReport{Report: Report{Type: o.Type.String()}}
+	for _, t := range tensors { // bits per weight are over the whole input, pruned layers too, as llama-quantize's
+		elems, _ := dtype.Elems(t.Shape)
+		r.Elems += elems
+	}
+	if _, err := o.applyPrune(&h); err != nil {
+		return nil, err
+	}
+	tensors = o.Plan
 	matched := o.Imatrix == nil
 	first := ""
 	for _, t := range tensors {
@@ -63,7 +71,6 @@ func DryRun(h container.Header, tensors []container.TensorInfo, o Options) (*Dry
 			}
 		}
 		elems, _ := dtype.Elems(t.Shape)
-		r.Elems += elems
 		if d.NeedsImatrix {
 			r.NeedsImatrix++
 		}

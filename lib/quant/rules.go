@@ -115,6 +115,11 @@ type Options struct {
 	// KVOverrides (--override-kv) set GGUF key-values of the output as llama-quantize
 	// does (see KVOverride); the provenance lists them, for the GGUF export's order.
 	KVOverrides []KVOverride
+	// PruneLayers (--prune-layers) drops these layers and renumbers the others, as
+	// llama-quantize does (see ParsePruneLayers); it needs the tensor list up front
+	// (Plan, or the input's table) and the model's GGUF key-values (block_count).
+	PruneLayers    []int
+	imatrixEntries int // the matrix's entry count before pruning renamed them (quantize.imatrix.entries_count)
 
 	llm *llmModel // the language model the preset's rules apply to, set by New
 	// ggufForm: the stream is a model in llama.cpp's form (GGUF key-values in its

@@ -198,6 +198,19 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		s.free <- &job{}
 	}
 	o.setModel(src.Header())
+	// The output's header: the --override-kv keys, then --prune-layers' block_count,
+	// as llama-quantize sets them.
+	h := src.Header()
+	if err := o.applyKVOverrides(&h); err != nil {
+		return nil, err
+	}
+	pr, err := o.applyPrune(&h)
+	if err != nil {
+		return nil, err
+	}
+	if pr != nil {
+		s.src = &prunedStream{Stream: src, p: pr}
+	}
 	s.opts = o
 	s.report = Report{Type: o.Type.String()}
 	counts, sources := map[string]any{}, map[string]any{}
@@ -214,10 +227,6 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		if d.Fallback {
 			fallbacks++
 		}
-	}
-	h := src.Header()
-	if err := o.applyKVOverrides(&h); err != nil {
-		return nil, err
 	}
 	h.Flags &^= container.FlagSigned | container.FlagLicensed
 	if o.Type.Info().Quantized() {
@@ -273,6 +282,13 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	q := map[string]any{"type": typ, "producer": producer, "rules": rules}
 	if o.Imatrix != nil {
 		q["imatrix"] = o.imatrixProvenance()
+	}
+	if len(o.PruneLayers) > 0 {
+		layers := make([]any, len(o.PruneLayers))
+		for i, l := range o.PruneLayers {
+			layers[i] = int64(l)
+		}
+		q["prune_layers"] = layers
 	}
 	if len(o.KVOverrides) > 0 {
 		specs := make([]any, len(o.KVOverrides))

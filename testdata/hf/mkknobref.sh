@@ -45,6 +45,11 @@ quantize tiny-llama tiny-llama.IQ4_XS.override-kv.imatrix.gguf --imatrix ref/tin
 quantize small-mistral small-mistral.Q3_K_M.override-kv.gguf --override-kv llama.block_count=int:48 \
 	--override-kv general.description=str:hello --override-kv tokenizer.ggml.add_eos_token=bool:false \
 	--override-kv llama.expert_count=float:8 --override-kv general.quantization_version=str:two Q3_K_M
+# --prune-layers: renumbered layers, block_count, the matrix looked up under the old names
+quantize tiny-llama tiny-llama.Q4_K_M.prune-layers.gguf --prune-layers 1 Q4_K_M
+quantize tiny-llama tiny-llama.Q4_K_M.prune-layers.imatrix.gguf --prune-layers 0 --imatrix ref/tiny-llama.imatrix.dat \
+	--override-kv general.name=str:x Q4_K_M
+quantize small-mistral small-mistral.IQ4_XS.prune-layers.gguf --prune-layers 0,2,7 IQ4_XS
 # --keep-split, from GGUF files in the repository: testdata/gguf/tiny-llama.f32.gguf split
 # by llama-gguf-split into parts of 8 tensors (3 parts), and whole (1 part); the f16 split
 # set of testdata/gguf/split (4 parts)
