@@ -51,7 +51,7 @@ For a language model (one imported from a llama.cpp GGUF or a Hugging Face check
 llama-quantize's file types are presets with its per-tensor rules (today's llama.cpp):
 q2_k, q2_k_s, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, q4_0, q4_1,
 q5_0, q5_1, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq2_m, iq3_xxs, iq3_xs, iq3_s, iq3_m,
-iq4_nl, iq4_xs, tq1_0, tq2_0 and mxfp4_moe: more bits for output.weight, attn_v,
+iq4_nl, iq4_xs, tq1_0, tq2_0, mxfp4_moe, q1_0 and q2_0: more bits for output.weight, attn_v,
 ffn_down and attn_output as llama.cpp's rules say, and apr-gguf export writes
 llama-quantize's file. (As in llama-quantize, iq2_s and iq3_xs are mixtures: mostly
 IQ2_XS and IQ3_S.) IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS (and Q2_K in q2_k_s)

@@ -20,7 +20,9 @@ import (
 // llama-quantize sets itself, with --imatrix, and hyperparameters the preset rules
 // read: block_count moves ffn_down's layers but not attn_v's, head_count_kv the GQA
 // rules), and --prune-layers (layers dropped and renumbered, block_count, the
-// matrix's entries under the old names). The sums are in testdata/hf/knobs.sha256, made by testdata/hf/mkknobref.sh
+// matrix's entries under the old names), and the Q1_0 and Q2_0 file types (the output
+// Q6_K, Q2_0's token embeddings Q4_K, Q2_0's fallback Q4_0 on small-mistral; with a
+// matrix, which their quantizers ignore, the file only gains the keys). The sums are in testdata/hf/knobs.sha256, made by testdata/hf/mkknobref.sh
 // with the same flags (testdata/hf/README.md).
 func TestKnobsBytes(t *testing.T) {
 	sums := refSums(t, "knobs")
@@ -47,6 +49,10 @@ func TestKnobsBytes(t *testing.T) {
 		{"tiny-llama", "tiny-llama.Q4_K_M.prune-layers.imatrix.gguf", "--prune-layers 0 --imatrix ref/tiny-llama.imatrix.dat " +
 			"--override-kv general.name=str:x Q4_K_M"},
 		{"small-mistral", "small-mistral.IQ4_XS.prune-layers.gguf", "--prune-layers 0,2,7 IQ4_XS"},
+		{"tiny-llama", "tiny-llama.Q1_0.gguf", "Q1_0"},
+		{"tiny-llama", "tiny-llama.Q2_0.gguf", "Q2_0"},
+		{"tiny-llama", "tiny-llama.Q2_0.imatrix.gguf", "--imatrix ref/tiny-llama.imatrix.dat Q2_0"},
+		{"small-mistral", "small-mistral.Q2_0.gguf", "Q2_0"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			want := sums[c.file]
@@ -75,5 +81,22 @@ func TestKnobsBytes(t *testing.T) {
 				t.Errorf("SHA-256 of the export %s, llama-quantize %s wrote %s (%d bytes)", got, c.args, want, out.Len())
 			}
 		})
+	}
+}
+
+// TestQ1_0RefusedLikeLlamaQuantize: Q1_0's 128-value blocks have no fallback in
+// llama.cpp (tensor_type_fallback throws "no tensor type fallback is defined for type
+// q1_0" on small-mistral's rows of 192 and 320); apr refuses the file too, naming a
+// tensor, before anything is written.
+func TestQ1_0RefusedLikeLlamaQuantize(t *testing.T) {
+	f32 := toGGUF(t, "../../testdata/hf/small-mistral", "f32")
+	s, err := ggufconv.NewStream(bytes.NewReader(f32), ggufconv.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = quant.New(s, dryRunOptions(t, "Q1_0"))
+	if err == nil || !strings.Contains(err.Error(), "128-value Q1_0 blocks") {
+		t.Errorf("small-mistral at Q1_0: %v", err)
 	}
 }

@@ -32,6 +32,7 @@ var presets = []preset{
 	{"iq3_xxs", 23, dtype.IQ3_XXS}, {"iq1_s", 24, dtype.IQ1_S}, {"iq4_nl", 25, dtype.IQ4_NL}, {"iq3_s", 26, dtype.IQ3_S},
 	{"iq3_m", 27, dtype.IQ3_S}, {"iq2_s", 28, dtype.IQ2_XS}, {"iq2_m", 29, dtype.IQ2_S}, {"iq4_xs", 30, dtype.IQ4_XS},
 	{"iq1_m", 31, dtype.IQ1_M}, {"tq1_0", 36, dtype.TQ1_0}, {"tq2_0", 37, dtype.TQ2_0}, {"mxfp4_moe", 38, dtype.MXFP4},
+	{"q1_0", 40, dtype.Q1_0}, {"q2_0", 41, dtype.Q2_0},
 }
 
 func presetNames() []string {
@@ -162,6 +163,14 @@ func (m *llmModel) checkEnd() error {
 	return nil
 }
 
+// attnVLayers is the layer count attn_v's rules use (vLayers, when set).
+func (m *llmModel) attnVLayers() int {
+	if m.vLayers > 0 {
+		return m.vLayers
+	}
+	return m.layers
+}
+
 // gqa is n_head / n_head_kv, as llama.cpp's n_gqa().
 func (m *llmModel) gqa() int {
 	if m.kvHeads == 0 {
@@ -227,7 +236,7 @@ func (m *llmModel) presetType(p preset, name string, rowLen int64) dtype.DType {
 			}
 		case ft == "q3_k_l":
 			t = dtype.Q5_K
-		case (ft == "q4_k_m" || ft == "q5_k_m") && moreBits(i, m.vLayers):
+		case (ft == "q4_k_m" || ft == "q5_k_m") && moreBits(i, m.attnVLayers()):
 			t = dtype.Q6_K
 		case ft == "q4_k_s" && i < 4:
 			t = dtype.Q5_K

@@ -50,6 +50,12 @@ quantize tiny-llama tiny-llama.Q4_K_M.prune-layers.gguf --prune-layers 1 Q4_K_M
 quantize tiny-llama tiny-llama.Q4_K_M.prune-layers.imatrix.gguf --prune-layers 0 --imatrix ref/tiny-llama.imatrix.dat \
 	--override-kv general.name=str:x Q4_K_M
 quantize small-mistral small-mistral.IQ4_XS.prune-layers.gguf --prune-layers 0,2,7 IQ4_XS
+# the Q1_0 and Q2_0 file types (small-mistral's rows of 192 have no Q1_0 fallback:
+# llama-quantize refuses that file)
+quantize tiny-llama tiny-llama.Q1_0.gguf Q1_0
+quantize tiny-llama tiny-llama.Q2_0.gguf Q2_0
+quantize tiny-llama tiny-llama.Q2_0.imatrix.gguf --imatrix ref/tiny-llama.imatrix.dat Q2_0
+quantize small-mistral small-mistral.Q2_0.gguf Q2_0
 # --keep-split, from GGUF files in the repository: testdata/gguf/tiny-llama.f32.gguf split
 # by llama-gguf-split into parts of 8 tensors (3 parts), and whole (1 part); the f16 split
 # set of testdata/gguf/split (4 parts)
