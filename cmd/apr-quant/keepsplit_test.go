@@ -20,19 +20,7 @@ import (
 // the whole file, which gives one part named -00001-of-00001 without split keys; the
 // F16 split set of testdata/gguf/split with an i-quant preset and --override-kv.
 func TestKeepSplitBytes(t *testing.T) {
-	sums := map[string]string{}
-	f, err := os.Open("../../testdata/hf/knobs.sha256")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if sum, name, ok := strings.Cut(sc.Text(), "  "); ok {
-			sums[name] = sum
-		}
-	}
-	f.Close()
-
+	sums := knobSums(t)
 	dir := t.TempDir()
 	in, err := os.Open(tinyGGUF)
 	if err != nil {
@@ -93,6 +81,70 @@ func TestKeepSplitBytes(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "x*")); len(m) != 0 {
 		t.Errorf("outputs left: %v", m)
+	}
+}
+
+// knobSums reads testdata/hf/knobs.sha256: file name -> SHA-256.
+func knobSums(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open("../../testdata/hf/knobs.sha256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sums := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if sum, name, ok := strings.Cut(sc.Text(), "  "); ok {
+			sums[name] = sum
+		}
+	}
+	return sums
+}
+
+// TestRequantizeBytes: from an already quantized GGUF, a tensor that changes type
+// needs --allow-requantize, as in llama-quantize (the same words in the error, exit 1,
+// no output); with it the file is llama-quantize --allow-requantize's, byte for byte
+// (testdata/hf/knobs.sha256, by testdata/hf/mkknobref.sh); a preset whose every type
+// is the input's (after the fallback) copies them without the flag, as llama-quantize.
+func TestRequantizeBytes(t *testing.T) {
+	sums := knobSums(t)
+	const q8, q4 = "../../testdata/gguf/tiny-llama.Q8_0.gguf", "../../testdata/gguf/tiny-llama.Q4_0.gguf"
+	for _, c := range []struct {
+		in, out string
+		args    []string
+	}{
+		{q8, "tiny-llama.Q8_0.Q4_K_M.requant.gguf", []string{"q4_k_m", "--allow-requantize"}},
+		{q4, "tiny-llama.Q4_0.Q8_0.requant.gguf", []string{"q8_0", "--allow-requantize"}},
+		{q8, "tiny-llama.Q8_0.F16.requant.gguf", []string{"f16", "--allow-requantize"}},
+		{q4, "tiny-llama.Q4_0.Q4_0.gguf", []string{"q4_0"}},
+	} {
+		t.Run(c.out, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), c.out)
+			r := runCLI(nil, append([]string{c.args[0], c.in, "-o", out}, c.args[1:]...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(b)
+			if got := hex.EncodeToString(sum[:]); sums[c.out] == "" || got != sums[c.out] {
+				t.Errorf("SHA-256 %s, llama-quantize wrote %q", got, sums[c.out])
+			}
+		})
+	}
+	for _, args := range [][]string{{"q4_k_m", q8}, {"f16", q8}, {"q4_1", q4}} {
+		out := filepath.Join(t.TempDir(), "x.gguf")
+		r := runCLI(nil, append(args, "-o", out)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "(llama-quantize: requantizing from type q") ||
+			!strings.Contains(r.stderr, "--allow-requantize") {
+			t.Errorf("%q: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%q: an output was written", args)
+		}
 	}
 }
 

@@ -107,7 +107,7 @@ type quantCmd struct {
 	Pure            bool     `help:"Convert every float tensor of 2+ dimensions, whatever its name."`
 	Include         []string `sep:"none" placeholder:"GLOB" help:"Convert tensors whose name matches GLOB, whatever the rules (repeatable)."`
 	Exclude         []string `sep:"none" placeholder:"GLOB" help:"Keep tensors whose name matches GLOB as they are (repeatable; wins over --include)."`
-	AllowRequantize bool     `help:"Allow converting already quantized tensors to another quantized type."`
+	AllowRequantize bool     `help:"Allow converting already quantized tensors to another type (f16 and bf16 too; f32 always dequantizes), as llama-quantize --allow-requantize."`
 	Stats           bool     `help:"Report per tensor: type, bits per weight, size before and after, RMS and max error (on stderr)."`
 	JSON            bool     `help:"Write the --stats report as JSON (implies --stats)."`
 	StatsFile       string   `placeholder:"FILE" help:"Write the --stats report to FILE instead of stderr ('-': stdout, with -o)."`

@@ -241,10 +241,6 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 	if !kernels.CanDequantize(t.DType) {
 		return d, fmt.Errorf("tensor %q: cannot decode %v values (exclude it with --exclude)", t.Name, t.DType)
 	}
-	if info.Quantized() && to.Info().Quantized() && to != t.DType && !o.AllowRequantize {
-		return d, fmt.Errorf("tensor %q is already %v: requantizing it to %v compounds the error; "+
-			"start from the float model, or allow it with --allow-requantize", t.Name, t.DType, to)
-	}
 	if bs := int64(to.Info().BlockElems); row%bs != 0 {
 		fb, ok := fallback(to)
 		if fb == dtype.F16 && o.llm == nil {
@@ -267,9 +263,16 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 		d.Reason = fmt.Sprintf("%s; fallback: rows of %d values are not a whole number of %d-value %v blocks", d.Reason, row, bs, to)
 		to = fb
 	}
-	if to == t.DType {
+	if to == t.DType { // after the fallback, as llama-quantize compares: copied as it is
 		d.Reason += "; already " + to.String()
 		return d, nil
+	}
+	// As llama-quantize: a quantized tensor becomes another type only with
+	// --allow-requantize (f16 and bf16 too); f32 is apr's dequantization.
+	if info.Quantized() && o.Type != dtype.F32 && !o.AllowRequantize {
+		return d, fmt.Errorf("tensor %q is already %v: requantizing it to %v compounds the error (llama-quantize: "+
+			"requantizing from type %s is disabled); start from the float model, or allow it with --allow-requantize",
+			t.Name, t.DType, to, strings.ToLower(t.DType.String()))
 	}
 	d.To = to
 	if o.Imatrix != nil {

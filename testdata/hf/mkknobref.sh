@@ -69,4 +69,15 @@ keep() { # keep IN OUT FLAGS... TYPE
 keep tl8-00001-of-00003.gguf tiny-llama.Q4_K_M.keep-split.gguf Q4_K_M
 keep "$gguf/tiny-llama.f32.gguf" tiny-llama.Q6_K.keep-split.gguf Q6_K
 keep "$gguf/split/tiny-llama.f16-00001-of-00004.gguf" tiny-llama.f16.IQ4_XS.keep-split.gguf --override-kv general.name=str:x IQ4_XS
+# --allow-requantize, from the quantized GGUFs of testdata/gguf (without the flag only
+# where no tensor changes type: Q4_0 of the Q4_0 file, whose output stays Q8_0)
+requant() { # requant IN OUT FLAGS... TYPE
+	local in=$gguf/$1 out=out/$2 type=${*: -1}
+	shift 2
+	"$LLAMA/bin/llama-quantize" "${@:1:$#-1}" "$in" "$out" "$type" 2 >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
+}
+requant tiny-llama.Q8_0.gguf tiny-llama.Q8_0.Q4_K_M.requant.gguf --allow-requantize Q4_K_M
+requant tiny-llama.Q4_0.gguf tiny-llama.Q4_0.Q8_0.requant.gguf --allow-requantize Q8_0
+requant tiny-llama.Q8_0.gguf tiny-llama.Q8_0.F16.requant.gguf --allow-requantize F16
+requant tiny-llama.Q4_0.gguf tiny-llama.Q4_0.Q4_0.gguf Q4_0
 (cd out && sha256sum *.gguf) >"$here/knobs.sha256"
