@@ -18,7 +18,9 @@ import (
 // testdata/hf/mkknobref.sh): tiny-llama's F32 GGUF split into parts of 8 tensors as
 // llama-gguf-split splits it (apr's split export, which writes its bytes), Q4_K_M;
 // the whole file, which gives one part named -00001-of-00001 without split keys; the
-// F16 split set of testdata/gguf/split with an i-quant preset and --override-kv.
+// F16 split set of testdata/gguf/split with an i-quant preset and --override-kv; both
+// sets with --prune-layers (the tensors left in each part; the first set's last part is
+// left empty, so there are two).
 func TestKeepSplitBytes(t *testing.T) {
 	sums := knobSums(t)
 	dir := t.TempDir()
@@ -44,6 +46,8 @@ func TestKeepSplitBytes(t *testing.T) {
 		{filepath.Join(dir, "tl8-00001-of-00003.gguf"), "tiny-llama.Q4_K_M.keep-split.gguf", 3, []string{"q4_k_m"}},
 		{tinyGGUF, "tiny-llama.Q6_K.keep-split.gguf", 1, []string{"q6_k"}},
 		{splitGGUF, "tiny-llama.f16.IQ4_XS.keep-split.gguf", 4, []string{"iq4_xs", "--override-kv", "general.name=str:x"}},
+		{filepath.Join(dir, "tl8-00001-of-00003.gguf"), "tiny-llama.Q4_K_M.keep-split.prune-layers.gguf", 2, []string{"q4_k_m", "--prune-layers", "1"}},
+		{splitGGUF, "tiny-llama.f16.Q4_0.keep-split.prune-layers.gguf", 4, []string{"q4_0", "--prune-layers", "0"}},
 	} {
 		t.Run(c.out, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), c.out)
@@ -78,6 +82,11 @@ func TestKeepSplitBytes(t *testing.T) {
 		if r := runCLI(nil, args...); r.code != 2 || !strings.Contains(r.stderr, "--keep-split") {
 			t.Errorf("%q: exit %d, stderr %q", args, r.code, r.stderr)
 		}
+	}
+	// a part left empty in the middle (llama-quantize crashes there)
+	if r := runCLI(nil, "q4_0", "--keep-split", "--prune-layers", "1", splitGGUF, "-o", filepath.Join(dir, "x.gguf")); r.code != 1 ||
+		!strings.Contains(r.stderr, "leaves no tensor in part 3 of 4") {
+		t.Errorf("an empty part: exit %d, stderr %q", r.code, r.stderr)
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "x*")); len(m) != 0 {
 		t.Errorf("outputs left: %v", m)

@@ -55,9 +55,6 @@ func (c *quantCmd) knobs(env *cli.Env, o *quant.Options) error {
 	}
 	o.LeaveOutput = c.LeaveOutputTensor
 	if c.PruneLayers != "" {
-		if c.KeepSplit {
-			return cli.Usagef("--prune-layers with --keep-split: apr keeps the input's parts only when every tensor stays; give one or the other")
-		}
 		if o.PruneLayers, err = quant.ParsePruneLayers(c.PruneLayers); err != nil {
 			return cli.Usagef("%v", err)
 		}

@@ -47,7 +47,6 @@ func TestKnobFlags(t *testing.T) {
 		{"q4_k", "--override-kv", "a=int:-1"},
 		{"q4_k", "--override-kv", "a=bool:1"},
 		{"q4_k", "--prune-layers", "1,x"},
-		{"q4_k", "--prune-layers", "1", "--keep-split"},
 	} {
 		if r := runCLI(in, args...); r.code != 2 || r.stdout != "" {
 			t.Errorf("%q: exit %d, stderr %q", args, r.code, r.stderr)

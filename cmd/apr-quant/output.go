@@ -96,7 +96,7 @@ func (c *quantCmd) writeGGUF(env *cli.Env, src apr.Stream, name string, o quant.
 	switch {
 	case c.KeepSplit:
 		var err error
-		if so.Parts, err = c.inputParts(); err != nil {
+		if so.Parts, err = c.inputParts(o); err != nil {
 			return nil, err
 		}
 		prefix = strings.TrimSuffix(prefix, ".gguf") // as llama-quantize names the parts

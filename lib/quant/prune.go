@@ -182,3 +182,18 @@ func (o *Options) applyPrune(h *container.Header) (*pruning, error) {
 	h.Metadata = md
 	return p, nil
 }
+
+// PrunedNames is what --prune-layers does to a model's tensor names (all of them, in
+// any order): each one's new name, "" where it is pruned.
+func PrunedNames(prune []int, names []string) []string {
+	tensors := make([]container.TensorInfo, len(names))
+	for i, n := range names {
+		tensors[i].Name = n
+	}
+	p := newPruning(prune, tensors)
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i], _ = p.rename(n)
+	}
+	return out
+}

@@ -56,6 +56,9 @@ func TestPruning(t *testing.T) {
 	if n, ok := p.rename("blk.3.attn_v.weight"); !ok || n != "blk.2.attn_v.weight" {
 		t.Errorf("blk.3 -> %q %v", n, ok)
 	}
+	if got := PrunedNames([]int{1}, []string{"blk.2.x", "out", "blk.1.x", "blk.0.x"}); !slices.Equal(got, []string{"blk.1.x", "out", "", "blk.0.x"}) {
+		t.Errorf("PrunedNames: %q", got)
+	}
 	m := &imatrix.Matrix{Names: []string{"blk.0.attn_v.weight", "blk.1.attn_v.weight"},
 		Entries: map[string][]float32{"blk.0.attn_v.weight": {0}, "blk.1.attn_v.weight": {1}}}
 	if r := p.matrix(m); len(r.Entries) != 1 || r.Entries["blk.0.attn_v.weight"][0] != 1 || len(m.Entries) != 2 {

@@ -69,6 +69,8 @@ keep() { # keep IN OUT FLAGS... TYPE
 keep tl8-00001-of-00003.gguf tiny-llama.Q4_K_M.keep-split.gguf Q4_K_M
 keep "$gguf/tiny-llama.f32.gguf" tiny-llama.Q6_K.keep-split.gguf Q6_K
 keep "$gguf/split/tiny-llama.f16-00001-of-00004.gguf" tiny-llama.f16.IQ4_XS.keep-split.gguf --override-kv general.name=str:x IQ4_XS
+keep tl8-00001-of-00003.gguf tiny-llama.Q4_K_M.keep-split.prune-layers.gguf --prune-layers 1 Q4_K_M
+keep "$gguf/split/tiny-llama.f16-00001-of-00004.gguf" tiny-llama.f16.Q4_0.keep-split.prune-layers.gguf --prune-layers 0 Q4_0
 # --allow-requantize, from the quantized GGUFs of testdata/gguf (without the flag only
 # where no tensor changes type: Q4_0 of the Q4_0 file, whose output stays Q8_0)
 requant() { # requant IN OUT FLAGS... TYPE
