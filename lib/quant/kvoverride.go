@@ -95,7 +95,8 @@ func ParseKVOverride(spec string) (KVOverride, error) {
 	return o, nil
 }
 
-// SetKV removes key from kvs and appends it with v, as ggml's gguf_set_val_* does.
+// SetKV removes key from kvs and appends it with v, as ggml's gguf_set_val_* does
+// (in place: the result reuses kvs's array).
 func SetKV(kvs []gguf.KV, key string, v gguf.Value) []gguf.KV {
 	out := kvs[:0]
 	for _, kv := range kvs {
