@@ -115,7 +115,8 @@ func knobSums(t *testing.T) map[string]string {
 // needs --allow-requantize, as in llama-quantize (the same words in the error, exit 1,
 // no output); with it the file is llama-quantize --allow-requantize's, byte for byte
 // (testdata/hf/knobs.sha256, by testdata/hf/mkknobref.sh); a preset whose every type
-// is the input's (after the fallback) copies them without the flag, as llama-quantize.
+// is the input's (after the fallback) copies them without the flag, as llama-quantize;
+// and llama-quantize's COPY, which changes no tensor.
 func TestRequantizeBytes(t *testing.T) {
 	sums := knobSums(t)
 	const q8, q4 = "../../testdata/gguf/tiny-llama.Q8_0.gguf", "../../testdata/gguf/tiny-llama.Q4_0.gguf"
@@ -127,6 +128,10 @@ func TestRequantizeBytes(t *testing.T) {
 		{q4, "tiny-llama.Q4_0.Q8_0.requant.gguf", []string{"q8_0", "--allow-requantize"}},
 		{q8, "tiny-llama.Q8_0.F16.requant.gguf", []string{"f16", "--allow-requantize"}},
 		{q4, "tiny-llama.Q4_0.Q4_0.gguf", []string{"q4_0"}},
+		// COPY (any case): nothing converted, the input's file type, llama-quantize's layout and edits
+		{q8, "tiny-llama.Q8_0.COPY.override-kv.gguf", []string{"copy", "--override-kv", "general.name=str:x"}},
+		{"../../testdata/gguf/tiny-llama.f32.gguf", "tiny-llama.f32.COPY.gguf", []string{"COPY"}},
+		{q4, "tiny-llama.Q4_0.COPY.prune-layers.gguf", []string{"copy", "--prune-layers", "0", "--override-kv", "general.file_type=int:3"}},
 	} {
 		t.Run(c.out, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), c.out)

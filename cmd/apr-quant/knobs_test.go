@@ -47,6 +47,7 @@ func TestKnobFlags(t *testing.T) {
 		{"q4_k", "--override-kv", "a=int:-1"},
 		{"q4_k", "--override-kv", "a=bool:1"},
 		{"q4_k", "--prune-layers", "1,x"},
+		{"copy", "--imatrix", mat},
 	} {
 		if r := runCLI(in, args...); r.code != 2 || r.stdout != "" {
 			t.Errorf("%q: exit %d, stderr %q", args, r.code, r.stderr)

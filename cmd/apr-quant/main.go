@@ -14,10 +14,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/imatrix"
 	"github.com/apr-go/apr/lib/quant"
 )
@@ -41,7 +43,9 @@ on top of it.
 
 TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4, q1_0,
 q2_0, iq4_nl, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0, tq2_0,
-mxfp4, f16, bf16, or f32 (dequantize every float tensor). The bytes are those of ggml's
+mxfp4, f16, bf16, or f32 (dequantize every float tensor); copy is llama-quantize's COPY
+(no tensor changes; the file in its layout with the input's general.file_type, for
+--override-kv and --prune-layers edits). The bytes are those of ggml's
 quantizers (llama-quantize's). iq3_xxs, iq2_xxs, iq2_xs, iq2_s, iq1_s and iq1_m need
 --imatrix, as in llama-quantize: a tensor without an entry in the matrix is an error
 (token_embd.weight and output.weight excepted; iq2_s and iq1_m quantize those without
@@ -121,7 +125,11 @@ type quantCmd struct {
 }
 
 func (c *quantCmd) Run(env *cli.Env) error {
+	copyOnly := strings.EqualFold(c.Type, "copy") // llama-quantize's COPY
 	t, err := quant.ParseType(c.Type)
+	if copyOnly {
+		t, err = dtype.F32, nil
+	}
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
@@ -140,7 +148,7 @@ func (c *quantCmd) Run(env *cli.Env) error {
 	preset, _ := quant.Preset(c.Type)
 	o := quant.Options{Type: t, Preset: preset, Pure: c.Pure, Include: c.Include, Exclude: c.Exclude, AllowRequantize: c.AllowRequantize,
 		Workers: c.Workers, Stats: stats, Producer: "apr-quant " + apr.Version,
-		Warn: func(msg string) { env.Warnf("%s", msg) }}
+		Warn: func(msg string) { env.Warnf("%s", msg) }, Copy: copyOnly}
 	if c.Imatrix != "" {
 		m, err := imatrix.Load(c.Imatrix)
 		if err != nil {

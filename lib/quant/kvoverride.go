@@ -169,3 +169,27 @@ func (m *llmModel) overrideHparams(ovs []KVOverride) {
 		}
 	}
 }
+
+// copyFileType is general.file_type of llama-quantize's COPY: the input's, or the
+// first int --override-kv of it (llama.cpp's loader reads it with the overrides).
+func copyFileType(h container.Header, ovs []KVOverride) (uint32, error) {
+	for _, o := range ovs {
+		if o.Key == "general.file_type" {
+			if n, _ := o.Value.AsUint64(); o.Int {
+				return uint32(n), nil
+			}
+			break
+		}
+	}
+	_, kvs, err := gguf.DecodeKVs(h.Metadata.Extra[gguf.MetadataKey])
+	if err != nil {
+		return 0, err
+	}
+	gh := gguf.Header{KVs: kvs}
+	if v, ok := gh.Get("general.file_type"); ok {
+		if n, isInt := v.AsUint64(); isInt && n <= math.MaxUint32 {
+			return uint32(n), nil
+		}
+	}
+	return 0, errors.New("COPY keeps the input's general.file_type, and it has none (llama.cpp would guess one from the tensor types)")
+}

@@ -118,7 +118,11 @@ type Options struct {
 	// PruneLayers (--prune-layers) drops these layers and renumbers the others, as
 	// llama-quantize does (see ParsePruneLayers); it needs the tensor list up front
 	// (Plan, or the input's table) and the model's GGUF key-values (block_count).
-	PruneLayers    []int
+	PruneLayers []int
+	// Copy is llama-quantize's COPY file type: no tensor changes, the file is written
+	// in llama-quantize's layout with the input's general.file_type (and the
+	// --override-kv and --prune-layers edits); Type is then F32 and not used.
+	Copy           bool
 	imatrixEntries int // the matrix's entry count before pruning renamed them (quantize.imatrix.entries_count)
 
 	llm *llmModel // the language model the preset's rules apply to, set by New
@@ -139,6 +143,8 @@ func (o *Options) Validate() error {
 	}
 	if o.Imatrix != nil {
 		switch {
+		case o.Copy:
+			return errors.New("COPY quantizes nothing, so it has no use for an importance matrix")
 		case o.Type == dtype.F32:
 			return errors.New("an importance matrix weights quantization; f32 dequantizes, so it has no use for one")
 		case kernels.CanQuantize(o.Type) && !kernels.CanQuantizeWeighted(o.Type) && !ignoresWeights(o.Type):
@@ -179,6 +185,10 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) { return o.de
 // the reason instead of refused.
 func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 	d := Decision{From: t.DType, To: t.DType}
+	if o.Copy {
+		d.Reason = "COPY: copied as it is"
+		return d, nil
+	}
 	if o.llm != nil && t.Name == "output.weight" {
 		o.llm.hasOutput = true // llama.cpp's has_output: token_embd then keeps the default type
 		o.llm.sawOutput = true

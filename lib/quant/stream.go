@@ -270,7 +270,18 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		rules["exclude"] = toAny(o.Exclude)
 	}
 	typ := o.Type.String()
-	if o.llm != nil {
+	if o.Copy {
+		typ = "COPY"
+		rules["selection"] = "none (COPY)"
+		if m := llmFromHeader(src.Header(), nil); m != nil && !m.fromCheckpoint {
+			ft, err := copyFileType(src.Header(), o.KVOverrides)
+			if err != nil {
+				return nil, err
+			}
+			rules["preset"] = typ // laid out as llama-quantize writes COPY
+			rules["file_type"] = int64(ft)
+		}
+	} else if o.llm != nil {
 		typ = strings.ToUpper(o.Preset) // llama-quantize's file type, e.g. Q4_K_M
 		if !o.Pure {
 			rules["selection"] = "llama.cpp, with llama-quantize's per-tensor rules of " + typ

@@ -82,4 +82,8 @@ requant tiny-llama.Q8_0.gguf tiny-llama.Q8_0.Q4_K_M.requant.gguf --allow-requant
 requant tiny-llama.Q4_0.gguf tiny-llama.Q4_0.Q8_0.requant.gguf --allow-requantize Q8_0
 requant tiny-llama.Q8_0.gguf tiny-llama.Q8_0.F16.requant.gguf --allow-requantize F16
 requant tiny-llama.Q4_0.gguf tiny-llama.Q4_0.Q4_0.gguf Q4_0
+# COPY: no tensor changes; the input's general.file_type, llama-quantize's layout and edits
+requant tiny-llama.Q8_0.gguf tiny-llama.Q8_0.COPY.override-kv.gguf --override-kv general.name=str:x COPY
+requant tiny-llama.f32.gguf tiny-llama.f32.COPY.gguf COPY
+requant tiny-llama.Q4_0.gguf tiny-llama.Q4_0.COPY.prune-layers.gguf --prune-layers 0 --override-kv general.file_type=int:3 COPY
 (cd out && sha256sum *.gguf) >"$here/knobs.sha256"
