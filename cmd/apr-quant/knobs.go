@@ -21,6 +21,8 @@ type knobFlags struct {
 	LeaveOutputTensor  bool     `help:"Keep output.weight as it is, as llama-quantize --leave-output-tensor."`
 	IncludeWeights     []string `sep:"none" placeholder:"NAME" help:"Use the importance matrix only for the tensors whose name contains NAME (repeatable), as llama-quantize --include-weights."`
 	ExcludeWeights     []string `sep:"none" placeholder:"NAME" help:"Do not use the importance matrix for the tensors whose name contains NAME (repeatable), as llama-quantize --exclude-weights."`
+	OverrideKV         []string `name:"override-kv" sep:"none" placeholder:"KEY=TYPE:VALUE" help:"Set the GGUF key-value KEY of the output (TYPE int, float, bool or str: a UINT32, FLOAT32, BOOL or STRING; repeatable; after general.file_type, in order), as llama-quantize --override-kv."`
+	PruneLayers        string   `placeholder:"L0,L1,..." help:"Drop these layers (blk.N) and renumber the others, setting block_count, as llama-quantize --prune-layers."`
 	DryRun             bool     `help:"Print each tensor's type, size and reason and the total sizes, and write nothing (as llama-quantize --dry-run; --json for JSON)."`
 }
 
@@ -52,6 +54,18 @@ func (c *quantCmd) knobs(env *cli.Env, o *quant.Options) error {
 		o.TensorTypes = append(o.TensorTypes, tts...)
 	}
 	o.LeaveOutput = c.LeaveOutputTensor
+	if c.PruneLayers != "" {
+		if o.PruneLayers, err = quant.ParsePruneLayers(c.PruneLayers); err != nil {
+			return cli.Usagef("%v", err)
+		}
+	}
+	for _, s := range c.OverrideKV {
+		kv, err := quant.ParseKVOverride(s)
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		o.KVOverrides = append(o.KVOverrides, kv)
+	}
 	switch {
 	case len(c.IncludeWeights) > 0 && len(c.ExcludeWeights) > 0:
 		return cli.Usagef("--include-weights and --exclude-weights cannot be used together (as in llama-quantize)")

@@ -43,10 +43,20 @@ func TestKnobFlags(t *testing.T) {
 		{"q4_k", "--tensor-type", "(=q8_0"},
 		{"q4_k", "--token-embedding-type", "q8_1"},
 		{"q4_k", "--dry-run", "--stats"},
+		{"q4_k", "--override-kv", "general.name"},
+		{"q4_k", "--override-kv", "a=int:-1"},
+		{"q4_k", "--override-kv", "a=bool:1"},
+		{"q4_k", "--prune-layers", "1,x"},
+		{"copy", "--imatrix", mat},
 	} {
 		if r := runCLI(in, args...); r.code != 2 || r.stdout != "" {
 			t.Errorf("%q: exit %d, stderr %q", args, r.code, r.stderr)
 		}
+	}
+	// a model with no GGUF key-values has nothing to override
+	if r := runCLI(in, "q4_k", "--override-kv", "general.name=str:x"); r.code != 1 || r.stdout != "" ||
+		!strings.Contains(r.stderr, `--override-kv "general.name=str:x": the model has no GGUF key-values`) {
+		t.Errorf("--override-kv on a model without GGUF key-values: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 

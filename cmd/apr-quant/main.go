@@ -14,10 +14,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/imatrix"
 	"github.com/apr-go/apr/lib/quant"
 )
@@ -32,15 +34,18 @@ apr-quant TYPE INPUT -o OUTPUT is the one-step job in one command, as llama-quan
 OUT TYPE is. INPUT is an APR file or stream, a GGUF file (the first part of a split set
 reads the set), a SafeTensors file or a Hugging Face checkpoint directory, told apart by
 content (stdin too); OUTPUT is GGUF when its name ends in .gguf, a GGUF split set with
---split-max-tensors or --split-max-size (-o PREFIX), else APR; --to gguf|apr says it for
-stdout. The bytes are those of the pipe apr-st import (or apr-gguf import) | apr-quant
+--split-max-tensors or --split-max-size (-o PREFIX) or with --keep-split (the input's
+parts, as llama-quantize --keep-split: -o OUT.gguf writes OUT-00001-of-0000K.gguf, ...),
+else APR; --to gguf|apr says it for stdout. The bytes are those of the pipe apr-st import (or apr-gguf import) | apr-quant
 TYPE | apr-gguf export, made in one process: apr-quant f16 DIR -o model.f16.gguf is
 convert_hf_to_gguf.py's job, apr-quant q4_k_m DIR -o model.Q4_K_M.gguf llama-quantize's
 on top of it.
 
 TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4, q1_0,
 q2_0, iq4_nl, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0, tq2_0,
-mxfp4, f16, bf16, or f32 (dequantize every float tensor). The bytes are those of ggml's
+mxfp4, f16, bf16, or f32 (dequantize every float tensor); copy is llama-quantize's COPY
+(no tensor changes; the file in its layout with the input's general.file_type, for
+--override-kv and --prune-layers edits). The bytes are those of ggml's
 quantizers (llama-quantize's). iq3_xxs, iq2_xxs, iq2_xs, iq2_s, iq1_s and iq1_m need
 --imatrix, as in llama-quantize: a tensor without an entry in the matrix is an error
 (token_embd.weight and output.weight excepted; iq2_s and iq1_m quantize those without
@@ -50,7 +55,7 @@ For a language model (one imported from a llama.cpp GGUF or a Hugging Face check
 llama-quantize's file types are presets with its per-tensor rules (today's llama.cpp):
 q2_k, q2_k_s, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, q4_0, q4_1,
 q5_0, q5_1, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq2_m, iq3_xxs, iq3_xs, iq3_s, iq3_m,
-iq4_nl, iq4_xs, tq1_0, tq2_0 and mxfp4_moe: more bits for output.weight, attn_v,
+iq4_nl, iq4_xs, tq1_0, tq2_0, mxfp4_moe, q1_0 and q2_0: more bits for output.weight, attn_v,
 ffn_down and attn_output as llama.cpp's rules say, and apr-gguf export writes
 llama-quantize's file. (As in llama-quantize, iq2_s and iq3_xs are mixtures: mostly
 IQ2_XS and IQ3_S.) IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS (and Q2_K in q2_k_s)
@@ -64,6 +69,12 @@ honoured under --pure; ignored when TYPE is f16, bf16 or f32, as llama-quantize 
 it) and --tensor-type-file FILE, --leave-output-tensor; --include-weights and
 --exclude-weights NAME pick the importance matrix's entries. --dry-run prints each
 tensor's type, size and reason and the total sizes, and writes nothing.
+--override-kv KEY=TYPE:VALUE (repeatable; TYPE int, float, bool or str) sets a GGUF
+key-value of the output as llama-quantize does: a UINT32, FLOAT32, BOOL or STRING
+moved after general.file_type, in order; an int override of block_count, expert_count
+or the head counts reaches the preset's rules, as in llama.cpp. --prune-layers L0,L1,...
+drops those layers (blk.N) and renumbers the others, setting block_count, as
+llama-quantize does.
 
 --imatrix FILE takes llama-imatrix's importance matrix (its GGUF, today's default, or its
 .dat: told by the content) and quantizes as llama-quantize --imatrix does: each weight
@@ -100,7 +111,7 @@ type quantCmd struct {
 	Pure            bool     `help:"Convert every float tensor of 2+ dimensions, whatever its name."`
 	Include         []string `sep:"none" placeholder:"GLOB" help:"Convert tensors whose name matches GLOB, whatever the rules (repeatable)."`
 	Exclude         []string `sep:"none" placeholder:"GLOB" help:"Keep tensors whose name matches GLOB as they are (repeatable; wins over --include)."`
-	AllowRequantize bool     `help:"Allow converting already quantized tensors to another quantized type."`
+	AllowRequantize bool     `help:"Allow converting already quantized tensors to another type (f16 and bf16 too; f32 always dequantizes), as llama-quantize --allow-requantize."`
 	Stats           bool     `help:"Report per tensor: type, bits per weight, size before and after, RMS and max error (on stderr)."`
 	JSON            bool     `help:"Write the --stats report as JSON (implies --stats)."`
 	StatsFile       string   `placeholder:"FILE" help:"Write the --stats report to FILE instead of stderr ('-': stdout, with -o)."`
@@ -109,10 +120,16 @@ type quantCmd struct {
 	cli.WorkersFlag
 	cli.CompressFlag
 	outputFlags
+
+	parts []string // the input's GGUF files (a split set's parts), for --keep-split
 }
 
 func (c *quantCmd) Run(env *cli.Env) error {
+	copyOnly := strings.EqualFold(c.Type, "copy") // llama-quantize's COPY
 	t, err := quant.ParseType(c.Type)
+	if copyOnly {
+		t, err = dtype.F32, nil
+	}
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
@@ -131,7 +148,7 @@ func (c *quantCmd) Run(env *cli.Env) error {
 	preset, _ := quant.Preset(c.Type)
 	o := quant.Options{Type: t, Preset: preset, Pure: c.Pure, Include: c.Include, Exclude: c.Exclude, AllowRequantize: c.AllowRequantize,
 		Workers: c.Workers, Stats: stats, Producer: "apr-quant " + apr.Version,
-		Warn: func(msg string) { env.Warnf("%s", msg) }}
+		Warn: func(msg string) { env.Warnf("%s", msg) }, Copy: copyOnly}
 	if c.Imatrix != "" {
 		m, err := imatrix.Load(c.Imatrix)
 		if err != nil {

@@ -74,7 +74,7 @@ func sameFiles(t *testing.T, got, want string) {
 // importer | apr-quant TYPE | apr-gguf export -o OUT.gguf, for each input kind (GGUF
 // file, GGUF split set, checkpoint directory, APR file) and a sample of types,
 // presets, casts and flags (--pure, --include, --exclude, --imatrix, the per-tensor
-// types: they reach quant.Options, which both paths share).
+// types, --override-kv, --prune-layers: they reach quant.Options, which both paths share).
 func TestOneCommandIsThePipe(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
 	dir := t.TempDir()
@@ -110,8 +110,12 @@ func TestOneCommandIsThePipe(t *testing.T) {
 		{tinyCkpt, []string{"q2_k", "--pure", "--include", "blk.0.attn_norm.weight"}},
 		{tinyCkpt, []string{"q4_k_m", "--tensor-type", "attn_v=q8_0", "--leave-output-tensor"}},
 		{tinyCkpt, []string{"q4_0", "--output-tensor-type", "q8_0", "--token-embedding-type", "q5_1"}},
+		{tinyCkpt, []string{"q4_k_m", "--override-kv", "general.name=str:Tiny", "--override-kv", "llama.block_count=int:16"}},
 		{apr, []string{"q4_0"}},
 		{apr, []string{"q5_1", "--pure"}},
+		{tinyGGUF, []string{"q4_k_m", "--prune-layers", "0", "--imatrix", mat}},
+		{tinyCkpt, []string{"iq4_xs", "--prune-layers", "1", "--override-kv", "llama.context_length=int:64"}},
+		{apr, []string{"q4_k_m", "--imatrix", mat, "--override-kv", "x.y=float:0.5", "--override-kv", "general.file_type=int:1"}},
 	} {
 		name := filepath.Base(c.in) + "/" + strings.ReplaceAll(strings.Join(c.args, " "), filepath.Dir(mat)+"/", "")
 		t.Run(name, func(t *testing.T) {

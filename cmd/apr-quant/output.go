@@ -18,6 +18,7 @@ type outputFlags struct {
 	To              string `enum:",apr,gguf" default:"" placeholder:"FORMAT" help:"Output format: apr or gguf (default: gguf when -o FILE ends in .gguf or a --split flag is given, else apr). For stdout, or a name that does not say."`
 	SplitMaxTensors int    `placeholder:"N" help:"Write a GGUF split set (-o PREFIX: PREFIX-00001-of-0000K.gguf, ...) of at most N tensors a part, as apr-gguf export and llama-gguf-split --split-max-tensors N do."`
 	SplitMaxSize    string `placeholder:"SIZE" help:"Write a GGUF split set (-o PREFIX) of at most SIZE bytes of tensor data a part (a whole number of M or G), as apr-gguf export and llama-gguf-split --split-max-size SIZE do."`
+	KeepSplit       bool   `help:"Write the parts of a GGUF split set input as the parts of the output, with the same tensors each (-o OUT.gguf: OUT-00001-of-0000K.gguf, ...; a whole GGUF gives OUT-00001-of-00001.gguf), as llama-quantize --keep-split."`
 	Generic         bool   `help:"GGUF output: write a Hugging Face model that is not in llama.cpp's form as a generic GGUF of its tensors instead of refusing it, as apr-gguf export --generic."`
 	cli.TempDirFlag `set:"temp_dir_help=GGUF output to stdout of a preset that llama-quantize orders otherwise: where to spool the tensors (default: $TMPDIR or /tmp)."`
 }
@@ -31,7 +32,7 @@ const (
 
 // format is the output's format, from the flags and the name of -o.
 func (c *quantCmd) format(comp container.Compression) (string, error) {
-	split := c.SplitMaxTensors != 0 || c.SplitMaxSize != ""
+	split := c.SplitMaxTensors != 0 || c.SplitMaxSize != "" || c.KeepSplit
 	f := c.To
 	if f == "" {
 		f = toAPR
@@ -40,8 +41,10 @@ func (c *quantCmd) format(comp container.Compression) (string, error) {
 		}
 	}
 	switch {
+	case c.KeepSplit && (c.SplitMaxTensors != 0 || c.SplitMaxSize != ""):
+		return "", cli.Usagef("--keep-split keeps the input's parts; --split-max-tensors and --split-max-size make other ones: give one or the other")
 	case split && f != toGGUF:
-		return "", cli.Usagef("--split-max-tensors and --split-max-size write GGUF, not --to %s", f)
+		return "", cli.Usagef("--split-max-tensors, --split-max-size and --keep-split write GGUF, not --to %s", f)
 	case f == toGGUF && comp != container.CompressNone:
 		return "", cli.Usagef("--compress sets the codec of an APR output; GGUF has none")
 	case split:
@@ -89,7 +92,15 @@ func (c *quantCmd) write(env *cli.Env, src apr.Stream, name string, o quant.Opti
 // writeGGUF writes the GGUF file or split set of src converted as o says.
 func (c *quantCmd) writeGGUF(env *cli.Env, src apr.Stream, name string, o quant.Options, split bool) (*quant.Report, error) {
 	var so ggufconv.SplitOptions
-	if split {
+	prefix := c.Output
+	switch {
+	case c.KeepSplit:
+		var err error
+		if so.Parts, err = c.inputParts(o); err != nil {
+			return nil, err
+		}
+		prefix = strings.TrimSuffix(prefix, ".gguf") // as llama-quantize names the parts
+	case split:
 		var err error
 		if so, err = ggufcmd.SplitOptions(c.SplitMaxTensors, c.SplitMaxSize, c.Output); err != nil {
 			return nil, err
@@ -106,7 +117,7 @@ func (c *quantCmd) writeGGUF(env *cli.Env, src apr.Stream, name string, o quant.
 	}
 	eo := ggufconv.ExportOptions{TempDir: c.TempDir, Generic: c.Generic, Spooling: func(why string) { env.Notef("%s", why) }}
 	if split {
-		res, err := ggufconv.ExportSplit(c.Output, ps, eo, so)
+		res, err := ggufconv.ExportSplit(prefix, ps, eo, so)
 		ggufcmd.NoteSplit(env, res)
 		if err != nil {
 			return nil, named(name, err)

@@ -22,7 +22,8 @@ import (
 // (quant.MapFile); other files and pipes are streamed.
 func (c *quantCmd) open(env *cli.Env, o *quant.Options) (apr.Stream, string, func(), error) {
 	if c.Input != "-" && c.Input != "" {
-		s, _, err := source.Open(c.Input, source.Options{Set: func(parts []string) {
+		s, kind, err := source.Open(c.Input, source.Options{Set: func(parts []string) {
+			c.parts = parts
 			env.Notef("%s is the first of a split set of %d parts; reading them all as one model (%s to %s)",
 				c.Input, len(parts), filepath.Base(parts[0]), filepath.Base(parts[len(parts)-1]))
 		}})
@@ -30,6 +31,9 @@ func (c *quantCmd) open(env *cli.Env, o *quant.Options) (apr.Stream, string, fun
 			return nil, c.Input, nil, named(c.Input, err)
 		}
 		if s != nil {
+			if kind == source.GGUF && c.parts == nil {
+				c.parts = []string{c.Input}
+			}
 			return s, c.Input, func() { s.Close() }, nil
 		}
 		if s := quant.MapFile(c.Input); s != nil { // a plain APR v2 file: quantized in place

@@ -54,7 +54,11 @@ func Plan(h container.Header, tensors []container.TensorInfo) (*gguf.Header, err
 		}
 		gh.Version, gh.KVs = ver, kvs
 		setFileType(gh, md.Provenance, tensors)
+		if err := setKVOverrides(gh, md.Provenance); err != nil {
+			return nil, err
+		}
 		setImatrix(gh, md.Provenance)
+		setPrunedBlockCount(gh, md.Provenance)
 	} else {
 		arch := Arch(h.Type)
 		gh.KVs = []gguf.KV{{Key: KeyArchitecture, Value: gguf.String(arch)}}
@@ -145,6 +149,10 @@ func setFileType(gh *gguf.Header, prov map[string]any, tensors []container.Tenso
 	// A file laid out as llama-quantize writes a preset has that preset's file type
 	// (its "IQ2_S" is 28, though fileTypes gives the IQ2_S type 29).
 	ft, ok := quant.PresetFileType(typ)
+	if rules, _ := q["rules"].(map[string]any); typ == "COPY" {
+		n, isInt := asInt64(rules["file_type"]) // llama-quantize COPY keeps the input's
+		ft, ok = uint32(n), isInt
+	}
 	if !ok || !presetOf(prov) {
 		if f, isType := fileTypes[typ]; isType {
 			ft, ok = f, true

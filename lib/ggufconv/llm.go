@@ -9,6 +9,7 @@ import (
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/llm"
+	"github.com/apr-go/apr/lib/quant"
 )
 
 // checkArchitecture refuses to export a Hugging Face language model that is not in
@@ -103,6 +104,38 @@ func llamaQuantizeOrder(infos []container.TensorInfo, spans []span) ([]container
 		oi[i], os[i] = infos[j], spans[j]
 	}
 	return oi, os
+}
+
+// setKVOverrides sets the key-values of apr-quant --override-kv (provenance
+// quantization.override_kv; the metadata's key-values already hold their values)
+// once more after general.file_type, in the order given, as llama-quantize sets them
+// after that key and before the quantize.imatrix.* keys.
+func setKVOverrides(gh *gguf.Header, prov map[string]any) error {
+	q, _ := prov["quantization"].(map[string]any)
+	specs, _ := q["override_kv"].([]any)
+	for _, x := range specs {
+		spec, _ := x.(string)
+		kv, err := quant.ParseKVOverride(spec)
+		if err != nil {
+			return fmt.Errorf("provenance quantization.override_kv: %w", err)
+		}
+		gh.KVs = quant.SetKV(gh.KVs, kv.Key, kv.Value)
+	}
+	return nil
+}
+
+// setPrunedBlockCount moves ARCH.block_count (apr-quant --prune-layers set it in the
+// key-values) after the other keys, where llama-quantize sets it after pruning.
+func setPrunedBlockCount(gh *gguf.Header, prov map[string]any) {
+	q, _ := prov["quantization"].(map[string]any)
+	if _, ok := q["prune_layers"]; !ok {
+		return
+	}
+	v, _ := gh.Get(KeyArchitecture)
+	arch, _ := v.AsString()
+	if n, ok := gh.Get(arch + ".block_count"); ok {
+		moveToEnd(gh, arch+".block_count", n)
+	}
 }
 
 // llama-quantize's keys for the importance matrix a file was quantized with.

@@ -28,6 +28,11 @@ type SplitOptions struct {
 	// MaxSize is the most bytes of tensor data a part holds (--split-max-size), each
 	// tensor counted with its padding to 32 bytes; the header is not counted.
 	MaxSize int64
+	// Parts are the tensor counts of the parts, in order, for llama-quantize
+	// --keep-split, which keeps the input's parts: the tensors stay in the stream's
+	// order (the input's), the first part's split keys are split.no, split.count and
+	// split.tensors.count in that order (llama-quantize's), and a single part has none.
+	Parts []int
 }
 
 // SplitResult is what ExportSplit wrote: the parts' paths in order, and the parts of
@@ -63,8 +68,14 @@ func ParseSplitSize(s string) (int64, error) {
 // the first part has every KV of gh (without split keys) and then split.no,
 // split.tensors.count and split.count, the others only these three; GGUF version 3.
 func planSplit(gh *gguf.Header, o SplitOptions) ([]*gguf.Header, error) {
-	if (o.MaxTensors > 0) == (o.MaxSize > 0) {
-		return nil, fmt.Errorf("a split set needs exactly one of a tensor count or a size per part")
+	set := 0
+	for _, on := range []bool{o.MaxTensors > 0, o.MaxSize > 0, o.Parts != nil} {
+		if on {
+			set++
+		}
+	}
+	if set != 1 {
+		return nil, fmt.Errorf("a split set needs exactly one of a tensor count or a size per part, or the parts' tensor counts")
 	}
 	// llama-gguf-split pads every tensor to 32 bytes whatever general.alignment says.
 	if gh.Alignment != gguf.DefaultAlignment {
@@ -76,7 +87,23 @@ func planSplit(gh *gguf.Header, o SplitOptions) ([]*gguf.Header, error) {
 	}
 	var groups [][]gguf.TensorInfo
 	var cur int64
+	if o.Parts != nil {
+		i := 0
+		for p, k := range o.Parts {
+			if k <= 0 || k > n-i {
+				return nil, fmt.Errorf("part %d of %d: %d tensors, and %d of the model's %d are left", p+1, len(o.Parts), k, n-i, n)
+			}
+			groups = append(groups, gh.Tensors[i:i+k])
+			i += k
+		}
+		if i != n {
+			return nil, fmt.Errorf("the %d parts hold %d tensors, the model %d", len(o.Parts), i, n)
+		}
+	}
 	for i, t := range gh.Tensors {
+		if o.Parts != nil {
+			break
+		}
 		size, _ := t.Size() // Layout checked it
 		padded := (size + gguf.DefaultAlignment - 1) &^ (gguf.DefaultAlignment - 1)
 		split := i == 0
@@ -114,10 +141,15 @@ func planSplit(gh *gguf.Header, o SplitOptions) ([]*gguf.Header, error) {
 		if p == 0 {
 			ph.KVs = slices.Clone(model)
 		}
-		ph.KVs = append(ph.KVs,
-			gguf.KV{Key: KeySplitNo, Value: gguf.Uint16(uint16(p))},
-			gguf.KV{Key: KeySplitTensors, Value: gguf.Int32(int32(n))},
-			gguf.KV{Key: KeySplitCount, Value: gguf.Uint16(uint16(len(groups)))})
+		no := gguf.KV{Key: KeySplitNo, Value: gguf.Uint16(uint16(p))}
+		count := gguf.KV{Key: KeySplitCount, Value: gguf.Uint16(uint16(len(groups)))}
+		tensors := gguf.KV{Key: KeySplitTensors, Value: gguf.Int32(int32(n))}
+		switch {
+		case o.Parts == nil:
+			ph.KVs = append(ph.KVs, no, tensors, count)
+		case len(groups) > 1:
+			ph.KVs = append(ph.KVs, no, count, tensors)
+		}
 		ph.Tensors = slices.Clone(g)
 		if err := ph.Layout(); err != nil {
 			return nil, fmt.Errorf("part %d: %w", p+1, err)
@@ -210,7 +242,7 @@ func ExportSplitFile(prefix, path string, o ExportOptions, so SplitOptions) (*Sp
 func exportSplit(prefix string, s stream.Stream, h container.Header, o ExportOptions, so SplitOptions) (*SplitResult, error) {
 	if h.Table != nil {
 		table := h.Table
-		if presetOf(h.Metadata.Provenance) {
+		if presetOf(h.Metadata.Provenance) && so.Parts == nil {
 			table, _ = llamaQuantizeOrder(table, make([]span, len(table)))
 		}
 		gh, err := Plan(h, table)
@@ -227,7 +259,7 @@ func exportSplit(prefix string, s stream.Stream, h container.Header, o ExportOpt
 		return nil, err
 	}
 	defer removeSpool()
-	if presetOf(h.Metadata.Provenance) {
+	if presetOf(h.Metadata.Provenance) && so.Parts == nil {
 		infos, spans = llamaQuantizeOrder(infos, spans)
 	}
 	gh, err := Plan(h, infos)

@@ -2,12 +2,14 @@ package ggufconv
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/stream"
 )
 
@@ -245,6 +247,46 @@ func TestParseSplitSize(t *testing.T) {
 	for _, s := range []string{"", "M", "0M", "-1M", "1.5G", "1MB", "1024", "1K", "1m"} {
 		if _, err := ParseSplitSize(s); err == nil {
 			t.Errorf("ParseSplitSize(%q): no error", s)
+		}
+	}
+}
+
+// TestPlanSplitParts: SplitOptions.Parts (llama-quantize --keep-split) keeps the given
+// tensor counts, writes split.no, split.count, split.tensors.count in that order into
+// every part of a set and no split key into a single part; counts that do not add up
+// to the model's tensors, and two ways of splitting at once, are errors.
+func TestPlanSplitParts(t *testing.T) {
+	gh := &gguf.Header{Version: 3, KVs: []gguf.KV{{Key: "general.architecture", Value: gguf.String("llama")},
+		{Key: KeySplitCount, Value: gguf.Uint16(2)}}}
+	for i := range 5 {
+		gh.Tensors = append(gh.Tensors, gguf.TensorInfo{Name: fmt.Sprintf("t%d", i), Dims: []int64{32}, Type: gguf.TensorType(0)})
+	}
+	if err := gh.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := planSplit(gh, SplitOptions{Parts: []int{2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(h *gguf.Header) string {
+		var k []string
+		for _, kv := range h.KVs {
+			k = append(k, kv.Key)
+		}
+		return strings.Join(k, " ")
+	}
+	if len(parts) != 2 || len(parts[0].Tensors) != 2 || parts[1].Tensors[0].Name != "t2" ||
+		keys(parts[0]) != "general.architecture split.no split.count split.tensors.count" ||
+		keys(parts[1]) != "split.no split.count split.tensors.count" {
+		t.Errorf("parts: %d, keys %q and %q", len(parts), keys(parts[0]), keys(parts[len(parts)-1]))
+	}
+	if one, err := planSplit(gh, SplitOptions{Parts: []int{5}}); err != nil || len(one) != 1 || keys(one[0]) != "general.architecture" {
+		t.Errorf("one part: %v", err)
+	}
+	for _, so := range []SplitOptions{{Parts: []int{2, 2}}, {Parts: []int{2, 4}}, {Parts: []int{0, 5}}, {Parts: []int{}},
+		{Parts: []int{5}, MaxTensors: 2}} {
+		if _, err := planSplit(gh, so); err == nil {
+			t.Errorf("%+v: no error", so)
 		}
 	}
 }

@@ -24,7 +24,8 @@ import (
 // flags, and the same "quant size" line: the i-quant, ternary, MXFP4_MOE and Q2_K_S
 // presets, the K-quant and legacy ones, --output-tensor-type, --token-embedding-type,
 // --tensor-type (also under --pure), --leave-output-tensor and --imatrix's effect on
-// the rules. testdata/quant/dryrun/README.md says how the goldens were made.
+// the rules, Q1_0 and Q2_0, --prune-layers and --override-kv of the hyperparameters
+// the rules read. testdata/quant/dryrun/README.md says how the goldens were made.
 func TestDryRunLikeLlamaQuantize(t *testing.T) {
 	for _, name := range []string{"tiny-llama", "small-mistral", "tiny-qwen3", "tiny-phi3"} {
 		t.Run(name, func(t *testing.T) {
@@ -143,6 +144,14 @@ func dryRunOptions(t *testing.T, args string) quant.Options {
 			var tt quant.TensorType
 			tt, err = quant.ParseTensorType(f[i])
 			o.TensorTypes = append(o.TensorTypes, tt)
+		case "--prune-layers":
+			i++
+			o.PruneLayers, err = quant.ParsePruneLayers(f[i])
+		case "--override-kv":
+			i++
+			var kv quant.KVOverride
+			kv, err = quant.ParseKVOverride(f[i])
+			o.KVOverrides = append(o.KVOverrides, kv)
 		case "--imatrix":
 			i++
 			o.Imatrix, err = imatrix.Load(filepath.Join("../../testdata/hf", f[i]))

@@ -77,7 +77,9 @@
 // tensor table, which New takes as the plan when Plan is nil), it also holds
 // tensor_types (output dtype -> count), source_dtypes and fallbacks. With an importance
 // matrix it holds "imatrix" (file as given, dataset, entries_count, chunks_count), from
-// which ggufconv writes llama-quantize's quantize.imatrix.* keys. A stream read
+// which ggufconv writes llama-quantize's quantize.imatrix.* keys. With KVOverrides it
+// holds "override_kv" (the specs, in order; the metadata's GGUF key-values already
+// hold the values), from which ggufconv puts them after general.file_type. A stream read
 // from a pipe without a tensor table (format 2.0) has no tensor list until its end,
 // so those three keys are absent there; the output's index lists every tensor's
 // dtype in any case. With a plan the output stream has its own tensor table.

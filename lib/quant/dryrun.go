@@ -33,8 +33,19 @@ func DryRun(h container.Header, tensors []container.TensorInfo, o Options) (*Dry
 		return nil, err
 	}
 	o.Plan = tensors
-	o.setModel(h)
+	o.setModel(h) // the input's hyperparameters, with the overrides llama.cpp's loader takes
+	if err := o.applyKVOverrides(&h); err != nil {
+		return nil, err
+	}
 	r := &DryRunReport{Report: Report{Type: o.Type.String()}}
+	for _, t := range tensors { // bits per weight are over the whole input, pruned layers too, as llama-quantize's
+		elems, _ := dtype.Elems(t.Shape)
+		r.Elems += elems
+	}
+	if _, err := o.applyPrune(&h); err != nil {
+		return nil, err
+	}
+	tensors = o.Plan
 	matched := o.Imatrix == nil
 	first := ""
 	for _, t := range tensors {
@@ -60,7 +71,6 @@ func DryRun(h container.Header, tensors []container.TensorInfo, o Options) (*Dry
 			}
 		}
 		elems, _ := dtype.Elems(t.Shape)
-		r.Elems += elems
 		if d.NeedsImatrix {
 			r.NeedsImatrix++
 		}

@@ -126,7 +126,11 @@ func wholeRows(chunk int, rowLen int64) int {
 // quantize.imatrix.* values (file as given, dataset, entries, chunks).
 func (o *Options) imatrixProvenance() map[string]any {
 	m := o.Imatrix
-	r := map[string]any{"file": m.File, "entries_count": int64(len(m.Entries))}
+	n := len(m.Entries)
+	if o.imatrixEntries > 0 {
+		n = o.imatrixEntries
+	}
+	r := map[string]any{"file": m.File, "entries_count": int64(n)}
 	if m.Dataset != "" {
 		r["dataset"] = m.Dataset
 	}

@@ -213,13 +213,14 @@ func TestImportanceValidate(t *testing.T) {
 	for _, c := range []struct {
 		typ  dtype.DType
 		want string
-	}{{dtype.F32, "f32 dequantizes"}, {dtype.Q1_0, "cannot weight Q1_0"}} {
+	}{{dtype.F32, "f32 dequantizes"}} {
 		o := Options{Type: c.typ, Imatrix: m}
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v", c.typ, err)
 		}
 	}
-	for _, typ := range []dtype.DType{dtype.Q8_0, dtype.F16, dtype.BF16, dtype.Q4_0, dtype.Q6_K, dtype.MXFP4, dtype.NVFP4} {
+	// MXFP4, NVFP4, Q1_0 and Q2_0 take a matrix and ignore it, as ggml's quantizers (and llama-quantize) do
+	for _, typ := range []dtype.DType{dtype.Q8_0, dtype.F16, dtype.BF16, dtype.Q4_0, dtype.Q6_K, dtype.MXFP4, dtype.NVFP4, dtype.Q1_0, dtype.Q2_0} {
 		o := Options{Type: typ, Imatrix: m}
 		if err := o.Validate(); err != nil {
 			t.Errorf("%v: %v", typ, err)

@@ -32,6 +32,7 @@ var presets = []preset{
 	{"iq3_xxs", 23, dtype.IQ3_XXS}, {"iq1_s", 24, dtype.IQ1_S}, {"iq4_nl", 25, dtype.IQ4_NL}, {"iq3_s", 26, dtype.IQ3_S},
 	{"iq3_m", 27, dtype.IQ3_S}, {"iq2_s", 28, dtype.IQ2_XS}, {"iq2_m", 29, dtype.IQ2_S}, {"iq4_xs", 30, dtype.IQ4_XS},
 	{"iq1_m", 31, dtype.IQ1_M}, {"tq1_0", 36, dtype.TQ1_0}, {"tq2_0", 37, dtype.TQ2_0}, {"mxfp4_moe", 38, dtype.MXFP4},
+	{"q1_0", 40, dtype.Q1_0}, {"q2_0", 41, dtype.Q2_0},
 }
 
 func presetNames() []string {
@@ -69,7 +70,10 @@ func PresetFileType(name string) (uint32, bool) {
 type llmModel struct {
 	arch                   string
 	layers, heads, kvHeads int
-	experts                int
+	// vLayers is the layer count before an override of block_count: llama.cpp counts
+	// the attn_v tensors for their rules (n_attention_wv), the hyperparameter for the rest.
+	vLayers int
+	experts int
 	// hasOutput: the model has output.weight (llama.cpp's has_output), known from the
 	// plan or the checkpoint's config; otherwise it is assumed when token_embd.weight
 	// comes first (a pipe from a GGUF), and checked at the end (assumed).
@@ -80,9 +84,10 @@ type llmModel struct {
 	ffnDown                         int  // ffn_down tensors the iq1/iq2 rules have seen (llama.cpp's i_ffn_down)
 }
 
-// llmFromHeader reads the model's description from the metadata's GGUF key-values; nil
-// when there is none or it names no architecture with layers.
-func llmFromHeader(h container.Header) *llmModel {
+// llmFromHeader reads the model's description from the metadata's GGUF key-values,
+// with the int overrides of its hyperparameters (see KVOverride); nil when there is
+// none or it names no architecture with layers.
+func llmFromHeader(h container.Header, ovs []KVOverride) *llmModel {
 	x, ok := h.Metadata.Extra[gguf.MetadataKey]
 	if !ok {
 		return nil
@@ -107,6 +112,8 @@ func llmFromHeader(h container.Header) *llmModel {
 	}
 	m := &llmModel{arch: arch, layers: num("block_count"), heads: num("attention.head_count"),
 		kvHeads: num("attention.head_count_kv"), experts: num("expert_count")}
+	m.vLayers = m.layers
+	m.overrideHparams(ovs)
 	if m.layers == 0 {
 		return nil
 	}
@@ -140,7 +147,7 @@ func llmFromHeader(h container.Header) *llmModel {
 func llamaQuantizeLayout(t dtype.DType, h container.Header) bool {
 	switch t {
 	case dtype.Q8_0, dtype.F16, dtype.BF16, dtype.F32:
-		m := llmFromHeader(h)
+		m := llmFromHeader(h, nil)
 		return m != nil && !m.fromCheckpoint
 	}
 	return false
@@ -154,6 +161,14 @@ func (m *llmModel) checkEnd() error {
 			"(apr-quant PRESET MODEL.apr, whose index lists the tensors) instead of a pipe")
 	}
 	return nil
+}
+
+// attnVLayers is the layer count attn_v's rules use (vLayers, when set).
+func (m *llmModel) attnVLayers() int {
+	if m.vLayers > 0 {
+		return m.vLayers
+	}
+	return m.layers
 }
 
 // gqa is n_head / n_head_kv, as llama.cpp's n_gqa().
@@ -221,7 +236,7 @@ func (m *llmModel) presetType(p preset, name string, rowLen int64) dtype.DType {
 			}
 		case ft == "q3_k_l":
 			t = dtype.Q5_K
-		case (ft == "q4_k_m" || ft == "q5_k_m") && moreBits(i, n):
+		case (ft == "q4_k_m" || ft == "q5_k_m") && moreBits(i, m.attnVLayers()):
 			t = dtype.Q6_K
 		case ft == "q4_k_s" && i < 4:
 			t = dtype.Q5_K

@@ -11,24 +11,24 @@ import (
 )
 
 // This file holds today's llama-quantize (llama.cpp of 2026-09-28) where it goes
-// beyond the K-quant presets of preset.go: the i-quant, ternary and MXFP4_MOE file
-// types and Q2_K_S (llama_tensor_get_type_impl in src/llama-quant.cpp), the fallback
+// beyond the K-quant presets of preset.go: the i-quant, ternary, MXFP4_MOE, Q1_0 and
+// Q2_0 file types and Q2_K_S (llama_tensor_get_type_impl in src/llama-quant.cpp), the fallback
 // for rows that are not whole blocks (tensor_type_fallback), and the types that
 // need an importance matrix (tensor_requires_imatrix).
 
 // todayPresets are the presets whose rules todayPresetType holds.
 var todayPresets = []string{"iq2_xxs", "iq2_xs", "iq2_s", "iq2_m", "iq1_s", "iq1_m", "iq3_xxs", "iq3_xs", "iq3_s", "iq3_m",
-	"iq4_nl", "iq4_xs", "tq1_0", "tq2_0", "mxfp4_moe", "q2_k_s"}
+	"iq4_nl", "iq4_xs", "tq1_0", "tq2_0", "mxfp4_moe", "q2_k_s", "q1_0", "q2_0"}
 
 // todayTypes are the target types of today's llama-quantize beyond the K-quants.
 var todayTypes = []dtype.DType{dtype.IQ2_XXS, dtype.IQ2_XS, dtype.IQ2_S, dtype.IQ3_XXS, dtype.IQ3_S, dtype.IQ1_S, dtype.IQ1_M,
 	dtype.IQ4_NL, dtype.IQ4_XS, dtype.TQ1_0, dtype.TQ2_0, dtype.MXFP4}
 
 // ignoresWeights: ggml's quantizer of t takes no importance weights (Q8_0, F16, BF16,
-// F32 as kernels.IgnoresWeights says; TQ1_0 and TQ2_0, whose quantize_tq*_0 ignore
-// them), so an importance matrix leaves its bytes as they are.
+// F32 as kernels.IgnoresWeights says; TQ1_0, TQ2_0, Q1_0 and Q2_0, whose ggml
+// quantizers ignore them), so an importance matrix leaves its bytes as they are.
 func ignoresWeights(t dtype.DType) bool {
-	return kernels.IgnoresWeights(t) || t == dtype.TQ1_0 || t == dtype.TQ2_0
+	return kernels.IgnoresWeights(t) || t == dtype.TQ1_0 || t == dtype.TQ2_0 || t == dtype.Q1_0 || t == dtype.Q2_0
 }
 
 // presetFor is the type preset p gives a converted tensor of a language model, and
@@ -127,7 +127,7 @@ func (m *llmModel) todayPresetType(p preset, name string, shape []int64) dtype.D
 			return dtype.Q2_K
 		case is("iq2_s", "iq2_m", "iq3_xxs"):
 			return dtype.IQ3_S
-		case is("tq1_0", "tq2_0"):
+		case is("tq1_0", "tq2_0", "q2_0"):
 			return dtype.Q4_K
 		}
 	case is("iq2_xxs", "iq2_xs", "iq1_s", "iq2_s", "iq2_m", "iq1_m"):

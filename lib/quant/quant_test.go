@@ -243,7 +243,10 @@ func TestRules(t *testing.T) {
 		// Requantizing and undecodable sources.
 		{Options{Type: dtype.Q8_0}, container.TensorInfo{Name: "a.weight", DType: dtype.Q4_0, Shape: []int64{4, 64}}, 0, "--allow-requantize"},
 		{Options{Type: dtype.Q8_0, AllowRequantize: true}, container.TensorInfo{Name: "a.weight", DType: dtype.Q4_0, Shape: []int64{4, 64}}, dtype.Q8_0, ""},
-		{Options{Type: dtype.F16}, container.TensorInfo{Name: "a.weight", DType: dtype.Q4_0, Shape: []int64{4, 64}}, dtype.F16, ""},
+		// f16 from a quantized tensor is refused too, as llama-quantize refuses it; f32 is apr's dequantization
+		{Options{Type: dtype.F16}, container.TensorInfo{Name: "a.weight", DType: dtype.Q4_0, Shape: []int64{4, 64}}, 0, "requantizing from type q4_0 is disabled"},
+		{Options{Type: dtype.F16, AllowRequantize: true}, container.TensorInfo{Name: "a.weight", DType: dtype.Q4_0, Shape: []int64{4, 64}}, dtype.F16, ""},
+		{Options{Type: dtype.F32}, container.TensorInfo{Name: "a.weight", DType: dtype.Q4_0, Shape: []int64{4, 64}}, dtype.F32, ""},
 		{Options{Type: dtype.Q8_0}, container.TensorInfo{Name: "a.weight", DType: dtype.F4, Shape: []int64{4, 64}}, 0, "cannot decode F4"},
 	}
 	for _, c := range cases {

@@ -112,6 +112,18 @@ type Options struct {
 	// Overrides are llama-quantize's per-tensor flags (--output-tensor-type,
 	// --token-embedding-type, --tensor-type, --leave-output-tensor).
 	Overrides
+	// KVOverrides (--override-kv) set GGUF key-values of the output as llama-quantize
+	// does (see KVOverride); the provenance lists them, for the GGUF export's order.
+	KVOverrides []KVOverride
+	// PruneLayers (--prune-layers) drops these layers and renumbers the others, as
+	// llama-quantize does (see ParsePruneLayers); it needs the tensor list up front
+	// (Plan, or the input's table) and the model's GGUF key-values (block_count).
+	PruneLayers []int
+	// Copy is llama-quantize's COPY file type: no tensor changes, the file is written
+	// in llama-quantize's layout with the input's general.file_type (and the
+	// --override-kv and --prune-layers edits); Type is then F32 and not used.
+	Copy           bool
+	imatrixEntries int // the matrix's entry count before pruning renamed them (quantize.imatrix.entries_count)
 
 	llm *llmModel // the language model the preset's rules apply to, set by New
 	// ggufForm: the stream is a model in llama.cpp's form (GGUF key-values in its
@@ -131,6 +143,8 @@ func (o *Options) Validate() error {
 	}
 	if o.Imatrix != nil {
 		switch {
+		case o.Copy:
+			return errors.New("COPY quantizes nothing, so it has no use for an importance matrix")
 		case o.Type == dtype.F32:
 			return errors.New("an importance matrix weights quantization; f32 dequantizes, so it has no use for one")
 		case kernels.CanQuantize(o.Type) && !kernels.CanQuantizeWeighted(o.Type) && !ignoresWeights(o.Type):
@@ -171,6 +185,10 @@ func (o *Options) Decide(t container.TensorInfo) (Decision, error) { return o.de
 // the reason instead of refused.
 func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 	d := Decision{From: t.DType, To: t.DType}
+	if o.Copy {
+		d.Reason = "COPY: copied as it is"
+		return d, nil
+	}
 	if o.llm != nil && t.Name == "output.weight" {
 		o.llm.hasOutput = true // llama.cpp's has_output: token_embd then keeps the default type
 		o.llm.sawOutput = true
@@ -233,10 +251,6 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 	if !kernels.CanDequantize(t.DType) {
 		return d, fmt.Errorf("tensor %q: cannot decode %v values (exclude it with --exclude)", t.Name, t.DType)
 	}
-	if info.Quantized() && to.Info().Quantized() && to != t.DType && !o.AllowRequantize {
-		return d, fmt.Errorf("tensor %q is already %v: requantizing it to %v compounds the error; "+
-			"start from the float model, or allow it with --allow-requantize", t.Name, t.DType, to)
-	}
 	if bs := int64(to.Info().BlockElems); row%bs != 0 {
 		fb, ok := fallback(to)
 		if fb == dtype.F16 && o.llm == nil {
@@ -259,9 +273,16 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 		d.Reason = fmt.Sprintf("%s; fallback: rows of %d values are not a whole number of %d-value %v blocks", d.Reason, row, bs, to)
 		to = fb
 	}
-	if to == t.DType {
+	if to == t.DType { // after the fallback, as llama-quantize compares: copied as it is
 		d.Reason += "; already " + to.String()
 		return d, nil
+	}
+	// As llama-quantize: a quantized tensor becomes another type only with
+	// --allow-requantize (f16 and bf16 too); f32 is apr's dequantization.
+	if info.Quantized() && o.Type != dtype.F32 && !o.AllowRequantize {
+		return d, fmt.Errorf("tensor %q is already %v: requantizing it to %v compounds the error (llama-quantize: "+
+			"requantizing from type %s is disabled); start from the float model, or allow it with --allow-requantize",
+			t.Name, t.DType, to, strings.ToLower(t.DType.String()))
 	}
 	d.To = to
 	if o.Imatrix != nil {

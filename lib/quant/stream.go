@@ -198,6 +198,19 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		s.free <- &job{}
 	}
 	o.setModel(src.Header())
+	// The output's header: the --override-kv keys, then --prune-layers' block_count,
+	// as llama-quantize sets them.
+	h := src.Header()
+	if err := o.applyKVOverrides(&h); err != nil {
+		return nil, err
+	}
+	pr, err := o.applyPrune(&h)
+	if err != nil {
+		return nil, err
+	}
+	if pr != nil {
+		s.src = &prunedStream{Stream: src, p: pr}
+	}
 	s.opts = o
 	s.report = Report{Type: o.Type.String()}
 	counts, sources := map[string]any{}, map[string]any{}
@@ -215,7 +228,6 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 			fallbacks++
 		}
 	}
-	h := src.Header()
 	h.Flags &^= container.FlagSigned | container.FlagLicensed
 	if o.Type.Info().Quantized() {
 		h.Flags |= container.FlagQuantized
@@ -258,7 +270,18 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 		rules["exclude"] = toAny(o.Exclude)
 	}
 	typ := o.Type.String()
-	if o.llm != nil {
+	if o.Copy {
+		typ = "COPY"
+		rules["selection"] = "none (COPY)"
+		if m := llmFromHeader(src.Header(), nil); m != nil && !m.fromCheckpoint {
+			ft, err := copyFileType(src.Header(), o.KVOverrides)
+			if err != nil {
+				return nil, err
+			}
+			rules["preset"] = typ // laid out as llama-quantize writes COPY
+			rules["file_type"] = int64(ft)
+		}
+	} else if o.llm != nil {
 		typ = strings.ToUpper(o.Preset) // llama-quantize's file type, e.g. Q4_K_M
 		if !o.Pure {
 			rules["selection"] = "llama.cpp, with llama-quantize's per-tensor rules of " + typ
@@ -270,6 +293,20 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	q := map[string]any{"type": typ, "producer": producer, "rules": rules}
 	if o.Imatrix != nil {
 		q["imatrix"] = o.imatrixProvenance()
+	}
+	if len(o.PruneLayers) > 0 {
+		layers := make([]any, len(o.PruneLayers))
+		for i, l := range o.PruneLayers {
+			layers[i] = int64(l)
+		}
+		q["prune_layers"] = layers
+	}
+	if len(o.KVOverrides) > 0 {
+		specs := make([]any, len(o.KVOverrides))
+		for i, kv := range o.KVOverrides {
+			specs[i] = kv.Spec
+		}
+		q["override_kv"] = specs
 	}
 	if o.Plan != nil {
 		q["tensor_types"] = counts
@@ -297,7 +334,7 @@ func (o *Options) setModel(h container.Header) {
 	if _, ok := lookupPreset(o.Preset); !ok {
 		return
 	}
-	if o.llm = llmFromHeader(h); o.llm != nil {
+	if o.llm = llmFromHeader(h, o.KVOverrides); o.llm != nil {
 		o.llm.imatrix = o.Imatrix != nil
 	}
 	if o.llm != nil && o.Plan != nil {

@@ -27,6 +27,18 @@ cases() {
 	echo "--tensor-type token_embd=q2_k --tensor-type output=iq3_s Q5_0"
 	echo "--tensor-type attn_v=q8_0 F16"
 	echo "--output-tensor-type q8_0 --token-embedding-type q6_k BF16"
+	echo "Q2_0"
+	echo "--prune-layers 1 Q4_K_M"
+	echo "--prune-layers 0 IQ4_XS"
+	case $1 in
+	tiny-llama | small-mistral) # general.architecture llama
+		echo "--override-kv llama.block_count=int:16 Q4_K_M"
+		echo "--override-kv llama.attention.head_count_kv=int:1 IQ4_XS"
+		;;
+	esac
+	if [ "$1" = tiny-llama ]; then # its rows are whole 128-value blocks (elsewhere Q1_0 has no fallback)
+		echo "Q1_0"
+	fi
 	if [ "$1" = tiny-llama ]; then # its importance matrix (testdata/hf/ref), from testdata/hf
 		for p in IQ3_XXS IQ4_XS IQ4_NL IQ2_XXS IQ1_M Q2_K_S Q4_0 Q5_0; do
 			echo "--imatrix ref/tiny-llama.imatrix.dat $p"
