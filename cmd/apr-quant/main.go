@@ -78,8 +78,8 @@ llama-quantize does.
 
 --imatrix FILE takes llama-imatrix's importance matrix (its GGUF, today's default, or its
 .dat: told by the content) and quantizes as llama-quantize --imatrix does: each weight
-with an entry in the matrix gets ggml's importance-weighted quantizer (q8_0, f16 and
-bf16 take no weights), and the GGUF export carries the quantize.imatrix.* keys, FILE as
+with an entry in the matrix gets ggml's importance-weighted quantizer (q8_0, f16, bf16,
+mxfp4, nvfp4, q1_0, q2_0, tq1_0 and tq2_0 take no weights), and the GGUF export carries the quantize.imatrix.* keys, FILE as
 given here. An entry whose size does not fit its tensor, an entry all zero for a tensor
 (or one expert), and a matrix with no entry for any converted tensor are errors.
 'apr-quant imatrix convert IN OUT' rewrites a matrix in the other format, as llama-imatrix
