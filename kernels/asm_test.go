@@ -147,6 +147,7 @@ func TestQuantNonFinite(t *testing.T) {
 		{dtype.Q8_0, quantQ8_0Generic, 34, quantQ8_0},
 		{dtype.Q4_0, quantQ4_0Generic, 18, quantQ4_0},
 		{dtype.Q4_1, quantQ4_1Generic, 20, quantQ4_1},
+		{dtype.MXFP4, quantMXFP4Generic, 17, quantMXFP4},
 	} {
 		for trial := range 200 {
 			nb := 1 + r.IntN(40)

@@ -51,6 +51,8 @@ func BenchmarkQuantizeQ5_K(b *testing.B)  { benchQuantize(b, dtype.Q5_K) }
 func BenchmarkQuantizeQ6_K(b *testing.B)  { benchQuantize(b, dtype.Q6_K) }
 func BenchmarkQuantizeMXFP4(b *testing.B) { benchQuantize(b, dtype.MXFP4) }
 func BenchmarkQuantizeNVFP4(b *testing.B) { benchQuantize(b, dtype.NVFP4) }
+func BenchmarkQuantizeTQ1_0(b *testing.B) { benchQuantize(b, dtype.TQ1_0) }
+func BenchmarkQuantizeTQ2_0(b *testing.B) { benchQuantize(b, dtype.TQ2_0) }
 func BenchmarkQuantizeF16(b *testing.B)   { benchQuantize(b, dtype.F16) }
 func BenchmarkQuantizeBF16(b *testing.B)  { benchQuantize(b, dtype.BF16) }
 

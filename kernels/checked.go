@@ -26,6 +26,12 @@ func QuantizeChecked(t dtype.DType, dst []byte, src []float32, limit uint32) (bo
 		fused = quantMaxQ4_0
 	case dtype.Q4_1:
 		fused = quantMaxQ4_1
+	case dtype.MXFP4:
+		fused = quantMaxMXFP4
+	case dtype.TQ1_0:
+		fused = quantMaxTQ1_0
+	case dtype.TQ2_0:
+		fused = quantMaxTQ2_0
 	}
 	if fused == nil {
 		if AnyAbsAtLeast(src, limit) {

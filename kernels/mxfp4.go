@@ -40,8 +40,14 @@ var fp4Cells = sync.OnceValue(func() *[8192]uint8 {
 // infinity above that, which changes its choice).
 const mxfp4MinFast, mxfp4MaxFast = 0x0f800000, 0x7b800000 // float32 bits
 
-func quantMXFP4(dst []byte, src []float32) {
+func quantMXFP4(dst []byte, src []float32) { quantMaxMXFP4(dst, src) }
+
+// quantMaxMXFP4 is quantMXFP4 that also returns the largest |x| of src as
+// float32 bits (NaN above infinity above any finite value), for
+// QuantizeChecked's test in the same pass.
+func quantMaxMXFP4(dst []byte, src []float32) uint32 {
 	cells := fp4Cells()
+	var all uint32
 	for ; len(src) >= qk; src, dst = src[qk:], dst[17:] {
 		x := src[:qk:qk]
 		// The largest magnitude's bits, in four running maxima: magnitudes order
@@ -55,6 +61,7 @@ func quantMXFP4(dst []byte, src []float32) {
 			m3 = max(m3, math.Float32bits(x[i+3])&0x7fffffff)
 		}
 		amax := max(m0, m1, m2, m3)
+		all = max(all, amax)
 		if amax < mxfp4MinFast || amax >= mxfp4MaxFast {
 			quantMXFP4Generic(dst[:17], x)
 			continue
@@ -69,6 +76,7 @@ func quantMXFP4(dst []byte, src []float32) {
 			out[1+j] = cells[lo>>31<<12|(lo&0x7fffffff-1)>>20&0xfff] | cells[hi>>31<<12|(hi&0x7fffffff-1)>>20&0xfff]<<4
 		}
 	}
+	return all
 }
 
 // mxfp4ExponentFast is mxfp4Exponent for a normal amax (its bits b):

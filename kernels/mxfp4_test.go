@@ -12,7 +12,7 @@ import (
 // every float32 within 2^13 ulps of each level and midpoint, both signs, at
 // block maxima from 2^-96 to float32's largest (amax just below a power of two included),
 // and on random blocks with zeros, subnormals, NaN, infinities and maxima below
-// the fast path's range.
+// the fast path's range; and the largest |x| bits it reports for QuantizeChecked.
 func TestMXFP4FastMatchesGeneric(t *testing.T) {
 	var x []float32
 	edges := []float32{0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8, 10, 12}
@@ -56,7 +56,13 @@ func TestMXFP4FastMatchesGeneric(t *testing.T) {
 	want := make([]byte, len(x)/qk*17)
 	got := make([]byte, len(want))
 	quantMXFP4Generic(want, x)
-	quantMXFP4(got, x)
+	var wantMax uint32
+	for _, v := range x {
+		wantMax = max(wantMax, math.Float32bits(v)&0x7fffffff)
+	}
+	if m := quantMaxMXFP4(got, x); m != wantMax {
+		t.Errorf("largest |x| bits %#x, want %#x", m, wantMax)
+	}
 	for i := 0; i < len(want); i += 17 {
 		if !bytes.Equal(got[i:i+17], want[i:i+17]) {
 			t.Fatalf("block %d (%v): got % x, want % x", i/17, x[i/17*qk:(i/17+1)*qk], got[i:i+17], want[i:i+17])

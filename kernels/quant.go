@@ -90,9 +90,9 @@ func codec(t dtype.DType) (rowFunc, bool) {
 	case dtype.IQ1_M:
 		return rowFunc{quantIQ1_M, dequantIQ1_M}, true
 	case dtype.TQ1_0:
-		return rowFunc{quantTQ1_0Generic, dequantTQ1_0}, true
+		return rowFunc{quantTQ1_0, dequantTQ1_0}, true
 	case dtype.TQ2_0:
-		return rowFunc{quantTQ2_0Generic, dequantTQ2_0}, true
+		return rowFunc{quantTQ2_0, dequantTQ2_0}, true
 	case dtype.MXFP4:
 		return rowFunc{quantMXFP4, dequantMXFP4}, true
 	case dtype.NVFP4:

@@ -1,0 +1,86 @@
+package kernels
+
+import "math"
+
+// Faster TQ1_0 and TQ2_0 quantizers giving quantTQ1_0Generic's and
+// quantTQ2_0Generic's bytes, and the largest |x| for QuantizeChecked in the
+// same pass. A value's trit is lroundf(x·id) + 1 with |x·id| <= 1: 2 from 0.5
+// up, 0 from -0.5 down, else 1, which the product's float32 bits give without
+// a branch. A block holding NaN or an infinity, or whose largest |x| is
+// subnormal (its inverse overflows), takes the reference.
+
+func quantTQ1_0(dst []byte, src []float32) { quantMaxTQ1_0(dst, src) }
+func quantTQ2_0(dst []byte, src []float32) { quantMaxTQ2_0(dst, src) }
+
+// ternaryTrits sets t to the trits of the 256 values x and returns the block's
+// scale d and its largest |x| bits; ok is false for a block the reference must
+// take (t then unset).
+func ternaryTrits(t *[qkK]uint8, x []float32) (d float32, amax uint32, ok bool) {
+	x = x[:qkK:qkK]
+	var m0, m1, m2, m3 uint32
+	for i := 0; i < qkK; i += 4 {
+		m0 = max(m0, math.Float32bits(x[i])&0x7fffffff)
+		m1 = max(m1, math.Float32bits(x[i+1])&0x7fffffff)
+		m2 = max(m2, math.Float32bits(x[i+2])&0x7fffffff)
+		m3 = max(m3, math.Float32bits(x[i+3])&0x7fffffff)
+	}
+	amax = max(m0, m1, m2, m3)
+	if amax >= 0x7f800000 || amax != 0 && amax < 0x00800000 { // non-finite, or 1/d infinite
+		return 0, amax, false
+	}
+	d = math.Float32frombits(amax)
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	for i, v := range x {
+		b := math.Float32bits(v * id)
+		half := (b&0x7fffffff - 0x3f000000) >> 31 ^ 1 // |x·id| >= 0.5
+		t[i] = uint8(1 + half - half*(b>>31)<<1)
+	}
+	return d, amax, true
+}
+
+func quantMaxTQ1_0(dst []byte, src []float32) uint32 {
+	var all uint32
+	var t [qkK]uint8
+	for ; len(src) >= qkK; src, dst = src[qkK:], dst[54:] {
+		d, amax, ok := ternaryTrits(&t, src)
+		all = max(all, amax)
+		if !ok {
+			quantTQ1_0Generic(dst[:54], src[:qkK])
+			continue
+		}
+		putF16(dst[52:], d)
+		for m := range 32 {
+			dst[m] = packTrits(t[m]*81 + t[m+32]*27 + t[m+64]*9 + t[m+96]*3 + t[m+128])
+		}
+		for m := range 16 {
+			dst[32+m] = packTrits(t[160+m]*81 + t[176+m]*27 + t[192+m]*9 + t[208+m]*3 + t[224+m])
+		}
+		for j := range 4 {
+			dst[48+j] = packTrits((t[240+j]*27 + t[244+j]*9 + t[248+j]*3 + t[252+j]) * 3)
+		}
+	}
+	return all
+}
+
+func quantMaxTQ2_0(dst []byte, src []float32) uint32 {
+	var all uint32
+	var t [qkK]uint8
+	for ; len(src) >= qkK; src, dst = src[qkK:], dst[66:] {
+		d, amax, ok := ternaryTrits(&t, src)
+		all = max(all, amax)
+		if !ok {
+			quantTQ2_0Generic(dst[:66], src[:qkK])
+			continue
+		}
+		putF16(dst[64:], d)
+		for j := 0; j < 64; j += 32 {
+			for m := range 32 {
+				dst[j+m] = t[4*j+m] | t[4*j+m+32]<<2 | t[4*j+m+64]<<4 | t[4*j+m+96]<<6
+			}
+		}
+	}
+	return all
+}
