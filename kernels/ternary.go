@@ -35,7 +35,7 @@ func ternaryTrits(t *[qkK]uint8, x []float32) (d float32, amax uint32, ok bool) 
 	}
 	for i, v := range x {
 		b := math.Float32bits(v * id)
-		half := (b&0x7fffffff - 0x3f000000) >> 31 ^ 1 // |x·id| >= 0.5
+		half := (b&0x7fffffff-0x3f000000)>>31 ^ 1 // |x·id| >= 0.5
 		t[i] = uint8(1 + half - half*(b>>31)<<1)
 	}
 	return d, amax, true
