@@ -12,10 +12,16 @@ import "math"
 func quantTQ1_0(dst []byte, src []float32) { quantMaxTQ1_0(dst, src) }
 func quantTQ2_0(dst []byte, src []float32) { quantMaxTQ2_0(dst, src) }
 
-// ternaryTrits sets t to the trits of the 256 values x and returns the block's
-// scale d and its largest |x| bits; ok is false for a block the reference must
-// take (t then unset).
-func ternaryTrits(t *[qkK]uint8, x []float32) (d float32, amax uint32, ok bool) {
+// tritsOf sets t to the trits of the 256 values x at inverse scale 1/d, d
+// their largest |x|, and returns d's bits; t is meaningful only where
+// tritsOK(d) (a block with NaN, an infinity or a subnormal maximum, whose
+// inverse overflows, takes the reference). A vector kernel replaces it where the
+// build and CPU have one (ternary_simd_amd64.go).
+var tritsOf = tritsOfGeneric
+
+func tritsOK(amax uint32) bool { return amax < 0x7f800000 && (amax == 0 || amax >= 0x00800000) }
+
+func tritsOfGeneric(t *[qkK]uint8, x []float32) uint32 {
 	x = x[:qkK:qkK]
 	var m0, m1, m2, m3 uint32
 	for i := 0; i < qkK; i += 4 {
@@ -24,33 +30,33 @@ func ternaryTrits(t *[qkK]uint8, x []float32) (d float32, amax uint32, ok bool) 
 		m2 = max(m2, math.Float32bits(x[i+2])&0x7fffffff)
 		m3 = max(m3, math.Float32bits(x[i+3])&0x7fffffff)
 	}
-	amax = max(m0, m1, m2, m3)
-	if amax >= 0x7f800000 || amax != 0 && amax < 0x00800000 { // non-finite, or 1/d infinite
-		return 0, amax, false
+	amax := max(m0, m1, m2, m3)
+	if !tritsOK(amax) {
+		return amax
 	}
-	d = math.Float32frombits(amax)
 	var id float32
-	if d != 0 {
-		id = 1 / d
+	if amax != 0 {
+		id = 1 / math.Float32frombits(amax)
 	}
 	for i, v := range x {
 		b := math.Float32bits(v * id)
 		half := (b&0x7fffffff-0x3f000000)>>31 ^ 1 // |x·id| >= 0.5
 		t[i] = uint8(1 + half - half*(b>>31)<<1)
 	}
-	return d, amax, true
+	return amax
 }
 
 func quantMaxTQ1_0(dst []byte, src []float32) uint32 {
 	var all uint32
 	var t [qkK]uint8
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[54:] {
-		d, amax, ok := ternaryTrits(&t, src)
+		amax := tritsOf(&t, src[:qkK])
 		all = max(all, amax)
-		if !ok {
+		if !tritsOK(amax) {
 			quantTQ1_0Generic(dst[:54], src[:qkK])
 			continue
 		}
+		d := math.Float32frombits(amax)
 		putF16(dst[52:], d)
 		for m := range 32 {
 			dst[m] = packTrits(t[m]*81 + t[m+32]*27 + t[m+64]*9 + t[m+96]*3 + t[m+128])
@@ -69,12 +75,13 @@ func quantMaxTQ2_0(dst []byte, src []float32) uint32 {
 	var all uint32
 	var t [qkK]uint8
 	for ; len(src) >= qkK; src, dst = src[qkK:], dst[66:] {
-		d, amax, ok := ternaryTrits(&t, src)
+		amax := tritsOf(&t, src[:qkK])
 		all = max(all, amax)
-		if !ok {
+		if !tritsOK(amax) {
 			quantTQ2_0Generic(dst[:66], src[:qkK])
 			continue
 		}
+		d := math.Float32frombits(amax)
 		putF16(dst[64:], d)
 		for j := 0; j < 64; j += 32 {
 			for m := range 32 {
