@@ -46,8 +46,28 @@ func quantMXFP4(dst []byte, src []float32) { quantMaxMXFP4(dst, src) }
 // float32 bits (NaN above infinity above any finite value), for
 // QuantizeChecked's test in the same pass.
 func quantMaxMXFP4(dst []byte, src []float32) uint32 {
-	cells := fp4Cells()
 	var all uint32
+	if mxfp4Codes != nil {
+		var amaxes [mxfp4Run]uint32
+		for len(src) >= qk {
+			n := min(mxfp4Run, len(src)/qk)
+			mxfp4Codes(dst[:17*n], src[:qk*n], &amaxes)
+			for b, amax := range amaxes[:n] {
+				all = max(all, amax)
+				out, x := dst[17*b:17*b+17], src[qk*b:qk*b+qk]
+				switch {
+				case amax < mxfp4MinFast || amax >= mxfp4MaxFast:
+					quantMXFP4Generic(out, x)
+				case amax&0x7fffff >= 0x7f0000: // log2f may round up: the scale may be the next one
+					mxfp4Block(out, x, amax)
+				default:
+					out[0] = uint8(amax>>23 - 2)
+				}
+			}
+			src, dst = src[qk*n:], dst[17*n:]
+		}
+		return all
+	}
 	for ; len(src) >= qk; src, dst = src[qk:], dst[17:] {
 		x := src[:qk:qk]
 		// The largest magnitude's bits, in four running maxima: magnitudes order
@@ -66,17 +86,34 @@ func quantMaxMXFP4(dst []byte, src []float32) uint32 {
 			quantMXFP4Generic(dst[:17], x)
 			continue
 		}
-		e := mxfp4ExponentFast(amax)
-		inv := 1 / e8m0Half(e)
-		out := dst[:17:17]
-		out[0] = e
-		for j := range qk / 2 {
-			lo := math.Float32bits(x[j] * inv)
-			hi := math.Float32bits(x[j+qk/2] * inv)
-			out[1+j] = cells[lo>>31<<12|(lo&0x7fffffff-1)>>20&0xfff] | cells[hi>>31<<12|(hi&0x7fffffff-1)>>20&0xfff]<<4
-		}
+		mxfp4Block(dst[:17], x, amax)
 	}
 	return all
+}
+
+// mxfp4Run is how many blocks mxfp4Codes takes at a time.
+const mxfp4Run = 64
+
+// mxfp4Codes, where the build and CPU have it (mxfp4_simd_amd64.go), writes the
+// 16 code bytes of each block of src (up to mxfp4Run) into dst (17 bytes a
+// block, the exponent byte left to the caller) at the scale of the block
+// maximum's exponent, and the maximum's |x| bits into amaxes; the caller redoes
+// the blocks whose maximum asks for another scale or the reference.
+var mxfp4Codes func(dst []byte, src []float32, amaxes *[mxfp4Run]uint32)
+
+// mxfp4Block quantizes one block of 32 values with maximum |x| bits amax, in
+// the fast path's range.
+func mxfp4Block(out []byte, x []float32, amax uint32) {
+	cells := fp4Cells()
+	e := mxfp4ExponentFast(amax)
+	inv := 1 / e8m0Half(e)
+	out, x = out[:17:17], x[:qk:qk]
+	out[0] = e
+	for j := range qk / 2 {
+		lo := math.Float32bits(x[j] * inv)
+		hi := math.Float32bits(x[j+qk/2] * inv)
+		out[1+j] = cells[lo>>31<<12|(lo&0x7fffffff-1)>>20&0xfff] | cells[hi>>31<<12|(hi&0x7fffffff-1)>>20&0xfff]<<4
+	}
 }
 
 // mxfp4ExponentFast is mxfp4Exponent for a normal amax (its bits b):
