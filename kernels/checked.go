@@ -78,13 +78,21 @@ func bf16ToF16Generic(dst, src []byte) uint32 {
 	return m
 }
 
-// absMaxBits returns the largest |x| of x as float32 bits.
+// absMaxBits returns the largest |x| of x as float32 bits (magnitudes order as
+// their bits do; NaN above infinity above any finite value).
 func absMaxBits(x []float32) uint32 {
-	var m uint32
-	for _, v := range x {
-		m = max(m, math.Float32bits(v)&0x7fffffff)
+	var m0, m1, m2, m3 uint32 // four running maxima: four independent chains
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		m0 = max(m0, math.Float32bits(x[i])&0x7fffffff)
+		m1 = max(m1, math.Float32bits(x[i+1])&0x7fffffff)
+		m2 = max(m2, math.Float32bits(x[i+2])&0x7fffffff)
+		m3 = max(m3, math.Float32bits(x[i+3])&0x7fffffff)
 	}
-	return m
+	for ; i < len(x); i++ {
+		m0 = max(m0, math.Float32bits(x[i])&0x7fffffff)
+	}
+	return max(m0, m1, m2, m3)
 }
 
 // AnyAbsAtLeast reports whether some |x[i]|, as float32 bits, is limit or more

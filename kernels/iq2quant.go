@@ -171,19 +171,7 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 func iq2Trials32(s *iqSearch, tr *iq2Trials, xval, weight, waux *[32]float32, L *[32]uint8, effMax, scale float32, vec bool) float32 {
 	var best float32
 	if vec {
-		tr.set(xval[:], weight[:], 32)
-		for t := range 13 {
-			tr.id[t] = (float32(float32(t-6)*0.1) + 5) / effMax
-		}
-		tr.run(s, 32, 13, waux[:])
-		bt := -1
-		for t := range 13 {
-			if sumqx, sumq2 := tr.sqx[t], tr.sq2[t]; sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-				scale = sumqx / sumq2
-				best = scale * sumqx
-				bt = t
-			}
-		}
+		bt, scale := tr.best(s, xval[:], weight[:], waux[:], effMax, 13, scale)
 		if bt >= 0 {
 			tr.levels(bt, L[:])
 		}
@@ -238,19 +226,8 @@ func iq2Fit16(s *iqSearch, tr *iq2Trials, xval, weight, waux *[16]float32, L *[1
 	scale := maxv / 5
 	onGrid = [2]bool{true, true}
 	if vec {
-		tr.set(xval[:], weight[:], 16)
-		for t := range 19 {
-			tr.id[t] = (float32(float32(t-9)*0.1) + 5) / maxv
-		}
-		tr.run(s, 16, 19, waux[:])
-		bt := -1
-		for t := range 19 {
-			if sumqx, sumq2 := tr.sqx[t], tr.sq2[t]; sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
-				scale = sumqx / sumq2
-				best = scale * sumqx
-				bt = t
-			}
-		}
+		var bt int
+		bt, scale = tr.best(s, xval[:], weight[:], waux[:], maxv, 19, scale)
 		if bt >= 0 {
 			tr.levels(bt, L[:])
 			for k := range 2 {

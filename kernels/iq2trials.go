@@ -44,6 +44,29 @@ func (tr *iq2Trials) run(s *iqSearch, n, nt int, waux []float32) {
 }
 
 // set copies n magnitudes and weights in.
+// best runs the nt trial scales (5 + 0.1·(t - nt/2))/maxv on the values x
+// (weights w, their square roots waux) and returns the trial of the best fit,
+// chosen in ggml's order by its strict comparison (-1 when none fits), and its
+// scale (scale when none fits).
+func (tr *iq2Trials) best(s *iqSearch, x, w, waux []float32, maxv float32, nt int, scale float32) (int, float32) {
+	n := len(x)
+	tr.set(x, w, n)
+	for t := range nt {
+		tr.id[t] = (float32(float32(t-nt/2)*0.1) + 5) / maxv
+	}
+	tr.run(s, n, nt, waux)
+	var best float32
+	bt := -1
+	for t := range nt {
+		if sumqx, sumq2 := tr.sqx[t], tr.sq2[t]; sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+			scale = sumqx / sumq2
+			best = scale * sumqx
+			bt = t
+		}
+	}
+	return bt, scale
+}
+
 func (tr *iq2Trials) set(x, w []float32, n int) {
 	for i := range n {
 		tr.x[i], tr.w[i], tr.wx[i] = x[i], w[i], float32(w[i]*x[i])

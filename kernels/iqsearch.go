@@ -122,10 +122,7 @@ func newIQSearch(grid [][8]int8, lv [3]int8, nwant int) *iqSearch {
 func (s *iqSearch) transpose() {
 	s.laneAt = make([]int32, iqMapSize)
 	for n := range 6561 {
-		u := 0
-		for i, c := 0, n; i < 8; i, c = i+1, c/3 {
-			u |= c % 3 << (2 * i)
-		}
+		u := code3(n)
 		if s.kmap[u] >= 0 {
 			continue
 		}
@@ -152,6 +149,16 @@ var (
 	iq2sSearch   = sync.OnceValue(func() *iqSearch { return newIQSearch(iq2sGrid, [3]int8{8, 25, 43}, 1) })
 	iq1sSearch   = sync.OnceValue(func() *iqSearch { return newIQSearch(iq1sGrid, [3]int8{-1, 0, 1}, 3) })
 )
+
+// code3 is the map code of the 8 levels 0..2 that are n's base-3 digits (the
+// first the least significant).
+func code3(n int) int {
+	u := 0
+	for i, c := 0, n; i < 8; i, c = i+1, c/3 {
+		u |= c % 3 << (2 * i)
+	}
+	return u
+}
 
 // code8 is the map code of 8 levels.
 func code8(L []uint8) int {

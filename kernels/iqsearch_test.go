@@ -31,10 +31,7 @@ func TestIQNearestLanes(t *testing.T) {
 	for name, s := range map[string]*iqSearch{"IQ2_XXS": iq2xxsSearch(), "IQ2_XS": iq2xsSearch(), "IQ2_S": iq2sSearch(), "IQ1": iq1sSearch()} {
 		lists := 0
 		for n := range 6561 {
-			u := 0
-			for i, c := 0, n; i < 8; i, c = i+1, c/3 {
-				u |= c % 3 << (2 * i)
-			}
+			u := code3(n)
 			if s.kmap[u] >= 0 {
 				continue
 			}

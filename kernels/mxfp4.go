@@ -70,17 +70,9 @@ func quantMaxMXFP4(dst []byte, src []float32) uint32 {
 	}
 	for ; len(src) >= qk; src, dst = src[qk:], dst[17:] {
 		x := src[:qk:qk]
-		// The largest magnitude's bits, in four running maxima: magnitudes order
-		// as their bits do, and a NaN (above them all) sends the block to the
-		// generic path, which skips NaN as ggml's max does.
-		var m0, m1, m2, m3 uint32
-		for i := 0; i < qk; i += 4 {
-			m0 = max(m0, math.Float32bits(x[i])&0x7fffffff)
-			m1 = max(m1, math.Float32bits(x[i+1])&0x7fffffff)
-			m2 = max(m2, math.Float32bits(x[i+2])&0x7fffffff)
-			m3 = max(m3, math.Float32bits(x[i+3])&0x7fffffff)
-		}
-		amax := max(m0, m1, m2, m3)
+		// A NaN (above every magnitude) sends the block to the generic path,
+		// which skips NaN as ggml's max does.
+		amax := absMaxBits(x)
 		all = max(all, amax)
 		if amax < mxfp4MinFast || amax >= mxfp4MaxFast {
 			quantMXFP4Generic(dst[:17], x)

@@ -23,14 +23,7 @@ func tritsOK(amax uint32) bool { return amax < 0x7f800000 && (amax == 0 || amax 
 
 func tritsOfGeneric(t *[qkK]uint8, x []float32) uint32 {
 	x = x[:qkK:qkK]
-	var m0, m1, m2, m3 uint32
-	for i := 0; i < qkK; i += 4 {
-		m0 = max(m0, math.Float32bits(x[i])&0x7fffffff)
-		m1 = max(m1, math.Float32bits(x[i+1])&0x7fffffff)
-		m2 = max(m2, math.Float32bits(x[i+2])&0x7fffffff)
-		m3 = max(m3, math.Float32bits(x[i+3])&0x7fffffff)
-	}
-	amax := max(m0, m1, m2, m3)
+	amax := absMaxBits(x)
 	if !tritsOK(amax) {
 		return amax
 	}
