@@ -79,8 +79,9 @@ func iq2Levels(L []uint8, xval []float32, id float32) int {
 	return u
 }
 
-// iq2Fit returns Σ w·x·q and Σ w·q² for q = 2L+1.
-func iq2Fit(w, xval []float32, L []uint8) (sumqx, sumq2 float32) {
+// levelFit returns Σ w·x·q and Σ w·q² for q = 2L+1 (the least-squares sums of
+// the IQ2 and IQ3 searches, each product rounded, in the values' order).
+func levelFit[T uint8 | int8](w, xval []float32, L []T) (sumqx, sumq2 float32) {
 	for i, l := range L[:len(xval)] {
 		q := float32(2*int32(l) + 1)
 		sumqx += float32(float32(w[i]*xval[i]) * q)
@@ -131,7 +132,7 @@ func quantRowIQ2_XXSW(y []byte, x, qw []float32) {
 						s.nearest(u, xval[8*k:], waux[8*k:], scale, L[8*k:])
 					}
 				}
-				if sumqx, sumq2 := iq2Fit(weight[:], xval[:], L[:]); sumq2 > 0 {
+				if sumqx, sumq2 := levelFit(weight[:], xval[:], L[:]); sumq2 > 0 {
 					scale = sumqx / sumq2
 				}
 			}
@@ -186,7 +187,7 @@ func iq2Trials32(s *iqSearch, tr *iq2Trials, xval, weight, waux *[32]float32, L 
 				s.nearest(u, xval[8*k:], waux[8*k:], thisScale, Laux[8*k:])
 			}
 		}
-		sumqx, sumq2 := iq2Fit(weight[:], xval[:], Laux[:])
+		sumqx, sumq2 := levelFit(weight[:], xval[:], Laux[:])
 		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
 			scale = sumqx / sumq2
 			best = scale * sumqx
@@ -245,7 +246,7 @@ func iq2Fit16(s *iqSearch, tr *iq2Trials, xval, weight, waux *[16]float32, L *[1
 				s.nearest(u, xval[8*k:], waux[8*k:], thisScale, Laux[8*k:])
 			}
 		}
-		sumqx, sumq2 := iq2Fit(weight[:], xval[:], Laux[:])
+		sumqx, sumq2 := levelFit(weight[:], xval[:], Laux[:])
 		if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
 			scale = sumqx / sumq2
 			best = scale * sumqx
@@ -263,7 +264,7 @@ func iq2Fit16(s *iqSearch, tr *iq2Trials, xval, weight, waux *[16]float32, L *[1
 				s.nearest(u, xval[8*k:], waux[8*k:], scale, L[8*k:])
 			}
 		}
-		if sumqx, sumq2 := iq2Fit(weight[:], xval[:], L[:]); sumq2 > 0 {
+		if sumqx, sumq2 := levelFit(weight[:], xval[:], L[:]); sumq2 > 0 {
 			scale = sumqx / sumq2
 		}
 	}

@@ -267,13 +267,7 @@ func (t *iq3Tables) refit(x, w, waux []float32, scale float32, redoAll bool, onG
 			t.nearest(code, x[4*k:4*k+4], waux[4*k:4*k+4], &sq, g)
 		}
 	}
-	var sumqx, sumq2 float32
-	for i, l := range L {
-		q := float32(2*int32(l) + 1)
-		sumqx += float32(float32(w[i]*x[i]) * q)
-		sumq2 += float32(float32(w[i]*q) * q)
-	}
-	if sumq2 > 0 {
+	if sumqx, sumq2 := levelFit(w, x[:32], L[:]); sumq2 > 0 {
 		scale = sumqx / sumq2
 	}
 	return scale

@@ -40,47 +40,50 @@ func tritsOfGeneric(t *[qkK]uint8, x []float32) uint32 {
 }
 
 func quantMaxTQ1_0(dst []byte, src []float32) uint32 {
+	return quantMaxTernary(dst, src, 54, quantTQ1_0Generic, packTQ1_0)
+}
+
+func quantMaxTQ2_0(dst []byte, src []float32) uint32 {
+	return quantMaxTernary(dst, src, 66, quantTQ2_0Generic, packTQ2_0)
+}
+
+// quantMaxTernary quantizes the blocks of src (bs bytes each, the f16 scale
+// last) with their trits packed by pack, a block the fast path cannot take
+// by ref, and returns the largest |x| bits of src.
+func quantMaxTernary(dst []byte, src []float32, bs int, ref func([]byte, []float32), pack func(out []byte, t *[qkK]uint8)) uint32 {
 	var all uint32
 	var t [qkK]uint8
-	for ; len(src) >= qkK; src, dst = src[qkK:], dst[54:] {
+	for ; len(src) >= qkK; src, dst = src[qkK:], dst[bs:] {
 		amax := tritsOf(&t, src[:qkK])
 		all = max(all, amax)
 		if !tritsOK(amax) {
-			quantTQ1_0Generic(dst[:54], src[:qkK])
+			ref(dst[:bs], src[:qkK])
 			continue
 		}
-		d := math.Float32frombits(amax)
-		putF16(dst[52:], d)
-		for m := range 32 {
-			dst[m] = packTrits(t[m]*81 + t[m+32]*27 + t[m+64]*9 + t[m+96]*3 + t[m+128])
-		}
-		for m := range 16 {
-			dst[32+m] = packTrits(t[160+m]*81 + t[176+m]*27 + t[192+m]*9 + t[208+m]*3 + t[224+m])
-		}
-		for j := range 4 {
-			dst[48+j] = packTrits((t[240+j]*27 + t[244+j]*9 + t[248+j]*3 + t[252+j]) * 3)
-		}
+		putF16(dst[bs-2:], math.Float32frombits(amax))
+		pack(dst[:bs-2], &t)
 	}
 	return all
 }
 
-func quantMaxTQ2_0(dst []byte, src []float32) uint32 {
-	var all uint32
-	var t [qkK]uint8
-	for ; len(src) >= qkK; src, dst = src[qkK:], dst[66:] {
-		amax := tritsOf(&t, src[:qkK])
-		all = max(all, amax)
-		if !tritsOK(amax) {
-			quantTQ2_0Generic(dst[:66], src[:qkK])
-			continue
-		}
-		d := math.Float32frombits(amax)
-		putF16(dst[64:], d)
-		for j := 0; j < 64; j += 32 {
-			for m := range 32 {
-				dst[j+m] = t[4*j+m] | t[4*j+m+32]<<2 | t[4*j+m+64]<<4 | t[4*j+m+96]<<6
-			}
+// packTQ1_0 packs 5 trits a byte (4 in the last 4 bytes) in TQ1_0's order.
+func packTQ1_0(out []byte, t *[qkK]uint8) {
+	for m := range 32 {
+		out[m] = packTrits(t[m]*81 + t[m+32]*27 + t[m+64]*9 + t[m+96]*3 + t[m+128])
+	}
+	for m := range 16 {
+		out[32+m] = packTrits(t[160+m]*81 + t[176+m]*27 + t[192+m]*9 + t[208+m]*3 + t[224+m])
+	}
+	for j := range 4 {
+		out[48+j] = packTrits((t[240+j]*27 + t[244+j]*9 + t[248+j]*3 + t[252+j]) * 3)
+	}
+}
+
+// packTQ2_0 packs 4 trits a byte, 2 bits each, in TQ2_0's order.
+func packTQ2_0(out []byte, t *[qkK]uint8) {
+	for j := 0; j < 64; j += 32 {
+		for m := range 32 {
+			out[j+m] = t[4*j+m] | t[4*j+m+32]<<2 | t[4*j+m+64]<<4 | t[4*j+m+96]<<6
 		}
 	}
-	return all
 }
