@@ -148,7 +148,7 @@ func (o *Options) Validate() error {
 		case o.Type == dtype.F32:
 			return errors.New("an importance matrix weights quantization; f32 dequantizes, so it has no use for one")
 		case kernels.CanQuantize(o.Type) && !kernels.CanQuantizeWeighted(o.Type) && !ignoresWeights(o.Type):
-			return fmt.Errorf("an importance matrix cannot weight %v: ggml has no importance-weighted quantizer for it in llama.cpp b4747", o.Type)
+			return fmt.Errorf("an importance matrix cannot weight %v: ggml has no importance-weighted quantizer for it", o.Type)
 		}
 	}
 	if err := o.Overrides.validate(); err != nil {
