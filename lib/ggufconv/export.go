@@ -185,8 +185,8 @@ func setFileType(gh *gguf.Header, prov map[string]any, tensors []container.Tenso
 		}
 	}
 	if presetOf(prov) { // llama-quantize sets these two after copying the other keys
-		moveToEnd(gh, KeyQuantVersion, gguf.Uint32(2))
-		moveToEnd(gh, KeyFileType, gguf.Uint32(ft))
+		gh.KVs = quant.SetKV(gh.KVs, KeyQuantVersion, gguf.Uint32(2))
+		gh.KVs = quant.SetKV(gh.KVs, KeyFileType, gguf.Uint32(ft))
 	}
 }
 

@@ -60,18 +60,6 @@ func presetOf(prov map[string]any) bool {
 	return ok
 }
 
-// moveToEnd removes key from gh and appends it with v, as llama-quantize sets
-// general.quantization_version and general.file_type after copying the other keys.
-func moveToEnd(gh *gguf.Header, key string, v gguf.Value) {
-	kvs := gh.KVs[:0]
-	for _, kv := range gh.KVs {
-		if kv.Key != key {
-			kvs = append(kvs, kv)
-		}
-	}
-	gh.KVs = append(kvs, gguf.KV{Key: key, Value: v})
-}
-
 // llamaQuantizeOrder sorts the tensors as llama.cpp's model loader lists them, which
 // is the order llama-quantize writes: tensors outside the blocks first, then block by
 // block (blk.N by N), each group by name.
@@ -134,7 +122,7 @@ func setPrunedBlockCount(gh *gguf.Header, prov map[string]any) {
 	v, _ := gh.Get(KeyArchitecture)
 	arch, _ := v.AsString()
 	if n, ok := gh.Get(arch + ".block_count"); ok {
-		moveToEnd(gh, arch+".block_count", n)
+		gh.KVs = quant.SetKV(gh.KVs, arch+".block_count", n)
 	}
 }
 
@@ -159,14 +147,14 @@ func setImatrix(gh *gguf.Header, prov map[string]any) {
 		return
 	}
 	file, _ := m["file"].(string)
-	moveToEnd(gh, KeyImatrixFile, gguf.String(field127(file)))
+	gh.KVs = quant.SetKV(gh.KVs, KeyImatrixFile, gguf.String(field127(file)))
 	if ds, _ := m["dataset"].(string); ds != "" {
-		moveToEnd(gh, KeyImatrixDataset, gguf.String(field127(ds)))
+		gh.KVs = quant.SetKV(gh.KVs, KeyImatrixDataset, gguf.String(field127(ds)))
 	}
 	entries, _ := asInt64(m["entries_count"])
-	moveToEnd(gh, KeyImatrixEntries, gguf.Uint32(uint32(entries)))
+	gh.KVs = quant.SetKV(gh.KVs, KeyImatrixEntries, gguf.Uint32(uint32(entries)))
 	if chunks, ok := asInt64(m["chunks_count"]); ok && chunks > 0 {
-		moveToEnd(gh, KeyImatrixChunks, gguf.Uint32(uint32(chunks)))
+		gh.KVs = quant.SetKV(gh.KVs, KeyImatrixChunks, gguf.Uint32(uint32(chunks)))
 	}
 }
 

@@ -86,42 +86,14 @@ func planSplit(gh *gguf.Header, o SplitOptions) ([]*gguf.Header, error) {
 		return nil, fmt.Errorf("%d tensors: split.tensors.count is an i32", n)
 	}
 	var groups [][]gguf.TensorInfo
-	var cur int64
+	var err error
 	if o.Parts != nil {
-		i := 0
-		for p, k := range o.Parts {
-			if k <= 0 || k > n-i {
-				return nil, fmt.Errorf("part %d of %d: %d tensors, and %d of the model's %d are left", p+1, len(o.Parts), k, n-i, n)
-			}
-			groups = append(groups, gh.Tensors[i:i+k])
-			i += k
-		}
-		if i != n {
-			return nil, fmt.Errorf("the %d parts hold %d tensors, the model %d", len(o.Parts), i, n)
-		}
+		groups, err = partGroups(gh.Tensors, o.Parts)
+	} else {
+		groups, err = boundedGroups(gh.Tensors, o)
 	}
-	for i, t := range gh.Tensors {
-		if o.Parts != nil {
-			break
-		}
-		size, _ := t.Size() // Layout checked it
-		padded := (size + gguf.DefaultAlignment - 1) &^ (gguf.DefaultAlignment - 1)
-		split := i == 0
-		if o.MaxSize > 0 {
-			if cur+padded > o.MaxSize {
-				if i == 0 {
-					return nil, fmt.Errorf("tensor %q: %d bytes (padded), more than the split size of %d bytes: the first part would hold no tensor", t.Name, padded, o.MaxSize)
-				}
-				split, cur = true, 0
-			}
-			cur += padded
-		} else if i%o.MaxTensors == 0 {
-			split = true
-		}
-		if split {
-			groups = append(groups, nil)
-		}
-		groups[len(groups)-1] = append(groups[len(groups)-1], t)
+	if err != nil {
+		return nil, err
 	}
 	if len(groups) == 0 {
 		return nil, fmt.Errorf("the model has no tensors: nothing to split")
@@ -419,4 +391,52 @@ func staleParts(prefix string, count int) ([]string, error) {
 		}
 	}
 	return stale, nil
+}
+
+// partGroups divides tensors into parts of the given tensor counts (--keep-split:
+// the input's parts).
+func partGroups(tensors []gguf.TensorInfo, parts []int) ([][]gguf.TensorInfo, error) {
+	n := len(tensors)
+	var groups [][]gguf.TensorInfo
+	i := 0
+	for p, k := range parts {
+		if k <= 0 || k > n-i {
+			return nil, fmt.Errorf("part %d of %d: %d tensors, and %d of the model's %d are left", p+1, len(parts), k, n-i, n)
+		}
+		groups = append(groups, tensors[i:i+k])
+		i += k
+	}
+	if i != n {
+		return nil, fmt.Errorf("the %d parts hold %d tensors, the model %d", len(parts), i, n)
+	}
+	return groups, nil
+}
+
+// boundedGroups divides tensors as llama-gguf-split does: a new part at each
+// multiple of o.MaxTensors, or when a tensor's padded size would take the part's
+// data over o.MaxSize.
+func boundedGroups(tensors []gguf.TensorInfo, o SplitOptions) ([][]gguf.TensorInfo, error) {
+	var groups [][]gguf.TensorInfo
+	var cur int64
+	for i, t := range tensors {
+		size, _ := t.Size() // Layout checked it
+		padded := (size + gguf.DefaultAlignment - 1) &^ (gguf.DefaultAlignment - 1)
+		split := i == 0
+		if o.MaxSize > 0 {
+			if cur+padded > o.MaxSize {
+				if i == 0 {
+					return nil, fmt.Errorf("tensor %q: %d bytes (padded), more than the split size of %d bytes: the first part would hold no tensor", t.Name, padded, o.MaxSize)
+				}
+				split, cur = true, 0
+			}
+			cur += padded
+		} else if i%o.MaxTensors == 0 {
+			split = true
+		}
+		if split {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], t)
+	}
+	return groups, nil
 }

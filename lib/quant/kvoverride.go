@@ -24,7 +24,6 @@ type KVOverride struct {
 	Spec  string // as given: KEY=TYPE:VALUE
 	Key   string
 	Value gguf.Value
-	Int   bool // TYPE was int (the only type the loader takes for a hyperparameter)
 }
 
 // ErrKVOverride is wrapped by ParseKVOverride's errors.
@@ -66,7 +65,7 @@ func ParseKVOverride(spec string) (KVOverride, error) {
 		if err != nil || n > math.MaxUint32 {
 			return bad("int %q is not a whole number from 0 to 4294967295 (llama-quantize writes an int as a UINT32)", val)
 		}
-		o.Value, o.Int = gguf.Uint32(uint32(n)), true
+		o.Value = gguf.Uint32(uint32(n)) // only an int is a UINT32 (the one type the loader takes for a hyperparameter)
 	case "float":
 		f, err := strconv.ParseFloat(val, 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
@@ -115,36 +114,26 @@ func (o *Options) applyKVOverrides(h *container.Header) error {
 	if len(o.KVOverrides) == 0 {
 		return nil
 	}
-	x, ok := h.Metadata.Extra[gguf.MetadataKey]
-	if !ok {
-		return fmt.Errorf("--override-kv %q: the model has no GGUF key-values to override (it is not a language model "+
-			"imported from a GGUF file or a Hugging Face checkpoint)", o.KVOverrides[0].Spec)
-	}
-	ver, kvs, err := gguf.DecodeKVs(x)
-	if err != nil {
-		return err
-	}
-	md := h.Metadata
-	extra := maps.Clone(md.Extra)
-	for _, kv := range o.KVOverrides {
-		kvs = SetKV(kvs, kv.Key, kv.Value)
-		s, isStr := kv.Value.AsString()
-		if !isStr {
-			s = "" // the export would otherwise put the metadata's string back
+	missing := fmt.Errorf("--override-kv %q: the model has no GGUF key-values to override (it is not a language model "+
+		"imported from a GGUF file or a Hugging Face checkpoint)", o.KVOverrides[0].Spec)
+	return editGGUFKVs(h, missing, func(md *container.Metadata, kvs []gguf.KV) []gguf.KV {
+		for _, kv := range o.KVOverrides {
+			kvs = SetKV(kvs, kv.Key, kv.Value)
+			s, isStr := kv.Value.AsString()
+			if !isStr {
+				s = "" // the export would otherwise put the metadata's string back
+			}
+			switch kv.Key {
+			case "general.name":
+				md.Name = s
+			case "general.description":
+				md.Description = s
+			case "general.license":
+				md.License = s
+			}
 		}
-		switch kv.Key {
-		case "general.name":
-			md.Name = s
-		case "general.description":
-			md.Description = s
-		case "general.license":
-			md.License = s
-		}
-	}
-	extra[gguf.MetadataKey] = gguf.EncodeKVs(ver, kvs)
-	md.Extra = extra
-	h.Metadata = md
-	return nil
+		return kvs
+	})
 }
 
 // overrideHparams gives the rules the int overrides of the hyperparameters they read,
@@ -162,7 +151,7 @@ func (m *llmModel) overrideHparams(ovs []KVOverride) {
 			if o.Key != m.arch+"."+h.key {
 				continue
 			}
-			if n, _ := o.Value.AsUint64(); o.Int && n <= 1<<20 {
+			if n, ok := o.Value.AsUint64(); ok && n <= 1<<20 {
 				*h.n = int(n)
 			}
 			break
@@ -175,7 +164,7 @@ func (m *llmModel) overrideHparams(ovs []KVOverride) {
 func copyFileType(h container.Header, ovs []KVOverride) (uint32, error) {
 	for _, o := range ovs {
 		if o.Key == "general.file_type" {
-			if n, _ := o.Value.AsUint64(); o.Int {
+			if n, ok := o.Value.AsUint64(); ok {
 				return uint32(n), nil
 			}
 			break
@@ -192,4 +181,24 @@ func copyFileType(h container.Header, ovs []KVOverride) (uint32, error) {
 		}
 	}
 	return 0, errors.New("COPY keeps the input's general.file_type, and it has none (llama.cpp would guess one from the tensor types)")
+}
+
+// editGGUFKVs decodes the GGUF key-values h's metadata carries, lets edit change
+// them (and a copy of the metadata, which then replaces h's), and stores them
+// back; missing is the error for a model that has none.
+func editGGUFKVs(h *container.Header, missing error, edit func(md *container.Metadata, kvs []gguf.KV) []gguf.KV) error {
+	x, ok := h.Metadata.Extra[gguf.MetadataKey]
+	if !ok {
+		return missing
+	}
+	ver, kvs, err := gguf.DecodeKVs(x)
+	if err != nil {
+		return err
+	}
+	md := h.Metadata
+	md.Extra = maps.Clone(md.Extra)
+	kvs = edit(&md, kvs)
+	md.Extra[gguf.MetadataKey] = gguf.EncodeKVs(ver, kvs)
+	h.Metadata = md
+	return nil
 }

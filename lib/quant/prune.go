@@ -3,7 +3,6 @@ package quant
 import (
 	"fmt"
 	"io"
-	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -39,7 +38,6 @@ var blkPattern = regexp.MustCompile(`blk\.(\d+)\.`)
 // applied to the layers in ascending order, as its model loader lists them).
 type pruning struct {
 	to     map[int]int // kept layer -> its new number
-	from   map[int]int // new number -> the layer it was
 	blocks int         // the new block_count (remap_layer's next id)
 }
 
@@ -51,7 +49,7 @@ func newPruning(prune []int, tensors []container.TensorInfo) *pruning {
 		}
 	}
 	slices.Sort(layers)
-	p := &pruning{to: map[int]int{}, from: map[int]int{}}
+	p := &pruning{to: map[int]int{}}
 	for _, b := range slices.Compact(layers) {
 		switch {
 		case slices.Contains(prune, b):
@@ -62,7 +60,6 @@ func newPruning(prune []int, tensors []container.TensorInfo) *pruning {
 			p.to[b] = p.blocks
 			p.blocks++
 		}
-		p.from[p.to[b]] = b
 	}
 	return p
 }
@@ -154,32 +151,27 @@ func (o *Options) applyPrune(h *container.Header) (*pruning, error) {
 		return nil, fmt.Errorf("--prune-layers renumbers the layers from the model's tensor list, and this stream has none up front " +
 			"(an APR stream of format 2.0): quantize the file instead")
 	}
-	x, ok := h.Metadata.Extra[gguf.MetadataKey]
-	if !ok {
-		return nil, fmt.Errorf("--prune-layers: the model has no GGUF key-values (it is not a language model imported from a GGUF file " +
-			"or a Hugging Face checkpoint), so no block_count to set")
-	}
-	ver, kvs, err := gguf.DecodeKVs(x)
+	missing := fmt.Errorf("--prune-layers: the model has no GGUF key-values (it is not a language model imported from a GGUF file " +
+		"or a Hugging Face checkpoint), so no block_count to set")
+	var p *pruning
+	err := editGGUFKVs(h, missing, func(_ *container.Metadata, kvs []gguf.KV) []gguf.KV {
+		gh := gguf.Header{KVs: kvs}
+		v, _ := gh.Get("general.architecture")
+		arch, _ := v.AsString()
+		p = newPruning(o.PruneLayers, o.Plan)
+		o.Plan = p.table(o.Plan)
+		if o.Imatrix != nil {
+			o.imatrixEntries = len(o.Imatrix.Entries)
+			o.Imatrix = p.matrix(o.Imatrix)
+		}
+		if o.llm != nil {
+			o.llm.vLayers = p.blocks
+		}
+		return SetKV(kvs, arch+".block_count", gguf.Uint32(uint32(p.blocks)))
+	})
 	if err != nil {
 		return nil, err
 	}
-	gh := gguf.Header{KVs: kvs}
-	v, _ := gh.Get("general.architecture")
-	arch, _ := v.AsString()
-	p := newPruning(o.PruneLayers, o.Plan)
-	o.Plan = p.table(o.Plan)
-	if o.Imatrix != nil {
-		o.imatrixEntries = len(o.Imatrix.Entries)
-		o.Imatrix = p.matrix(o.Imatrix)
-	}
-	if o.llm != nil {
-		o.llm.vLayers = p.blocks
-	}
-	kvs = SetKV(kvs, arch+".block_count", gguf.Uint32(uint32(p.blocks)))
-	md := h.Metadata
-	md.Extra = maps.Clone(md.Extra)
-	md.Extra[gguf.MetadataKey] = gguf.EncodeKVs(ver, kvs)
-	h.Metadata = md
 	return p, nil
 }
 
