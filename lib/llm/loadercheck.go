@@ -217,7 +217,7 @@ func expertCounts(v *loaderView) error {
 func normEpsSign(key string, names ...string) func(v *loaderView) error {
 	return func(v *loaderView) error {
 		if f, ok := v.g.archFloat(key); ok && f.f < 0 {
-			return fmt.Errorf("config.json: %s is %v; a norm's epsilon must not be negative", v.field(names...), f.f)
+			return fmt.Errorf("config.json: %s is %v; a norm's epsilon must not be negative", v.field(names...), float32(f.f))
 		}
 		return nil
 	}
