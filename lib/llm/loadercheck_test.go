@@ -185,7 +185,9 @@ func TestLoaderCheckGemma(t *testing.T) {
 
 func TestLoaderCheckPhi3(t *testing.T) {
 	// Without rope_scaling's LongRoPE factors, whose length follows the rotary dimensions.
-	noLong := func(pct float64) map[string]any { return map[string]any{"rope_scaling": nil, "partial_rotary_factor": pct} }
+	noLong := func(pct float64) map[string]any {
+		return map[string]any{"rope_scaling": nil, "partial_rotary_factor": pct}
+	}
 	runLoaderCases(t, "tiny-phi3", []loaderCase{
 		{name: "as is"},
 		{name: "rotary dims == head_dim", at: "ggml-cpu/ops.cpp:6126", set: noLong(1)},
@@ -193,7 +195,7 @@ func TestLoaderCheckPhi3(t *testing.T) {
 		{name: "rotary dims odd", at: "ggml-cpu/ops.cpp:6127", set: noLong(0.734375), want: "partial_rotary_factor gives 47 rotary dimensions"},
 		{name: "head_dim x heads not hidden", at: "models/phi3.cpp:46", set: map[string]any{"head_dim": 32, "rope_scaling": nil, "partial_rotary_factor": 0.5},
 			tensors: map[string][]int64{"model.layers.0.self_attn.qkv_proj.weight": {256, 256}, "model.layers.1.self_attn.qkv_proj.weight": {256, 256}},
-			want: "head_dim 32 x num_attention_heads 4 is not hidden_size 256"},
+			want:    "head_dim 32 x num_attention_heads 4 is not hidden_size 256"},
 	})
 }
 
@@ -328,9 +330,9 @@ func TestLoaderCheckDeepSeek(t *testing.T) {
 		{name: "router rows", at: "models/deepseek2.cpp:131", tensors: map[string][]int64{"model.layers.1.mlp.gate.weight": {3, 256}},
 			want: `"model.layers.1.mlp.gate.weight"`},
 		{name: "no q_lora_rank", at: "models/deepseek2.cpp:13", set: map[string]any{"q_lora_rank": nil},
-			drop: func(n string) bool { return strings.Contains(n, ".q_a_") || strings.Contains(n, ".q_b_") },
+			drop:    func(n string) bool { return strings.Contains(n, ".q_a_") || strings.Contains(n, ".q_b_") },
 			tensors: map[string][]int64{"model.layers.0.self_attn.q_proj.weight": {192, 256}, "model.layers.1.self_attn.q_proj.weight": {192, 256}},
-			want: "q_lora_rank is null or missing"},
+			want:    "q_lora_rank is null or missing"},
 	})
 }
 
