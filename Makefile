@@ -177,6 +177,7 @@ bench: build
 test-peers: build
 	PATH="$(BIN):$$PATH" .ci/test-peers-gguf
 	PATH="$(BIN):$$PATH" .ci/test-peers-forward
+	PATH="$(BIN):$$PATH" .ci/test-peers-loader
 
 # apr-quant's one command on the 1 GiB synth, every i-quant, ternary, MXFP4 and Q2_K_S
 # preset with and without an importance matrix, against today's llama-quantize's sums
