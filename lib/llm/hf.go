@@ -318,6 +318,9 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 		}
 	}
 	hparams, err := cp.hparamKVs(fileType)
+	if err == nil {
+		err = cp.loaderCheck(hparams) // what llama.cpp's loader would refuse (loadercheck.go)
+	}
 	if err != nil {
 		return nil, false, err
 	}
