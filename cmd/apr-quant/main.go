@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/apr-go/apr/cmd/internal/cli"
+	"github.com/apr-go/apr/cmd/internal/stcmd"
 	"github.com/apr-go/apr/lib/apr"
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
@@ -39,7 +40,9 @@ parts, as llama-quantize --keep-split: -o OUT.gguf writes OUT-00001-of-0000K.ggu
 else APR; --to gguf|apr says it for stdout. The bytes are those of the pipe apr-st import (or apr-gguf import) | apr-quant
 TYPE | apr-gguf export, made in one process: apr-quant f16 DIR -o model.f16.gguf is
 convert_hf_to_gguf.py's job, apr-quant q4_k_m DIR -o model.Q4_K_M.gguf llama-quantize's
-on top of it.
+on top of it. apr-st import's flags that decide what is read from a SafeTensors file or
+checkpoint directory (--name, --no-files, --hf-layout, --tokenizer-pre, --digest) apply
+to such an input as they do in the pipe, and are a usage error with any other input.
 
 TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4, q1_0,
 q2_0, iq4_nl, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m, tq1_0, tq2_0,
@@ -117,6 +120,7 @@ type quantCmd struct {
 	StatsFile       string   `placeholder:"FILE" help:"Write the --stats report to FILE instead of stderr ('-': stdout, with -o)."`
 	Imatrix         string   `placeholder:"FILE" help:"Weight the quantizers by llama-imatrix's importance matrix FILE (GGUF or .dat), as llama-quantize --imatrix."`
 	knobFlags
+	stcmd.ImportFlags
 	cli.WorkersFlag
 	cli.CompressFlag
 	outputFlags

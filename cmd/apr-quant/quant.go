@@ -21,8 +21,14 @@ import (
 // provenance gets per-type counts. A plain APR v2 file is memory-mapped
 // (quant.MapFile); other files and pipes are streamed.
 func (c *quantCmd) open(env *cli.Env, o *quant.Options) (apr.Stream, string, func(), error) {
+	st := c.ImportOptions()
 	if c.Input != "-" && c.Input != "" {
-		s, kind, err := source.Open(c.Input, source.Options{Set: func(parts []string) {
+		if kind, err := source.KindOf(c.Input); err == nil {
+			if err := c.importFlagsFit(c.Input, kind, true); err != nil {
+				return nil, c.Input, nil, err
+			}
+		}
+		s, kind, err := source.Open(c.Input, source.Options{SafeTensors: st, Set: func(parts []string) {
 			c.parts = parts
 			env.Notef("%s is the first of a split set of %d parts; reading them all as one model (%s to %s)",
 				c.Input, len(parts), filepath.Base(parts[0]), filepath.Base(parts[len(parts)-1]))
@@ -55,7 +61,17 @@ func (c *quantCmd) open(env *cli.Env, o *quant.Options) (apr.Stream, string, fun
 	if err != nil {
 		return nil, name, nil, err
 	}
-	imported, _, rest, err := source.OpenReader(r, name) // stdin, or a file that is not regular (a FIFO)
+	regular := false
+	if f, ok := r.(*os.File); ok {
+		fi, err := f.Stat()
+		regular = err == nil && fi.Mode().IsRegular()
+	}
+	imported, kind, rest, err := source.OpenReader(r, name, source.Options{SafeTensors: st}) // stdin, or a file that is not regular (a FIFO)
+	if err == nil {
+		if err = c.importFlagsFit(name, kind, regular); err != nil && imported != nil {
+			imported.Close()
+		}
+	}
 	if err != nil {
 		r.Close()
 		return nil, name, nil, err
@@ -69,6 +85,24 @@ func (c *quantCmd) open(env *cli.Env, o *quant.Options) (apr.Stream, string, fun
 		return nil, name, nil, named(name, err)
 	}
 	return s, name, func() { s.Close(); r.Close() }, nil
+}
+
+// importFlagsFit refuses apr-st import's flags (stcmd.ImportFlags) for an input they
+// do not apply to: one that is not SafeTensors or a checkpoint, and --digest for a pipe
+// (as apr-st import refuses it: the digest is known only after the metadata has gone
+// out). file says whether the input can be read twice.
+func (c *quantCmd) importFlagsFit(name string, kind source.Kind, file bool) error {
+	given := c.ImportFlags.Given()
+	if len(given) == 0 {
+		return nil
+	}
+	if kind != source.SafeTensors && kind != source.Checkpoint {
+		return cli.Usagef("%s: apr-st import's flags, for a SafeTensors file or checkpoint directory; %s is %s", strings.Join(given, ", "), name, kind)
+	}
+	if c.Digest && !file {
+		return cli.Usagef("--digest needs a file input (a pipe's digest is known only after the metadata has gone out)")
+	}
+	return nil
 }
 
 // named prefixes err with the input's name unless it already names it.

@@ -49,14 +49,18 @@ type PreDef struct {
 }
 
 // prePattern is one entry of the pre table: llama.cpp's name and the definition a
-// tokenizer.json must have to get it. bos says whether the post-processor's leading
-// special token matters (0: either, 1: must be there, -1: must not).
+// tokenizer.json must have to get it. bos says whether the leading special token that
+// transformers' encode adds matters (0: either, 1: must be there, -1: must not).
+// addBOS is llama.cpp's add_bos for the name when a GGUF has no
+// tokenizer.ggml.add_bos_token (src/llama-vocab.cpp sets it for the llama3 group and
+// tekken), what apr's tokenizer.json written back from a GGUF does then.
 type prePattern struct {
 	name         string
 	nfc          bool
 	regexes      []string
 	ignoreMerges bool
 	bos          int
+	addBOS       bool
 }
 
 // The regular expressions of the Split pre-tokenizers, as tokenizer.json writes them
@@ -65,19 +69,33 @@ const (
 	reLlama3 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	reQwen2  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	reTekken = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// DeepSeek V3's three Splits (digits, CJK and kana, the rest); the third holds a
+	// backquote and real CR and LF characters, as its tokenizer.json does.
+	reDeepSeek3Digits = `\p{N}{1,3}`
+	reDeepSeek3CJK    = `[一-龥぀-ゟ゠-ヿ]+`
+	reDeepSeek3Rest   = "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
 )
 
 // preTable maps tokenizer.json definitions to tokenizer.ggml.pre. llama.cpp's
 // converter names the pre-tokenizer by hashing the ids the Hugging Face tokenizer gives
-// for a fixed text (chkhsh), which needs Python's transformers; apr names it by the
-// definition instead. Each entry is checked against the converter's chkhsh table with
-// a real tokenizer of that kind (lib/llm's TestBPEPeer: Llama 3, Qwen2.5, Mistral-Nemo).
-// The first entry of a name is the one written back to tokenizer.json.
+// for a fixed text (chkhsh, conversion/base.py get_vocab_base_pre), which needs
+// Python's transformers; apr names it by the facts that decide those ids apart from
+// the vocabulary: the normalizer, the Splits, ignore_merges, and whether encode puts
+// a special token first. Each entry is checked against the converter's chkhsh table
+// with a real tokenizer of that kind (lib/llm's TestBPEPeer: Llama 3 and 3.1, Qwen2.5,
+// Mistral-Nemo, DeepSeek V3). The first entry of a name is the one written back to
+// tokenizer.json.
 var preTable = []prePattern{
-	{name: "llama-bpe", regexes: []string{reLlama3}, ignoreMerges: true, bos: 1},
+	{name: "llama-bpe", regexes: []string{reLlama3}, ignoreMerges: true, bos: 1, addBOS: true},
 	{name: "smaug-bpe", regexes: []string{reLlama3}, ignoreMerges: true, bos: -1},
 	{name: "qwen2", nfc: true, regexes: []string{reQwen2}},
-	{name: "tekken", regexes: []string{reTekken}, ignoreMerges: true, bos: 1},
+	{name: "tekken", regexes: []string{reTekken}, ignoreMerges: true, bos: 1, addBOS: true},
+	// DeepSeek V3's tokenizer.json hashes to deepseek-v3 with the BOS its
+	// LlamaTokenizerFast adds, and to joyai-llm (JoyAI-LLM-Flash ships the same
+	// tokenizer) without it; llama.cpp tokenizes both names alike (llama-vocab.cpp's
+	// DEEPSEEK3_LLM regexes, clean_spaces off).
+	{name: "deepseek-v3", regexes: []string{reDeepSeek3Digits, reDeepSeek3CJK, reDeepSeek3Rest}, bos: 1},
+	{name: "joyai-llm", regexes: []string{reDeepSeek3Digits, reDeepSeek3CJK, reDeepSeek3Rest}, bos: -1},
 }
 
 // PreNames lists the tokenizer.ggml.pre values apr recognizes from a tokenizer.json.
@@ -241,11 +259,18 @@ func preDef(tj tokenizerJSON) (PreDef, error) {
 	var d PreDef
 	d.IgnoreMerges = tj.Model.IgnoreMerges
 	if len(tj.Normalizer) > 0 && string(tj.Normalizer) != "null" {
-		var n typed
-		if err := json.Unmarshal(tj.Normalizer, &n); err != nil || n.Type != "NFC" {
-			return d, fmt.Errorf("tokenizer.json: normalizer %.80s is not supported (none or NFC)", tj.Normalizer)
+		var n struct {
+			Type        string  `json:"type"`
+			Normalizers []typed `json:"normalizers"`
 		}
-		d.NFC = true
+		err := json.Unmarshal(tj.Normalizer, &n)
+		switch {
+		case err == nil && n.Type == "NFC":
+			d.NFC = true
+		case err == nil && n.Type == "Sequence" && len(n.Normalizers) == 0: // DeepSeek V3's: no normalizer
+		default:
+			return d, fmt.Errorf("tokenizer.json: normalizer %.80s is not supported (none, an empty Sequence, or NFC)", tj.Normalizer)
+		}
 	}
 	var seq struct {
 		Type          string            `json:"type"`
@@ -281,16 +306,60 @@ func preDef(tj tokenizerJSON) (PreDef, error) {
 	if !byteLevel {
 		return d, fmt.Errorf("tokenizer.json: the pre_tokenizer has no ByteLevel step; only byte-level BPE is converted")
 	}
+	d.BOS = templateBOS(tj.PostProcessor)
+	return d, nil
+}
+
+// templateBOS reports whether a post-processor puts a special token before the text:
+// a TemplateProcessing whose single template starts with one, alone or in a Sequence
+// of processors (Llama 3.1's: ByteLevel, then the template).
+func templateBOS(raw json.RawMessage) bool {
 	var pp struct {
 		Type   string `json:"type"`
 		Single []struct {
 			SpecialToken *struct{} `json:"SpecialToken"`
 		} `json:"single"`
+		Processors []json.RawMessage `json:"processors"`
 	}
-	if json.Unmarshal(tj.PostProcessor, &pp) == nil && pp.Type == "TemplateProcessing" && len(pp.Single) > 0 {
-		d.BOS = pp.Single[0].SpecialToken != nil
+	if json.Unmarshal(raw, &pp) != nil {
+		return false
 	}
-	return d, nil
+	switch pp.Type {
+	case "TemplateProcessing":
+		return len(pp.Single) > 0 && pp.Single[0].SpecialToken != nil
+	case "Sequence":
+		for _, p := range pp.Processors {
+			if templateBOS(p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// UseConfig applies tokenizer_config.json's part in what transformers' encode adds
+// (and so in the converter's chkhsh): a tokenizer_class LlamaTokenizer or
+// LlamaTokenizerFast loads as LlamaTokenizerFast, which replaces tokenizer.json's
+// post-processor by a template that puts the BOS token first when add_bos_token
+// (default true) and bos_token are set (DeepSeek V3's config). Other classes keep
+// tokenizer.json's post-processor.
+func (t *BPE) UseConfig(config []byte) error {
+	if len(config) == 0 {
+		return nil
+	}
+	var tc struct {
+		Class    string          `json:"tokenizer_class"`
+		AddBOS   *bool           `json:"add_bos_token"`
+		BOSToken json.RawMessage `json:"bos_token"`
+	}
+	if err := json.Unmarshal(config, &tc); err != nil {
+		return fmt.Errorf("tokenizer_config.json: %w", err)
+	}
+	if tc.Class == "LlamaTokenizer" || tc.Class == "LlamaTokenizerFast" {
+		bos := len(tc.BOSToken) > 0 && string(tc.BOSToken) != "null"
+		t.Def.BOS = (tc.AddBOS == nil || *tc.AddBOS) && bos
+	}
+	return nil
 }
 
 // bpeVocab builds the tokenizer.* keys of a byte-level BPE tokenizer.json as the
@@ -304,6 +373,9 @@ func preDef(tj tokenizerJSON) (PreDef, error) {
 func bpeVocab(files map[string][]byte, vocab int, pre string) ([]gguf.KV, error) {
 	t, err := ParseBPE(files["tokenizer.json"])
 	if err != nil {
+		return nil, err
+	}
+	if err := t.UseConfig(files["tokenizer_config.json"]); err != nil {
 		return nil, err
 	}
 	if pre == "" {

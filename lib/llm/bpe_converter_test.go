@@ -12,9 +12,10 @@ import (
 	"github.com/apr-go/apr/lib/internal/peertest"
 )
 
-// TestBPEConverter: checkpoints of npm's real Llama 3, Qwen2.5 and Mistral-Nemo
-// tokenizers (testdata/hf/bpe-peer), made by genckpt, convert to the F32 GGUF today's
-// llama.cpp converter writes of them, byte for byte: the pre-tokenizer named, the
+// TestBPEConverter: checkpoints of npm's real Llama 3, Qwen2.5, Mistral-Nemo and
+// Llama 3.1 tokenizers (testdata/hf/bpe-peer), made by genckpt, convert to the F32 GGUF
+// today's llama.cpp converter writes of them, byte for byte: the pre-tokenizer named
+// (Llama 3.1's BOS template sits in a post-processor Sequence: llama-bpe), the
 // vocabulary, merges and special tokens, and the add flags read from tokenizer.json's
 // post-processor as the converter's SpecialVocab reads them (Mistral-Nemo's template
 // gives add_bos true and add_sep false). The sums are in bpe-peer/converter.sha256
@@ -51,6 +52,7 @@ func TestBPEConverter(t *testing.T) {
 		{"npm-llama3", "tokenizer-llama3", "LlamaForCausalLM", "128256"},
 		{"npm-qwen2_5", "tokenizer-qwen2_5", "Qwen2ForCausalLM", "151936"},
 		{"npm-mistral_nemo", "tokenizer-mistral_nemo", "MistralForCausalLM", "131072"},
+		{"npm-llama3_1", "tokenizer-llama3_1", "LlamaForCausalLM", "128256"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want := sums[c.name+".f32.gguf"]

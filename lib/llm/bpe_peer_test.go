@@ -33,6 +33,7 @@ var bpeTexts = []string{
 // converts each as.
 var peerTokenizers = []struct{ pkg, arch string }{
 	{"llama3", "LlamaForCausalLM"}, {"qwen2_5", "Qwen2ForCausalLM"}, {"mistral_nemo", "MistralForCausalLM"},
+	{"llama3_1", "LlamaForCausalLM"}, {"deepseek_v3", "LlamaForCausalLM"}, // DeepSeek V3's vocabulary in a Llama: the tokenizer is the same
 }
 
 // nodePeer returns node when testdata/hf/bpe-peer is installed.
@@ -149,7 +150,14 @@ func TestBPEPeer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		tc, err := os.ReadFile(filepath.Join(o.Dir, "tokenizer_config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		bpe, err := ParseBPE(b)
+		if err == nil {
+			err = bpe.UseConfig(tc)
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", o.Dir, err)
 		}
@@ -173,7 +181,6 @@ func TestBPEPeer(t *testing.T) {
 			arch = "LlamaForCausalLM"
 		}
 		vocab := (len(bpe.Tokens) + 127) / 128 * 128
-		tc, _ := os.ReadFile(filepath.Join(o.Dir, "tokenizer_config.json"))
 		files := map[string][]byte{"tokenizer.json": b, "tokenizer_config.json": tc}
 		files["config.json"] = []byte(fmt.Sprintf(`{"architectures":[%q],"vocab_size":%d,"hidden_size":8,
 			"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1}`, arch, vocab))

@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -208,4 +209,93 @@ func FuzzParseBPE(f *testing.F) {
 			}
 		}
 	})
+}
+
+// llamaBPE is smallBPE in Llama 3's form (no normalizer, Llama 3's Split,
+// ignore_merges) with the given normalizer and post-processor.
+func llamaBPE(normalizer, post string) string {
+	b := strings.Replace(smallBPE(`["a b"]`), `"normalizer":{"type":"NFC"}`, `"normalizer":`+normalizer, 1)
+	b = strings.Replace(b, mustJSON(reQwen2), mustJSON(reLlama3), 1)
+	b = strings.Replace(b, `"byte_fallback":false`, `"byte_fallback":false,"ignore_merges":true`, 1)
+	return strings.Replace(b, `"post_processor":{"type":"ByteLevel"}`, `"post_processor":`+post, 1)
+}
+
+// TestBPEPreFacts: the facts apr names a pre-tokenizer by, as transformers' encode
+// (and so the converter's chkhsh) sees them: a BOS template alone or inside a
+// post-processor Sequence (Llama 3.1's), an empty normalizer Sequence (DeepSeek V3's),
+// and tokenizer_config.json's LlamaTokenizerFast, which adds the BOS unless
+// add_bos_token is false.
+func TestBPEPreFacts(t *testing.T) {
+	const bos = `{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<|endoftext|>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}]}`
+	llamaFast := `{"tokenizer_class":"LlamaTokenizerFast","bos_token":"<|endoftext|>"}`
+	for _, c := range []struct{ name, tok, config, want string }{
+		{"no template", llamaBPE("null", `{"type":"ByteLevel"}`), "", "smaug-bpe"},
+		{"template", llamaBPE("null", bos), "", "llama-bpe"},
+		{"template in a Sequence", llamaBPE("null", `{"type":"Sequence","processors":[{"type":"ByteLevel"},`+bos+`]}`), "", "llama-bpe"},
+		{"empty normalizer Sequence", llamaBPE(`{"type":"Sequence","normalizers":[]}`, bos), "", "llama-bpe"},
+		{"LlamaTokenizerFast adds BOS", llamaBPE("null", `{"type":"ByteLevel"}`), llamaFast, "llama-bpe"},
+		{"LlamaTokenizerFast without add_bos_token", llamaBPE("null", bos), `{"tokenizer_class":"LlamaTokenizer","add_bos_token":false,"bos_token":"x"}`, "smaug-bpe"},
+		{"other class keeps the template", llamaBPE("null", `{"type":"ByteLevel"}`), `{"tokenizer_class":"PreTrainedTokenizerFast","add_bos_token":true,"bos_token":"x"}`, "smaug-bpe"},
+	} {
+		b, err := ParseBPE([]byte(c.tok))
+		if err == nil {
+			err = b.UseConfig([]byte(c.config))
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got, err := b.Def.Pre(); got != c.want {
+			t.Errorf("%s: pre %q (%v), want %q", c.name, got, err, c.want)
+		}
+	}
+	if _, err := ParseBPE([]byte(llamaBPE(`{"type":"Sequence","normalizers":[{"type":"NFKC"}]}`, bos))); err == nil || !strings.Contains(err.Error(), "normalizer") {
+		t.Errorf("a Sequence of NFKC: %v", err)
+	}
+}
+
+// TestBPEDeepSeekV3: DeepSeek V3's definition (an empty normalizer Sequence, three
+// Splits, no ignore_merges) is deepseek-v3 with the BOS its LlamaTokenizerFast adds,
+// joyai-llm without, in the checkpoint's keys as in Pre; the tokenizer.json written
+// back from deepseek-v3's GGUF has the same definition and no BOS template unless
+// the GGUF says add_bos_token (llama.cpp adds no BOS for the name).
+func TestBPEDeepSeekV3(t *testing.T) {
+	b := smallBPE(`["a b"]`)
+	b = strings.Replace(b, `"normalizer":{"type":"NFC"}`, `"normalizer":{"type":"Sequence","normalizers":[]}`, 1)
+	var splits []string
+	for _, re := range []string{reDeepSeek3Digits, reDeepSeek3CJK, reDeepSeek3Rest} {
+		splits = append(splits, `{"type":"Split","pattern":{"Regex":`+mustJSON(re)+`},"behavior":"Isolated","invert":false}`)
+	}
+	b = strings.Replace(b, `{"type":"Split","pattern":{"Regex":`+strings.TrimSpace(mustJSON(reQwen2))+`},"behavior":"Isolated","invert":false}`, strings.Join(splits, ","), 1)
+	for _, c := range []struct{ config, want string }{
+		{`{"tokenizer_class":"LlamaTokenizerFast","add_bos_token":true,"bos_token":{"content":"<|endoftext|>"},"eos_token":"<|endoftext|>"}`, "deepseek-v3"},
+		{`{"tokenizer_class":"PreTrainedTokenizerFast","eos_token":"<|endoftext|>"}`, "joyai-llm"},
+	} {
+		files := qwenCheckpoint(b, 13)
+		files["tokenizer_config.json"] = []byte(c.config)
+		cp, _, err := FromCheckpoint(files, "x", qwenShapes(13, true))
+		if err != nil {
+			t.Fatalf("%s: %v", c.want, err)
+		}
+		h := gguf.Header{KVs: cp.KVs}
+		v, _ := h.Get("tokenizer.ggml.pre")
+		if pre, _ := v.AsString(); pre != c.want {
+			t.Errorf("pre %q, want %q", pre, c.want)
+		}
+		if c.want != "deepseek-v3" {
+			continue
+		}
+		cp.KVs = slices.DeleteFunc(cp.KVs, func(kv gguf.KV) bool { return kv.Key == "tokenizer.ggml.add_bos_token" })
+		back, err := cp.HFFiles(qwenShapes(13, true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseBPE(back["tokenizer.json"])
+		if err != nil {
+			t.Fatalf("%v\n%s", err, back["tokenizer.json"])
+		}
+		if want := (PreDef{Regexes: []string{reDeepSeek3Digits, reDeepSeek3CJK, reDeepSeek3Rest}}); !reflect.DeepEqual(got.Def, want) {
+			t.Errorf("written back: %+v, want %+v", got.Def, want)
+		}
+	}
 }

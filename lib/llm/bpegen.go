@@ -52,7 +52,7 @@ func (g ggufKVs) bpeTokenizer() (*bpeTokenizer, error) {
 		}
 	}
 	g.specialIDs(len(t.tokens), &t.unk, &t.bos, &t.eos, &t.pad)
-	t.addBOS = g.boolean("tokenizer.ggml.add_bos_token", pre.bos == 1)
+	t.addBOS = g.boolean("tokenizer.ggml.add_bos_token", pre.addBOS)
 	t.addEOS = g.boolean("tokenizer.ggml.add_eos_token", false)
 	if t.addBOS && t.bos < 0 {
 		return nil, fmt.Errorf("the tokenizer adds a BOS token but tokenizer.ggml.bos_token_id is missing")

@@ -22,7 +22,7 @@ func FuzzOpenReader(f *testing.F) {
 	f.Add([]byte("\x02\x00\x00\x00\x00\x00\x00\x00{}"))
 	f.Add([]byte("APRN"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, k, rest, err := OpenReader(bytes.NewReader(b), "stdin")
+		s, k, rest, err := OpenReader(bytes.NewReader(b), "stdin", Options{})
 		if err != nil {
 			return
 		}

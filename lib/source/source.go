@@ -102,6 +102,9 @@ func KindOf(path string) (Kind, error) {
 type Options struct {
 	// Set, when not nil, is told the parts of a GGUF split set (ggufconv.ImportOptions.Set).
 	Set func(parts []string)
+	// SafeTensors are the options of a SafeTensors or checkpoint import (apr-st
+	// import's flags); a GGUF or APR input ignores them.
+	SafeTensors stconv.ImportOptions
 }
 
 // Open imports the GGUF, SafeTensors or checkpoint input at path as apr-gguf import
@@ -120,7 +123,7 @@ func Open(path string, o Options) (stream.Stream, Kind, error) {
 	case GGUF:
 		s, err = ggufconv.OpenFile(path, ggufconv.ImportOptions{Set: o.Set})
 	default:
-		s, err = stconv.Open(path, stconv.ImportOptions{})
+		s, err = stconv.Open(path, o.SafeTensors)
 	}
 	if err != nil {
 		return nil, k, err
@@ -134,11 +137,11 @@ func Open(path string, o Options) (stream.Stream, Kind, error) {
 }
 
 // OpenReader imports a GGUF or SafeTensors stream from r (stdin) as apr-gguf import
-// and apr-st import do, and returns it Piped. For an APR stream it returns a nil
+// and apr-st import do (o.SafeTensors for the latter), and returns it Piped. For an APR stream it returns a nil
 // stream, kind APR, and the reader to give the APR reader in place of r (the bytes
 // looked at are not lost). A regular *os.File (a redirection) is looked at in place,
 // so the importers can map it; name is its name in messages ("stdin").
-func OpenReader(r io.Reader, name string) (stream.Stream, Kind, io.Reader, error) {
+func OpenReader(r io.Reader, name string, o Options) (stream.Stream, Kind, io.Reader, error) {
 	var head []byte
 	if f, ok := r.(*os.File); ok && isRegular(f) {
 		off, err := f.Seek(0, io.SeekCurrent)
@@ -169,9 +172,9 @@ func OpenReader(r io.Reader, name string) (stream.Stream, Kind, io.Reader, error
 		s, err = ggufconv.NewStream(r, ggufconv.ImportOptions{Name: name})
 	default:
 		if f, ok := r.(*os.File); ok {
-			s, err = stconv.OpenFile(f, name, stconv.ImportOptions{}) // takes f, as apr-st import takes stdin
+			s, err = stconv.OpenFile(f, name, o.SafeTensors) // takes f, as apr-st import takes stdin
 		} else {
-			s, err = stconv.NewStream(r, stconv.ImportOptions{})
+			s, err = stconv.NewStream(r, o.SafeTensors)
 		}
 	}
 	if err != nil {

@@ -104,12 +104,12 @@ func TestPipedHeader(t *testing.T) {
 func TestOpenReader(t *testing.T) {
 	gguf, _ := os.ReadFile(tinyGGUF)
 	st, _ := os.ReadFile(stFile)
-	s, k, _, err := OpenReader(bytes.NewReader(gguf), "stdin")
+	s, k, _, err := OpenReader(bytes.NewReader(gguf), "stdin", Options{})
 	if err != nil || k != GGUF || len(s.Header().Table) == 0 {
 		t.Fatalf("GGUF: %v %v", k, err)
 	}
 	s.Close()
-	s, k, _, err = OpenReader(bytes.NewReader(st), "stdin")
+	s, k, _, err = OpenReader(bytes.NewReader(st), "stdin", Options{})
 	if err != nil || k != SafeTensors {
 		t.Fatalf("SafeTensors: %v %v", k, err)
 	}
@@ -119,14 +119,14 @@ func TestOpenReader(t *testing.T) {
 	if err != nil || w.Close() != nil {
 		t.Fatal(err)
 	}
-	s, k, rest, err := OpenReader(bytes.NewReader(a.Bytes()), "stdin")
+	s, k, rest, err := OpenReader(bytes.NewReader(a.Bytes()), "stdin", Options{})
 	if err != nil || k != APR || s != nil {
 		t.Fatalf("APR: %v %v", k, err)
 	}
 	if b, _ := io.ReadAll(rest); !bytes.Equal(b, a.Bytes()) {
 		t.Error("the APR bytes looked at were lost")
 	}
-	if _, _, _, err := OpenReader(bytes.NewReader(gguf[:100]), "stdin"); err == nil {
+	if _, _, _, err := OpenReader(bytes.NewReader(gguf[:100]), "stdin", Options{}); err == nil {
 		t.Error("a truncated GGUF header: no error")
 	}
 }

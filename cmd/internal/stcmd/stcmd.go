@@ -43,15 +43,42 @@ type grammar struct {
 type ImportCmd struct {
 	cli.InputFlag `set:"input_help=A .safetensors file, a checkpoint directory (model.safetensors.index.json and shards, or model.safetensors), an index file, or '-' for stdin (a pipe streams through)."`
 	cli.OutputFlag
-	Type         string `short:"t" placeholder:"TYPE" help:"Model type of the APR (a name such as LinearRegression, or a code); default: __metadata__'s apr.model_type, else Custom."`
-	Name         string `help:"Model name to record in the metadata."`
-	NoFiles      bool   `help:"Do not keep a checkpoint directory's config and tokenizer files in the metadata."`
-	HFLayout     bool   `name:"hf-layout" help:"Keep a language model's tensors as the checkpoint names and lays them out. By default a checkpoint whose config.json names an architecture apr converts (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM) is imported in llama.cpp's form, ready for apr-gguf export."`
-	TokenizerPre string `name:"tokenizer-pre" placeholder:"NAME" help:"llama.cpp's pre-tokenizer (tokenizer.ggml.pre) of a BPE tokenizer.json whose pre-tokenizer apr does not recognize (it knows llama-bpe, smaug-bpe, qwen2, tekken; docs/SAFETENSORS.md)."`
-	Digest       bool   `help:"Record the SHA-256 of each source file in the provenance (one more read of the input, hashed beside the conversion into a file; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for a pipe."`
+	Type string `short:"t" placeholder:"TYPE" help:"Model type of the APR (a name such as LinearRegression, or a code); default: __metadata__'s apr.model_type, else Custom."`
+	ImportFlags
 	cli.CompressFlag
 	Shuffle bool `help:"Byte-shuffle float and integer tensors before compression."`
 	cli.WorkersFlag
+}
+
+// ImportFlags are the import flags that decide what is read from a SafeTensors file or
+// checkpoint directory (the output's codec, workers and model type are each program's
+// own). apr-quant embeds them too, so its one command converts a checkpoint as the pipe
+// apr-st import | apr-quant does.
+type ImportFlags struct {
+	Name         string `help:"Model name to record in the metadata."`
+	NoFiles      bool   `help:"Do not keep a checkpoint directory's config and tokenizer files in the metadata."`
+	HFLayout     bool   `name:"hf-layout" help:"Keep a language model's tensors as the checkpoint names and lays them out. By default a checkpoint whose config.json names an architecture apr converts (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, ...) is imported in llama.cpp's form, ready for apr-gguf export."`
+	TokenizerPre string `name:"tokenizer-pre" placeholder:"NAME" help:"llama.cpp's pre-tokenizer (tokenizer.ggml.pre) of a BPE tokenizer.json whose pre-tokenizer apr does not recognize (docs/SAFETENSORS.md lists those it does)."`
+	Digest       bool   `help:"Record the SHA-256 of each source file in the provenance (one more read of the input, hashed beside the conversion into a file; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for a pipe."`
+}
+
+// ImportOptions returns the importer's options of the flags.
+func (f ImportFlags) ImportOptions() stconv.ImportOptions {
+	return stconv.ImportOptions{Name: f.Name, SkipFiles: f.NoFiles, Digest: f.Digest, HFLayout: f.HFLayout, TokenizerPre: f.TokenizerPre}
+}
+
+// Given lists the flags set, as spelled on the command line.
+func (f ImportFlags) Given() []string {
+	var given []string
+	for _, g := range []struct {
+		set  bool
+		flag string
+	}{{f.Name != "", "--name"}, {f.NoFiles, "--no-files"}, {f.HFLayout, "--hf-layout"}, {f.TokenizerPre != "", "--tokenizer-pre"}, {f.Digest, "--digest"}} {
+		if g.set {
+			given = append(given, g.flag)
+		}
+	}
+	return given
 }
 
 // Run imports.
@@ -63,7 +90,7 @@ func (c *ImportCmd) Run(env *cli.Env) error {
 	if c.Shuffle && comp == container.CompressNone {
 		return cli.Usagef("--shuffle needs a codec (--compress zstd, zstd-max or lz4)")
 	}
-	opts := stconv.ImportOptions{Name: c.Name, SkipFiles: c.NoFiles, Digest: c.Digest, HFLayout: c.HFLayout, TokenizerPre: c.TokenizerPre}
+	opts := c.ImportOptions()
 	if c.Type != "" {
 		if opts.Type, err = modeltype.ParseType(c.Type); err != nil {
 			return cli.Usagef("%v", err)

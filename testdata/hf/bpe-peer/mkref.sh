@@ -20,4 +20,5 @@ done <<'TABLE' >"$here/converter.sha256"
 npm-llama3 tokenizer-llama3 LlamaForCausalLM 128256
 npm-qwen2_5 tokenizer-qwen2_5 Qwen2ForCausalLM 151936
 npm-mistral_nemo tokenizer-mistral_nemo MistralForCausalLM 131072
+npm-llama3_1 tokenizer-llama3_1 LlamaForCausalLM 128256
 TABLE
