@@ -15,11 +15,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/blake2b"
 
 	"github.com/apr-go/apr/lib/internal/regfile"
+	"github.com/apr-go/apr/lib/printable"
 )
 
 // Serialization methods and hash algorithms of the spec (its algorithm registry).
@@ -91,10 +93,12 @@ func (e *NoFilesError) Error() string {
 	return e.Root + ": no files after the exclusions (an empty model is refused by the spec)"
 }
 
-// file is one regular file of a model: its canonical name and where to read it.
+// file is one regular file of a model: its canonical name, where to read it, and
+// its state when it was listed, which it must keep while it is hashed.
 type file struct {
 	rel, abs string
 	size     int64
+	info     fs.FileInfo
 }
 
 // ValidateSerialization checks the parameters a statement or a user gave.
@@ -206,12 +210,12 @@ func Hash(root string, s Serialization, o HashOptions) (*Manifest, error) {
 				}
 				u := units[i]
 				h.Reset()
-				n, err := hashRange(h, buf, u.f.abs, u.start, u.end)
+				n, err := hashRange(h, buf, u.f, u.start, u.end)
 				r := Resource{Name: u.f.rel, Algorithm: s.HashType, Path: u.f.rel, Start: u.start, End: u.end, Digest: h.Sum(nil)}
 				if u.end >= 0 {
 					r.Name = shardName(u.f.rel, u.start, u.end)
 					if err == nil && n != u.end-u.start {
-						err = fmt.Errorf("%s: %d bytes at offset %d, expected %d (the file changed while hashing)", u.f.rel, n, u.start, u.end-u.start)
+						err = fmt.Errorf("%s: %d bytes at offset %d, expected %d: the file changed while it was hashed", printable.String(u.f.rel), n, u.start, u.end-u.start)
 					}
 				}
 				m.Resources[i], errs[i] = r, err
@@ -226,22 +230,66 @@ func Hash(root string, s Serialization, o HashOptions) (*Manifest, error) {
 	return m, nil
 }
 
+// testHookHashed, when set by a test, runs after a range's bytes were read and
+// before they are checked against the file's state.
+var testHookHashed func(abs string)
+
 // hashRange hashes [start, end) of a file, or all of it from start when end < 0.
-func hashRange(h hash.Hash, buf []byte, name string, start, end int64) (int64, error) {
-	f, err := regfile.Open(name) // a file swapped for a FIFO since it was listed is refused, not waited on
+// The file must be the one listed, in the state it was listed in (same file, size
+// and modification time), when it is opened and again after its bytes were read:
+// otherwise what was hashed may not be what the file holds, and a signature made
+// or checked over it would vouch for bytes nobody can read back.
+func hashRange(h hash.Hash, buf []byte, lf *file, start, end int64) (int64, error) {
+	f, err := regfile.Open(lf.abs) // a file swapped for a FIFO since it was listed is refused, not waited on
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if err := unchanged(lf, fi); err != nil {
+		return 0, err
+	}
 	var r io.Reader = io.NewSectionReader(f, start, 1<<62)
 	if end >= 0 {
 		r = io.NewSectionReader(f, start, end-start)
 	}
 	n, err := io.CopyBuffer(h, struct{ io.Reader }{r}, buf)
 	if err != nil {
-		return n, fmt.Errorf("%s: %w", name, err)
+		return n, fmt.Errorf("%s: %w", printable.String(lf.abs), err)
+	}
+	if testHookHashed != nil {
+		testHookHashed(lf.abs)
+	}
+	// The path, not the open file: a file renamed over it is a change too.
+	if fi, err = os.Stat(lf.abs); err != nil {
+		return n, err
+	}
+	if err := unchanged(lf, fi); err != nil {
+		return n, err
+	}
+	if end < 0 && n != lf.size {
+		return n, fmt.Errorf("%s: %d bytes read, %d listed: the file changed while it was hashed", printable.String(lf.abs), n, lf.size)
 	}
 	return n, nil
+}
+
+// unchanged says whether fi is still the file lf was listed as. A write within
+// the file system's timestamp granularity that keeps the size is not seen.
+func unchanged(lf *file, fi fs.FileInfo) error {
+	var what string
+	switch {
+	case !os.SameFile(lf.info, fi):
+		what = "another file was put in its place"
+	case fi.Size() != lf.info.Size() || !fi.ModTime().Equal(lf.info.ModTime()):
+		what = fmt.Sprintf("%d bytes modified %s, listed as %d bytes modified %s", fi.Size(), fi.ModTime().Format(time.RFC3339Nano),
+			lf.info.Size(), lf.info.ModTime().Format(time.RFC3339Nano))
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s: the file changed while it was hashed (%s): hash the model when nothing writes to it", printable.String(lf.abs), what)
 }
 
 func shardName(p string, start, end int64) string {
@@ -305,7 +353,7 @@ func enumerate(root string, s Serialization, o HashOptions) ([]file, error) {
 		if !utf8.ValidString(name) {
 			return nil, fmt.Errorf("%s: file name is not valid UTF-8 (the spec cannot record it)", root)
 		}
-		return []file{{rel: name, abs: root, size: fi.Size()}}, nil
+		return []file{{rel: name, abs: root, size: fi.Size(), info: fi}}, nil
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is neither a file nor a directory", root)
@@ -419,7 +467,7 @@ func (w *walker) dir(abs, rel, real string) error {
 			if err != nil {
 				return err
 			}
-			w.files = append(w.files, file{rel: childRel, abs: target, size: fi.Size()})
+			w.files = append(w.files, file{rel: childRel, abs: target, size: fi.Size(), info: fi})
 		default:
 			return fmt.Errorf("%s is not a regular file (%v): a model holds files and directories only", childAbs, mode)
 		}
