@@ -66,3 +66,19 @@ func TestBundleKeyMaterialMustNameTheGivenKey(t *testing.T) {
 		})
 	}
 }
+
+// TestBundleSizeCap: ParseBundle refuses more than MaxBundle bytes before parsing
+// them, and Sign refuses to write a bundle that no verifier would read.
+func TestBundleSizeCap(t *testing.T) {
+	if _, err := ParseBundle(make([]byte, MaxBundle+1)); err == nil || !strings.Contains(err.Error(), "more than the 16777216 accepted") {
+		t.Fatalf("over the cap: %v", err)
+	}
+	k := newKey(t, elliptic.P256())
+	st := []byte(`{"` + strings.Repeat("x", MaxBundle*3/4) + `":1}`)
+	if _, err := NewKeySigner(k).Sign(st); err == nil || !strings.Contains(err.Error(), "a larger --shard-size") {
+		t.Fatalf("a bundle over the cap written: %v", err)
+	}
+	if _, err := NewKeySigner(k).Sign(st[MaxBundle/4:]); err != nil {
+		t.Fatalf("under the cap: %v", err)
+	}
+}
