@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/apr-go/apr/cmd/internal/cli"
 	"github.com/apr-go/apr/lib/oms"
+	"github.com/apr-go/apr/lib/printable"
 )
 
 // omsCmd signs and verifies models as OpenSSF Model Signing does, with model_signing's
@@ -43,7 +43,7 @@ type omsSignFlags struct {
 	omsModelFlags
 	AllowSymlinks bool   `name:"allow-symlinks" aliases:"allow_symlinks" help:"Follow symbolic links and sign their targets under the links' names (default: a link is an error)."`
 	Method        string `default:"files" enum:"files,shards" help:"Serialization: files (one digest per file, the default) or shards (one per --shard-size bytes of each file)."`
-	ShardSize     int64  `placeholder:"BYTES" help:"Shard size of --method shards (default 1000000000, the spec's)."`
+	ShardSize     *int64 `placeholder:"BYTES" help:"Shard size of --method shards, a positive number of bytes (default 1000000000, the spec's)."`
 	HashAlgorithm string `name:"hash-algorithm" default:"sha256" enum:"sha256,blake2b" help:"File digest: sha256 (the default, what every OMS verifier takes) or blake2b."`
 }
 
@@ -111,13 +111,17 @@ func ignoreRel(model string, paths []string) []string {
 
 func (f *omsSignFlags) sign(env *cli.Env, s *oms.Signer, what string) error {
 	ser := oms.Serialization{Method: f.Method, HashType: f.HashAlgorithm, AllowSymlinks: f.AllowSymlinks}
+	// A pointer: --shard-size 0 is a mistake, not the default.
 	switch {
-	case f.Method == oms.MethodFiles && f.ShardSize != 0:
+	case f.ShardSize != nil && *f.ShardSize <= 0:
+		return cli.Usagef("--shard-size must be a positive number of bytes, not %d", *f.ShardSize)
+	case f.Method == oms.MethodFiles && f.ShardSize != nil:
 		return cli.Usagef("--shard-size is for --method shards")
-	case f.ShardSize < 0:
-		return cli.Usagef("--shard-size must be positive")
 	case f.Method == oms.MethodShards:
-		ser.ShardSize = cmp.Or(f.ShardSize, oms.DefaultShardSize)
+		ser.ShardSize = oms.DefaultShardSize
+		if f.ShardSize != nil {
+			ser.ShardSize = *f.ShardSize
+		}
 	}
 	// Recorded: the default exclusions, the user's and the signature file, sorted
 	// so the statement is the same bytes for the same inputs.
@@ -150,7 +154,7 @@ func (f *omsSignFlags) sign(env *cli.Env, s *oms.Signer, what string) error {
 		return err
 	}
 	env.Infof("%s: signed %s (%d bytes) as %s (%s, %s) with %s; signature %s",
-		f.ModelPath, count(m.Files, "file"), m.Bytes, count(len(m.Resources), "resource"), ser.Method, ser.HashType, what, out.Name)
+		printable.String(f.ModelPath), count(m.Files, "file"), m.Bytes, count(len(m.Resources), "resource"), ser.Method, ser.HashType, what, printable.String(out.Name))
 	return nil
 }
 
@@ -217,7 +221,8 @@ func (c *omsSignCertCmd) Run(env *cli.Env) error {
 }
 
 func (f *omsModelFlags) verify(env *cli.Env, v oms.BundleVerifier, ignoreUnsigned bool) error {
-	bundle, err := cli.ReadSmallFile(f.Signature, 256<<20)
+	// A model.sig is a few KB: reading stops past oms.MaxBundle (16 MiB).
+	bundle, err := cli.ReadSmallFile(f.Signature, oms.MaxBundle)
 	if err != nil {
 		return err
 	}
@@ -225,17 +230,18 @@ func (f *omsModelFlags) verify(env *cli.Env, v oms.BundleVerifier, ignoreUnsigne
 	rep, err := oms.VerifyModel(f.ModelPath, v, bundle, oms.VerifyOptions{
 		IgnorePaths: exclude, IgnoreUnsigned: ignoreUnsigned,
 		Warn: func(m string) { env.Warnf("%s", m) }})
+	model, sig := printable.String(f.ModelPath), printable.String(f.Signature)
 	var mm *oms.MismatchError
 	switch {
 	case errors.As(err, &mm):
-		return fmt.Errorf("%s: signature %s is good (%s), but %w", f.ModelPath, f.Signature, rep.Signer, err)
+		return fmt.Errorf("%s: signature %s is good (%s), but %w", model, sig, rep.Signer, err)
 	case err != nil:
-		return fmt.Errorf("%s: %s: %w", f.ModelPath, f.Signature, err)
+		return fmt.Errorf("%s: %s: %w", model, sig, err)
 	}
 	m := rep.Manifest
 	if !env.Quiet {
 		fmt.Fprintf(env.Stdout, "%s: good OMS signature (%s method) by %s; %s, %s (%s, %s)\n",
-			f.ModelPath, rep.Method, rep.Signer, count(rep.Actual.Files, "file"), count(len(m.Resources), "resource"), m.Serialization.Method, m.Serialization.HashType)
+			model, rep.Method, rep.Signer, count(rep.Actual.Files, "file"), count(len(m.Resources), "resource"), m.Serialization.Method, m.Serialization.HashType)
 	}
 	return nil
 }

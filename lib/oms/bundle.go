@@ -14,9 +14,12 @@ const (
 	BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 	// PayloadType is the DSSE payload type of an in-toto statement.
 	PayloadType = "application/vnd.in-toto+json"
-	// maxBundle bounds a bundle file: one resource takes about 150 bytes, so this
-	// is room for a million files or shards.
-	maxBundle = 256 << 20
+	// MaxBundle bounds a bundle (model.sig) apr reads or writes. model_signing's are a
+	// few KB: a resource takes about 200 bytes of the bundle (its statement line, in
+	// base64), so 16 MiB is room for some 80,000 files or shards (an 80 TB model in
+	// the spec's 1 GB shards). A bigger file is refused before it is parsed, so a
+	// hostile one costs at most this much memory.
+	MaxBundle = 16 << 20
 )
 
 // ErrKeyless is returned when a key or certificate verifier is given a Sigstore
@@ -116,8 +119,8 @@ type bundleIn struct {
 // media type, one kind of verification material, a DSSE envelope with an in-toto
 // payload and at least one signature. It checks no signature.
 func ParseBundle(data []byte) (*Bundle, error) {
-	if len(data) > maxBundle {
-		return nil, fmt.Errorf("bundle: %d bytes, more than the %d accepted", len(data), maxBundle)
+	if len(data) > MaxBundle {
+		return nil, fmt.Errorf("bundle: %d bytes, more than the %d accepted", len(data), MaxBundle)
 	}
 	var in bundleIn
 	d := json.NewDecoder(bytes.NewReader(data))
@@ -285,6 +288,9 @@ func encodeBundle(vm vmOut, payload, sig []byte) ([]byte, error) {
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, err
+	}
+	if len(b) >= MaxBundle {
+		return nil, fmt.Errorf("the signature would be %d bytes, more than the %d bytes a verifier reads: sign fewer, larger shards (a larger --shard-size)", len(b)+1, MaxBundle)
 	}
 	return append(b, '\n'), nil
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"path"
 	"slices"
 	"strings"
+
+	"github.com/apr-go/apr/lib/printable"
 )
 
 // Diff is one way a model differs from its signed manifest.
@@ -20,7 +22,7 @@ type Diff struct {
 }
 
 func (d Diff) String() string {
-	s := d.Kind + ": " + d.Path
+	s := d.Kind + ": " + printable.String(d.Path)
 	if d.End > 0 {
 		s += fmt.Sprintf(" bytes %d-%d (the shard at offset %d)", d.Start, d.End, d.Start)
 	}
@@ -49,23 +51,21 @@ func (e *MismatchError) Error() string {
 
 // Compare lists how got (the model as hashed now) differs from want (the signed
 // manifest): files missing, extra, or changed, and for the shards method the byte
-// ranges that changed. single is the model's file name when the model is one file
+// ranges that changed. Names are compared exactly, as model_signing compares its
+// manifests' keys; single is the model's file name when the model is one file
 // (model_signing names that file "." in its statements).
 func Compare(want, got *Manifest, single string) []Diff {
 	type entry struct {
 		ranges map[int64]Resource
 		size   int64
 	}
-	group := func(m *Manifest, canon bool) (map[string]*entry, []string) {
+	group := func(m *Manifest) (map[string]*entry, []string) {
 		out := map[string]*entry{}
 		var order []string
 		for _, r := range m.Resources {
 			p := r.Path
-			if canon {
-				p = path.Clean(p)
-				if p == "." && single != "" {
-					p = single
-				}
+			if p == "." && single != "" {
+				p = single
 			}
 			e := out[p]
 			if e == nil {
@@ -78,8 +78,8 @@ func Compare(want, got *Manifest, single string) []Diff {
 		}
 		return out, order
 	}
-	w, worder := group(want, true)
-	g, gorder := group(got, false)
+	w, worder := group(want)
+	g, gorder := group(got)
 	paths := slices.Concat(worder, gorder)
 	slices.SortFunc(paths, comparePaths)
 	paths = slices.Compact(paths)
@@ -102,18 +102,25 @@ func Compare(want, got *Manifest, single string) []Diff {
 		}
 		if we.size != ge.size {
 			diffs = append(diffs, Diff{Kind: "changed", Path: p, Detail: fmt.Sprintf("%d bytes, signed as %d", ge.size, we.size)})
+			continue // the ranges differ from where the shorter one ends
 		}
-		starts := make([]int64, 0, len(we.ranges))
-		for s := range we.ranges {
-			starts = append(starts, s)
+		// Every range of either side: one the other lacks is a difference too
+		// (a statement read by ParseStatement has none).
+		starts := slices.Collect(maps.Keys(we.ranges))
+		for s := range ge.ranges {
+			if _, ok := we.ranges[s]; !ok {
+				starts = append(starts, s)
+			}
 		}
 		slices.Sort(starts)
 		for _, s := range starts {
-			wr, gr := we.ranges[s], ge.ranges[s]
-			if gr.Name == "" || gr.End != wr.End {
-				continue // covered by the size difference above
-			}
-			if !bytes.Equal(wr.Digest, gr.Digest) {
+			wr, inW := we.ranges[s]
+			gr, inG := ge.ranges[s]
+			switch {
+			case !inW || !inG || wr.End != gr.End:
+				end := max(wr.End, gr.End)
+				diffs = append(diffs, Diff{Kind: "changed", Path: p, Start: s, End: end, Detail: "not covered by the signature"})
+			case !bytes.Equal(wr.Digest, gr.Digest):
 				diffs = append(diffs, Diff{Kind: "changed", Path: p, Start: s, End: wr.End, Detail: "content differs"})
 			}
 		}
@@ -162,7 +169,7 @@ func VerifyModel(root string, v BundleVerifier, bundle []byte, o VerifyOptions) 
 	if o.IgnoreUnsigned {
 		listed := map[string]bool{}
 		for _, r := range want.Resources {
-			listed[path.Clean(r.Path)] = true
+			listed[r.Path] = true
 		}
 		ho.Only = func(rel string) bool { return listed[rel] }
 	}

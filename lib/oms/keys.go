@@ -13,8 +13,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/apr-go/apr/lib/printable"
 )
 
 // errKeyType says which keys the spec's key and certificate methods take
@@ -222,14 +223,8 @@ func (v *Verifier) Verify(bundle []byte) (*Verified, error) {
 			return nil, errors.New("the bundle was made with the certificate method (it carries a certificate chain, not a key hint): verify it with 'oms verify certificate'")
 		}
 		hint := KeyHint(v.Key)
-		if b.KeyHint != "" && !strings.EqualFold(b.KeyHint, hint) {
-			return nil, fmt.Errorf("key mismatch: the bundle was signed by key %s, the public key given is %s", b.KeyHint, hint)
-		}
-		if b.KeyRaw != nil {
-			// Bundles before v1.1.0 carry the PEM key itself.
-			if k, err := ParsePublicKey(b.KeyRaw); err == nil && !k.Equal(v.Key) {
-				return nil, fmt.Errorf("key mismatch: the bundle carries key %s, the public key given is %s", KeyHint(k), hint)
-			}
+		if err := checkKeyMaterial(b, v.Key, hint); err != nil {
+			return nil, err
 		}
 		pub, out.Method, out.Signer = v.Key, "key", "key "+hint
 	case len(v.Roots) > 0:
@@ -252,6 +247,36 @@ func (v *Verifier) Verify(bundle []byte) (*Verified, error) {
 	}
 	out.Manifest = m
 	return &out, nil
+}
+
+// checkKeyMaterial refuses a bundle whose verificationMaterial names another key
+// than pub: a hint other than pub's (compared exactly, as model_signing compares
+// it), or rawBytes (the key itself, in bundles before model_signing v1.1.0) that are
+// not pub, PEM or DER. Unreadable key material is refused too: it names no key
+// that could be checked.
+func checkKeyMaterial(b *Bundle, pub *ecdsa.PublicKey, hint string) error {
+	if b.KeyHint != "" && b.KeyHint != hint {
+		return fmt.Errorf("key mismatch: the bundle was signed by key %s, the public key given is %s", printable.String(b.KeyHint), hint)
+	}
+	if b.KeyRaw == nil {
+		return nil
+	}
+	der := b.KeyRaw
+	if blocks := pemBlocks(der); len(blocks) == 1 && blocks[0].Type == "PUBLIC KEY" {
+		der = blocks[0].Bytes
+	}
+	k, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		return fmt.Errorf("key mismatch: the bundle's publicKey.rawBytes is not a public key (%v), so it cannot be the public key given, %s", err, hint)
+	}
+	if ek, ok := k.(*ecdsa.PublicKey); !ok || !ek.Equal(pub) {
+		named := fmt.Sprintf("a %T key", k)
+		if ok {
+			named = "key " + KeyHint(ek)
+		}
+		return fmt.Errorf("key mismatch: the bundle carries %s, the public key given is %s", named, hint)
+	}
+	return nil
 }
 
 // signedManifest checks the bundle's DSSE signature with pub and reads the statement

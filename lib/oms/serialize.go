@@ -15,11 +15,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/blake2b"
 
 	"github.com/apr-go/apr/lib/internal/regfile"
+	"github.com/apr-go/apr/lib/printable"
 )
 
 // Serialization methods and hash algorithms of the spec (its algorithm registry).
@@ -88,13 +90,15 @@ type HashOptions struct {
 type NoFilesError struct{ Root string }
 
 func (e *NoFilesError) Error() string {
-	return e.Root + ": no files after the exclusions (an empty model is refused by the spec)"
+	return printable.String(e.Root) + ": no files after the exclusions (an empty model is refused by the spec)"
 }
 
-// file is one regular file of a model: its canonical name and where to read it.
+// file is one regular file of a model: its canonical name, where to read it, and
+// its state when it was listed, which it must keep while it is hashed.
 type file struct {
 	rel, abs string
 	size     int64
+	info     fs.FileInfo
 }
 
 // ValidateSerialization checks the parameters a statement or a user gave.
@@ -206,12 +210,12 @@ func Hash(root string, s Serialization, o HashOptions) (*Manifest, error) {
 				}
 				u := units[i]
 				h.Reset()
-				n, err := hashRange(h, buf, u.f.abs, u.start, u.end)
+				n, err := hashRange(h, buf, u.f, u.start, u.end)
 				r := Resource{Name: u.f.rel, Algorithm: s.HashType, Path: u.f.rel, Start: u.start, End: u.end, Digest: h.Sum(nil)}
 				if u.end >= 0 {
 					r.Name = shardName(u.f.rel, u.start, u.end)
 					if err == nil && n != u.end-u.start {
-						err = fmt.Errorf("%s: %d bytes at offset %d, expected %d (the file changed while hashing)", u.f.rel, n, u.start, u.end-u.start)
+						err = fmt.Errorf("%s: %d bytes at offset %d, expected %d: the file changed while it was hashed", printable.String(u.f.rel), n, u.start, u.end-u.start)
 					}
 				}
 				m.Resources[i], errs[i] = r, err
@@ -226,22 +230,75 @@ func Hash(root string, s Serialization, o HashOptions) (*Manifest, error) {
 	return m, nil
 }
 
+// testHookHashed, when set by a test, runs after a range's bytes were read and
+// before they are checked against the file's state.
+var testHookHashed func(abs string)
+
 // hashRange hashes [start, end) of a file, or all of it from start when end < 0.
-func hashRange(h hash.Hash, buf []byte, name string, start, end int64) (int64, error) {
-	f, err := regfile.Open(name) // a file swapped for a FIFO since it was listed is refused, not waited on
+// The file must be the one listed, in the state it was listed in (same file, size
+// and modification time), when it is opened and again after its bytes were read:
+// otherwise what was hashed may not be what the file holds, and a signature made
+// or checked over it would vouch for bytes nobody can read back.
+func hashRange(h hash.Hash, buf []byte, lf *file, start, end int64) (int64, error) {
+	f, err := regfile.Open(lf.abs) // a file swapped for a FIFO since it was listed is refused, not waited on
 	if err != nil {
-		return 0, err
+		return 0, quoted(err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, quoted(err)
+	}
+	if err := unchanged(lf, fi); err != nil {
+		return 0, err
+	}
 	var r io.Reader = io.NewSectionReader(f, start, 1<<62)
 	if end >= 0 {
 		r = io.NewSectionReader(f, start, end-start)
 	}
 	n, err := io.CopyBuffer(h, struct{ io.Reader }{r}, buf)
 	if err != nil {
-		return n, fmt.Errorf("%s: %w", name, err)
+		return n, fmt.Errorf("%s: %w", printable.String(lf.abs), err)
+	}
+	if testHookHashed != nil {
+		testHookHashed(lf.abs)
+	}
+	// The path, not the open file: a file renamed over it is a change too.
+	if fi, err = os.Stat(lf.abs); err != nil {
+		return n, quoted(err)
+	}
+	if err := unchanged(lf, fi); err != nil {
+		return n, err
+	}
+	if end < 0 && n != lf.size {
+		return n, fmt.Errorf("%s: %d bytes read, %d listed: the file changed while it was hashed", printable.String(lf.abs), n, lf.size)
 	}
 	return n, nil
+}
+
+// quoted returns err with the path of an *fs.PathError made printable: a file
+// name may hold an escape sequence or a line feed (printable.String).
+func quoted(err error) error {
+	if pe, ok := err.(*fs.PathError); ok {
+		return &fs.PathError{Op: pe.Op, Path: printable.String(pe.Path), Err: pe.Err}
+	}
+	return err
+}
+
+// unchanged says whether fi is still the file lf was listed as. A write within
+// the file system's timestamp granularity that keeps the size is not seen.
+func unchanged(lf *file, fi fs.FileInfo) error {
+	var what string
+	switch {
+	case !os.SameFile(lf.info, fi):
+		what = "another file was put in its place"
+	case fi.Size() != lf.info.Size() || !fi.ModTime().Equal(lf.info.ModTime()):
+		what = fmt.Sprintf("%d bytes modified %s, listed as %d bytes modified %s", fi.Size(), fi.ModTime().Format(time.RFC3339Nano),
+			lf.info.Size(), lf.info.ModTime().Format(time.RFC3339Nano))
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s: the file changed while it was hashed (%s): hash the model when nothing writes to it", printable.String(lf.abs), what)
 }
 
 func shardName(p string, start, end int64) string {
@@ -290,25 +347,25 @@ func ModelName(root string) string {
 func enumerate(root string, s Serialization, o HashOptions) ([]file, error) {
 	li, err := os.Lstat(root)
 	if err != nil {
-		return nil, err
+		return nil, quoted(err)
 	}
 	if li.Mode()&fs.ModeSymlink != 0 && !s.AllowSymlinks {
-		return nil, fmt.Errorf("%s is a symbolic link (give --allow-symlinks to follow links)", root)
+		return nil, fmt.Errorf("%s is a symbolic link (give --allow-symlinks to follow links)", printable.String(root))
 	}
 	fi, err := os.Stat(root)
 	if err != nil {
-		return nil, err
+		return nil, quoted(err)
 	}
 	if fi.Mode().IsRegular() {
 		// A single-file model: its resource is named by the file's basename (spec §6.1.2).
 		name := filepath.Base(root)
 		if !utf8.ValidString(name) {
-			return nil, fmt.Errorf("%s: file name is not valid UTF-8 (the spec cannot record it)", root)
+			return nil, fmt.Errorf("%s: file name is not valid UTF-8 (the spec cannot record it)", printable.String(root))
 		}
-		return []file{{rel: name, abs: root, size: fi.Size()}}, nil
+		return []file{{rel: name, abs: root, size: fi.Size(), info: fi}}, nil
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is neither a file nor a directory", root)
+		return nil, fmt.Errorf("%s is neither a file nor a directory", printable.String(root))
 	}
 	ignored := map[string]bool{}
 	for _, p := range slices.Concat(DefaultIgnores, s.IgnorePaths, o.Exclude) {
@@ -317,12 +374,12 @@ func enumerate(root string, s Serialization, o HashOptions) ([]file, error) {
 	w := walker{s: s, o: o, ignored: ignored, visiting: map[string]bool{}}
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return nil, err
+		return nil, quoted(err)
 	}
 	realAbs, _ := filepath.Abs(real)
 	w.rootReal = realAbs
 	if err := w.dir(root, "", realAbs); err != nil {
-		return nil, err
+		return nil, quoted(err)
 	}
 	if len(w.files) == 0 {
 		return nil, &NoFilesError{root}
@@ -361,14 +418,14 @@ func (w *walker) warn(format string, args ...any) {
 
 func (w *walker) dir(abs, rel, real string) error {
 	if w.visiting[real] {
-		w.warn("%s: symbolic link cycle (it leads back to %s), not followed", abs, real)
+		w.warn("%s: symbolic link cycle (it leads back to %s), not followed", printable.String(abs), printable.String(real))
 		return nil
 	}
 	w.visiting[real] = true
 	defer delete(w.visiting, real)
 	entries, err := os.ReadDir(abs)
 	if err != nil {
-		return err
+		return quoted(err)
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -381,24 +438,24 @@ func (w *walker) dir(abs, rel, real string) error {
 			continue
 		}
 		if !utf8.ValidString(name) {
-			return fmt.Errorf("%s: file name is not valid UTF-8 (the spec cannot record it)", childAbs)
+			return fmt.Errorf("%s: file name is not valid UTF-8 (the spec cannot record it)", printable.String(childAbs))
 		}
 		mode := e.Type()
 		target := childAbs
 		if mode&fs.ModeSymlink != 0 {
 			if !w.s.AllowSymlinks {
-				return fmt.Errorf("%s is a symbolic link (give --allow-symlinks to follow links)", childAbs)
+				return fmt.Errorf("%s is a symbolic link (give --allow-symlinks to follow links)", printable.String(childAbs))
 			}
 			t, err := filepath.EvalSymlinks(childAbs)
 			if err != nil {
-				return fmt.Errorf("%s: broken symbolic link: %w", childAbs, err)
+				return fmt.Errorf("%s: broken symbolic link: %w", printable.String(childAbs), quoted(err))
 			}
 			if t, _ = filepath.Abs(t); t != w.rootReal && !strings.HasPrefix(t, w.rootReal+string(filepath.Separator)) {
-				w.warn("%s: symbolic link to %s, outside the model", childAbs, t)
+				w.warn("%s: symbolic link to %s, outside the model", printable.String(childAbs), printable.String(t))
 			}
 			fi, err := os.Stat(t)
 			if err != nil {
-				return err
+				return quoted(err)
 			}
 			mode, target = fi.Mode().Type(), t
 		}
@@ -409,7 +466,7 @@ func (w *walker) dir(abs, rel, real string) error {
 				realChild = filepath.Join(real, name)
 			}
 			if err := w.dir(childAbs, childRel, realChild); err != nil {
-				return err
+				return quoted(err)
 			}
 		case mode.IsRegular():
 			if w.o.Only != nil && !w.o.Only(childRel) {
@@ -417,11 +474,11 @@ func (w *walker) dir(abs, rel, real string) error {
 			}
 			fi, err := os.Stat(target)
 			if err != nil {
-				return err
+				return quoted(err)
 			}
-			w.files = append(w.files, file{rel: childRel, abs: target, size: fi.Size()})
+			w.files = append(w.files, file{rel: childRel, abs: target, size: fi.Size(), info: fi})
 		default:
-			return fmt.Errorf("%s is not a regular file (%v): a model holds files and directories only", childAbs, mode)
+			return fmt.Errorf("%s is not a regular file (%v): a model holds files and directories only", printable.String(childAbs), mode)
 		}
 	}
 	return nil

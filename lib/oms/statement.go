@@ -2,11 +2,14 @@ package oms
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -202,6 +205,11 @@ func ParseStatement(payload []byte) (*Manifest, error) {
 		seen[res.Name] = true
 		m.Resources[i] = res
 	}
+	if s.Method == MethodShards {
+		if err := checkCoverage(m.Resources); err != nil {
+			return nil, fmt.Errorf("statement: %w", err)
+		}
+	}
 	if got := RootDigest(m.Resources); !bytes.Equal(got[:], want) {
 		return nil, fmt.Errorf("statement: the subject digest %x is not the root digest %x of the resources", want, got)
 	}
@@ -238,9 +246,12 @@ func parseResource(r resourceIn, s Serialization) (Resource, error) {
 		if j < 0 {
 			return Resource{}, errors.New("a shard name is PATH:START:END")
 		}
-		start, err1 := strconv.ParseInt(r.Name[j+1:i], 10, 64)
-		end, err2 := strconv.ParseInt(r.Name[i+1:], 10, 64)
-		if err1 != nil || err2 != nil || start < 0 || end <= start || end-start > s.ShardSize || start%s.ShardSize != 0 {
+		start, err1 := canonicalInt(r.Name[j+1 : i])
+		end, err2 := canonicalInt(r.Name[i+1:])
+		if err := cmp.Or(err1, err2); err != nil {
+			return Resource{}, err
+		}
+		if start < 0 || end <= start || end-start > s.ShardSize || start%s.ShardSize != 0 {
 			return Resource{}, fmt.Errorf("bad byte range in a shard name (shard size %d)", s.ShardSize)
 		}
 		res.Path, res.Start, res.End = r.Name[:j], start, end
@@ -249,8 +260,57 @@ func parseResource(r resourceIn, s Serialization) (Resource, error) {
 		if err := checkRelPath(res.Path); err != nil {
 			return Resource{}, err
 		}
+		if c := path.Clean(res.Path); c != res.Path {
+			return Resource{}, fmt.Errorf("path %q is not canonical (model_signing and apr write %q; another spelling of a path is not taken as an alias)", res.Path, c)
+		}
 	}
 	return res, nil
+}
+
+// canonicalInt reads a shard offset as model_signing and apr write one: decimal
+// digits, no sign, no leading zero. Python's int() would also take "+0", "00" or
+// " 1", which would make several names for one shard.
+func canonicalInt(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("offset %q in a shard name is not a decimal integer", s)
+	}
+	if strconv.FormatInt(n, 10) != s {
+		return 0, fmt.Errorf("offset %q in a shard name is not canonical (write %d)", s, n)
+	}
+	return n, nil
+}
+
+// checkCoverage checks that the shards of each file cover its bytes exactly once,
+// as the shards model_signing and apr make of a file do: [0, S), [S, 2S), ... up to
+// the file's end. model_signing compares the whole manifest it recomputes with the
+// signed one, so a statement that leaves a range out, or lists one twice, never
+// verifies there; here it is refused when read. Where the last shard ends (the
+// file's size) is checked against the model by Compare.
+func checkCoverage(rs []Resource) error {
+	byPath := map[string][]Resource{}
+	var paths []string
+	for _, r := range rs {
+		if byPath[r.Path] == nil {
+			paths = append(paths, r.Path)
+		}
+		byPath[r.Path] = append(byPath[r.Path], r)
+	}
+	for _, p := range paths {
+		shards := byPath[p]
+		slices.SortFunc(shards, func(a, b Resource) int { return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End)) })
+		var pos int64
+		for _, r := range shards {
+			switch {
+			case r.Start > pos:
+				return fmt.Errorf("the shards of %q leave a gap: bytes %d-%d are not covered (a statement lists every byte of a file once)", p, pos, r.Start)
+			case r.Start < pos:
+				return fmt.Errorf("the shards of %q overlap: bytes %d-%d are covered twice (a statement lists every byte of a file once)", p, r.Start, min(pos, r.End))
+			}
+			pos = r.End
+		}
+	}
+	return nil
 }
 
 // parseV01 reads model_signing v0.2.0's statements: one subject per file, named by
