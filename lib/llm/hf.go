@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -36,13 +37,9 @@ type Hparams struct {
 // config is a parsed config.json with typed lookups that name the field in errors.
 type config map[string]any
 
-func parseJSON(name string, b []byte) (map[string]any, error) {
-	var m map[string]any
-	if err := strictJSON(name, b, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
+// parseJSON reads a JSON object file of the checkpoint as Python's json.load does
+// (pythonJSON).
+func parseJSON(name string, b []byte) (map[string]any, error) { return pythonJSON(name, b) }
 
 func (c config) int(key string, required bool) (int, bool, error) {
 	v, ok := c[key]
@@ -65,12 +62,32 @@ func (c config) float(key string) (float64, bool, error) {
 	if !ok || v == nil {
 		return 0, false, nil
 	}
+	f, err := float32Field(strconv.Quote(key), v)
+	return f, err == nil, err
+}
+
+// float32Field is config.json's field name (as errors spell it), value v, as a number
+// within FLOAT32's range: the converter writes such fields as FLOAT32 keys or F32
+// tensors (or computes with them in float32), and stops on one beyond that range
+// (Python's struct.pack raises OverflowError, where apr wrote a Granite multiplier of
+// 1e39 as +Inf). A NaN or an infinity (Python's json reads NaN and Infinity) the
+// converter writes as it is, into a model that computes nothing: apr refuses those.
+func float32Field(name string, v any) (float64, error) {
 	n, ok := v.(json.Number)
-	f, err := n.Float64()
-	if !ok || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, false, fmt.Errorf("config.json: %q is %v, expected a number", key, v)
+	f, err := n.Float64() // "NaN" and "Infinity" parse; 1e400 is +Inf with ErrRange, as Python reads it
+	if !ok || err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("config.json: %s is %v, expected a number", name, v)
 	}
-	return f, true, nil
+	if math.IsNaN(f) || math.Abs(f) > math.MaxFloat32 {
+		return 0, fmt.Errorf("config.json: %s is %v, expected a finite number within FLOAT32's range (±3.4e38)", name, v)
+	}
+	return f, nil
+}
+
+// nonFiniteNumber reports a NaN, Infinity or -Infinity of a JSON file (pythonJSON).
+func nonFiniteNumber(v any) bool {
+	n, _ := v.(json.Number)
+	return n == "NaN" || n == "Infinity" || n == "-Infinity"
 }
 
 // floatOf is the first of keys config.json has, as the converter's find_hparam takes it.
