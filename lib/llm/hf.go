@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/tensor"
@@ -424,7 +425,13 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			cp.stackedParams += n
 			cp.stackedPerExpert += n / t.Shape[0]
 		}
-		if len(t.Shape) >= 2 {
+		cast, err := intToF32(container.TensorInfo{Name: t.Name, DType: t.DType})
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(t.Shape) >= 2 && cast {
+			types[dtype.F32]++ // as Convert casts it
+		} else if len(t.Shape) >= 2 {
 			types[t.DType]++
 		}
 		suffix := g

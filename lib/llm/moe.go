@@ -204,6 +204,9 @@ func (s *expertSet) check(cp *Checkpoint, n int, want func(stacked string) ([]in
 					t.Name, t.DType, t.Shape, ref.Name, ref.DType, ref.Shape, g)
 			}
 		}
+		if !ref.DType.Info().Float {
+			return 0, 0, fmt.Errorf("tensor %q is %v: apr stacks float experts only into %s (llama.cpp's converter casts integer ones to float32)", ref.Name, ref.DType, g)
+		}
 		if len(ref.Shape) != 2 {
 			return 0, 0, fmt.Errorf("tensor %q has shape %v, expected a matrix (one expert's projection)", ref.Name, ref.Shape)
 		}

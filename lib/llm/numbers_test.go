@@ -2,6 +2,8 @@ package llm_test
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math"
 	"strings"
 	"testing"
 
@@ -92,5 +94,103 @@ func TestSamplingNonFinite(t *testing.T) {
 		if _, ok := f.Header.Get("general.sampling.top_p"); !ok {
 			t.Errorf("temperature %s: general.sampling.top_p is missing", lit)
 		}
+	}
+}
+
+// withTensor copies testdata/hf/CKPT with tensor name's data replaced by data of dtype
+// dt (its shape kept); a name that ends in "." replaces every tensor it starts.
+func withTensor(t *testing.T, ckpt, name, dt string, data func(n int) []byte) string {
+	t.Helper()
+	return copyCheckpointWith(t, "../../testdata/hf/"+ckpt, ckpt, func(file string, b []byte) []byte {
+		if file != "model.safetensors" {
+			return b
+		}
+		ts, meta := readTensors(t, b)
+		found := false
+		for i, e := range ts {
+			if e.name == name || strings.HasSuffix(name, ".") && strings.HasPrefix(e.name, name) {
+				n := 1
+				for _, d := range e.shape {
+					n *= int(d)
+				}
+				ts[i].dtype, ts[i].data, found = dt, data(n), true
+			}
+		}
+		if !found && !strings.HasSuffix(name, ".") {
+			t.Fatalf("no tensor %s", name)
+		}
+		return writeTensors(t, ts, meta)
+	})
+}
+
+// TestIntegerWeights: an integer tensor in a weight's place was kept integer (an I32
+// ffn_down.weight in the GGUF, on which llama.cpp crashed). The converter casts every
+// tensor to float32 first (prepare_tensors), so each output type gets the floats of
+// the integers: the export equals that of the checkpoint with the values stored as
+// F32 (16777217 rounds to 16777216, as torch's cast rounds it), Q and K permuted
+// after the cast. U16, U32 and U64, which the converter cannot read, are refused
+// naming the tensor.
+func TestIntegerWeights(t *testing.T) {
+	vals := func(n int) []int64 { // small values and a few beyond float32's 24 bits
+		v := make([]int64, n)
+		for i := range v {
+			v[i] = int64(i*7919%2001) - 1000
+		}
+		copy(v, []int64{16777217, -16777219, 123456789, 1 << 40, 0, 1})
+		return v
+	}
+	enc := func(size int, put func(b []byte, v int64)) func(int) []byte {
+		return func(n int) []byte {
+			b := make([]byte, n*size)
+			for i, v := range vals(n) {
+				put(b[i*size:], v)
+			}
+			return b
+		}
+	}
+	f32 := func(conv func(int64) float32) func(int) []byte {
+		return enc(4, func(b []byte, v int64) { binary.LittleEndian.PutUint32(b, math.Float32bits(conv(v))) })
+	}
+	const down, q = "model.layers.0.mlp.down_proj.weight", "model.layers.1.self_attn.q_proj.weight"
+	wide := []string{"f16", "q8_0"}
+	for _, c := range []struct {
+		name, tensor, dt string
+		data, same       func(int) []byte
+		types            []string // f16 and q8_0 only where the values fit F16 (apr refuses an infinite value or block scale)
+	}{
+		{"I32", down, "I32", enc(4, func(b []byte, v int64) { binary.LittleEndian.PutUint32(b, uint32(v)) }), f32(func(v int64) float32 { return float32(int32(v)) }), nil},
+		{"I32 small", down, "I32", enc(4, func(b []byte, v int64) { binary.LittleEndian.PutUint32(b, uint32(int16(v))) }), f32(func(v int64) float32 { return float32(int16(v)) }), wide},
+		{"I64", down, "I64", enc(8, func(b []byte, v int64) { binary.LittleEndian.PutUint64(b, uint64(v)) }), f32(func(v int64) float32 { return float32(v) }), nil},
+		{"I16 Q", q, "I16", enc(2, func(b []byte, v int64) { binary.LittleEndian.PutUint16(b, uint16(v)) }), f32(func(v int64) float32 { return float32(int16(v)) }), wide},
+		{"I8", down, "I8", enc(1, func(b []byte, v int64) { b[0] = byte(v) }), f32(func(v int64) float32 { return float32(int8(v)) }), wide},
+		{"U8", down, "U8", enc(1, func(b []byte, v int64) { b[0] = byte(v) }), f32(func(v int64) float32 { return float32(uint8(v)) }), wide},
+		{"BOOL", down, "BOOL", enc(1, func(b []byte, v int64) { b[0] = byte(v & 1) }), f32(func(v int64) float32 { return float32(v & 1) }), wide},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ints, floats := withTensor(t, "tiny-llama", c.tensor, c.dt, c.data), withTensor(t, "tiny-llama", c.tensor, "F32", c.same)
+			for _, typ := range append([]string{"f32", "bf16"}, c.types...) {
+				if !bytes.Equal(toGGUF(t, ints, typ), toGGUF(t, floats, typ)) {
+					t.Errorf("%s: the export differs from that of the F32 values", typ)
+				}
+			}
+		})
+	}
+	for _, dt := range []string{"U16", "U32", "U64"} {
+		dir := withTensor(t, "tiny-llama", down, dt, func(n int) []byte { return make([]byte, n*map[string]int{"U16": 2, "U32": 4, "U64": 8}[dt]) })
+		s, err := stconv.Open(dir, stconv.ImportOptions{})
+		if err == nil {
+			s.Close()
+		}
+		if want := `tensor "model.layers.0.mlp.down_proj.weight" is ` + dt + `, which llama.cpp's converter cannot read`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", dt, err, want)
+		}
+	} // Experts are stacked as they are: integer ones are refused, naming the tensor.
+	dir := withTensor(t, "tiny-qwen3moe", "model.layers.0.mlp.experts.", "I32", func(n int) []byte { return make([]byte, 4*n) })
+	s, err := stconv.Open(dir, stconv.ImportOptions{})
+	if err == nil {
+		s.Close()
+	}
+	if want := `tensor "model.layers.0.mlp.experts.0.down_proj.weight" is I32: apr stacks float experts only`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("integer experts: %v, want %q", err, want)
 	}
 }
