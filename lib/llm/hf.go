@@ -139,7 +139,7 @@ func parseHparams(c config) (Hparams, error) {
 		return h, fmt.Errorf("config.json: vocab_size %d is over the cap of %d tokens (the largest published vocabularies hold about 260,000)", h.Vocab, MaxPieces)
 	}
 	if h.Heads == 0 || h.Hidden%h.Heads != 0 && !h.HasHeadDim {
-		return h, fmt.Errorf("config.json: hidden_size %d is not a multiple of num_attention_heads %d", h.Hidden, h.Heads)
+		return h, fmt.Errorf("config.json: hidden_size %d is not a multiple of num_attention_heads %d (head_dim is not given, so it is hidden_size / num_attention_heads)", h.Hidden, h.Heads)
 	}
 	if !hasKV {
 		h.KVHeads = h.Heads
@@ -147,14 +147,16 @@ func parseHparams(c config) (Hparams, error) {
 	if h.KVHeads == 0 || h.Heads%h.KVHeads != 0 {
 		return h, fmt.Errorf("config.json: num_attention_heads %d is not a multiple of num_key_value_heads %d", h.Heads, h.KVHeads)
 	}
+	from := "head_dim" // where the head dimension came from, for errors
 	if !h.HasHeadDim {
 		h.HeadDim = h.Hidden / h.Heads
+		from = fmt.Sprintf("hidden_size %d / num_attention_heads %d, as head_dim is not given", h.Hidden, h.Heads)
 	}
 	if h.Hidden == 0 || h.HeadDim == 0 {
-		return h, fmt.Errorf("config.json: hidden_size %d and the head dimension %d must not be 0", h.Hidden, h.HeadDim)
+		return h, fmt.Errorf("config.json: hidden_size %d and the head dimension %d (%s) must not be 0", h.Hidden, h.HeadDim, from)
 	}
 	if h.HeadDim%2 != 0 {
-		return h, fmt.Errorf("config.json: the head dimension %d is odd (rotary embeddings need pairs)", h.HeadDim)
+		return h, fmt.Errorf("config.json: the head dimension %d (%s) is odd (rotary embeddings need pairs)", h.HeadDim, from)
 	}
 	if h.rope, err = parseRope(c); err != nil {
 		return h, err
@@ -306,6 +308,13 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 		return nil, false, nil // imported as it is; apr-gguf export refuses it (Architecture)
 	}
 	h, err := parseHparams(c)
+	if _, isMap := m["text_config"].(map[string]any); err != nil && !isMap && strings.HasSuffix(name, "ForConditionalGeneration") {
+		what := "which it lacks"
+		if v, has := m["text_config"]; has {
+			what = fmt.Sprintf("which is %v, not an object", v)
+		}
+		return nil, false, fmt.Errorf("%w (%s is multimodal: config.json holds its text model's fields in text_config, %s)", err, name, what)
+	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -192,5 +194,45 @@ func TestIntegerWeights(t *testing.T) {
 	}
 	if want := `tensor "model.layers.0.mlp.experts.0.down_proj.weight" is I32: apr stacks float experts only`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("integer experts: %v, want %q", err, want)
+	}
+}
+
+// TestFieldNamingErrors: errors that named no config.json field, or not the one to
+// mend: a head dimension derived from hidden_size and the head count ("the head
+// dimension 63 is odd"), a DeepSeek layer whose tensors disagree with
+// first_k_dense_replace ("no model.layers.0.mlp.gate.weight"), a multimodal config
+// without text_config ("hidden_size is missing"), a longrope scaling without its
+// factors ("not a rope scaling apr converts").
+func TestFieldNamingErrors(t *testing.T) {
+	const multimodal = "is multimodal: config.json holds its text model's fields in text_config, "
+	for _, c := range []struct{ ckpt, old, new, want string }{
+		{"tiny-llama", `"hidden_size": 256`, `"hidden_size": 252`, "the head dimension 63 (hidden_size 252 / num_attention_heads 4, as head_dim is not given) is odd"},
+		{"tiny-llama", `"num_attention_heads": 4`, `"num_attention_heads": 512`, "hidden_size 256 is not a multiple of num_attention_heads 512 (head_dim is not given, so it is hidden_size / num_attention_heads)"},
+		{"tiny-llama", `"hidden_size": 256`, `"hidden_size": 256, "head_dim": 63`, "the head dimension 63 (head_dim) is odd"},
+		{"tiny-deepseek2", `"first_k_dense_replace": 1`, `"first_k_dense_replace": 0`, `no "model.layers.0.mlp.gate.weight", which layer 0 of this DeepseekV2ForCausalLM/DeepseekV3ForCausalLM model has (config.json: first_k_dense_replace 0 makes layer 0 a mixture of experts`},
+		{"tiny-deepseek2", `"first_k_dense_replace": 1`, `"first_k_dense_replace": 2`, `(config.json: first_k_dense_replace 2 makes layer 1 dense`},
+		// multimodal configs without their text_config, hidden_size left out
+		{"tiny-gemma3", `"Gemma3ForCausalLM"`, `"Gemma3ForConditionalGeneration"`, `config.json: "hidden_size" is missing (Gemma3ForConditionalGeneration ` + multimodal + `which it lacks)`},
+		{"tiny-llama", `"LlamaForCausalLM"`, `"Mistral3ForConditionalGeneration"], "text_config": 5, "x": [`, `(Mistral3ForConditionalGeneration ` + multimodal + `which is 5, not an object)`},
+		{"tiny-phi3", `"long_factor"`, `"long_factor_x"`, `config.json: rope_scaling.type "longrope" needs rope_scaling.long_factor and rope_scaling.short_factor`},
+		{"tiny-llama", `"rope_theta": 10000.0,`, `"rope_theta": 10000.0, "rope_scaling": {"rope_type": "su", "factor": 2},`, `rope_scaling.rope_type "su" needs rope_scaling.long_factor and rope_scaling.short_factor`},
+	} {
+		t.Run(c.ckpt+"/"+c.new, func(t *testing.T) {
+			dir := editedCheckpoint(t, c.ckpt, "config.json", c.old, c.new)
+			if strings.Contains(c.want, multimodal) {
+				b, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+				b = bytes.Replace(b, []byte(`"hidden_size"`), []byte(`"hidden_size_x"`), 1)
+				if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := stconv.Open(dir, stconv.ImportOptions{})
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one with %q", err, c.want)
+			}
+		})
 	}
 }

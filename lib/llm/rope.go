@@ -197,6 +197,11 @@ func (r rope) scalingKVs(arch string, llama3, longrope bool) ([]gguf.KV, error) 
 		if longrope { // the family's own keys and tensors say it (Phi-3)
 			return nil, nil
 		}
+		if !truthy(r.params["long_factor"]) || !truthy(r.params["short_factor"]) {
+			// Phi-3's converter would write the model without them, and warn of nothing
+			return nil, fmt.Errorf("config.json: %s %q needs %s.long_factor and %s.short_factor, LongRoPE's per-frequency factors; they are missing or empty",
+				r.name("rope_type"), t, r.field, r.field)
+		}
 	}
 	return nil, fmt.Errorf("config.json: %s.rope_type %q is not a rope scaling apr converts for this family", r.field, t)
 }
