@@ -34,6 +34,11 @@ func (cp *Checkpoint) Info(info container.TensorInfo) (container.TensorInfo, boo
 	if err != nil || skip {
 		return info, skip, err
 	}
+	if cast, err := intToF32(info); err != nil {
+		return info, false, err
+	} else if cast {
+		info.DType = dtype.F32
+	}
 	info.Name = g
 	if info, _, err = cp.Arch.family().Transform(cp, info, nil); err != nil {
 		return info, false, err
@@ -57,7 +62,7 @@ func widened(info container.TensorInfo) bool {
 }
 
 // Convert turns one tensor of the checkpoint into llama.cpp's form: its GGUF name,
-// the rows of Q and K permuted (one head at a time), the family's own transform
+// an integer tensor cast to F32 (intweights.go), the rows of Q and K permuted (one head at a time), the family's own transform
 // (Family.Transform, in the source dtype, as the converter's modify_tensors), then 1-D
 // float tensors (norms, biases) widened to F32. skip reports a tensor the converter
 // drops; its data is consumed.
@@ -69,6 +74,14 @@ func (cp *Checkpoint) Convert(info container.TensorInfo, r io.Reader) (container
 	if skip {
 		_, err := io.Copy(io.Discard, r)
 		return info, nil, true, err
+	}
+	if cast, err := intToF32(info); err != nil {
+		return info, nil, false, err
+	} else if cast { // the converter's first step (intweights.go)
+		if r, err = castInts(info, r); err != nil {
+			return info, nil, false, err
+		}
+		info.DType = dtype.F32
 	}
 	if heads, perm := cp.Arch.permutedRows(g, cp.Hparams); perm {
 		if r, err = permuteHeads(info.Name, info, heads, r, false); err != nil {

@@ -88,6 +88,20 @@ func (deepseek2) denseLayers(cp *Checkpoint) (int, error) {
 	return cp.Hparams.Layers, nil
 }
 
+// layerWhy names first_k_dense_replace, which makes layer l dense or a mixture of
+// experts.
+func (d deepseek2) layerWhy(cp *Checkpoint, l int) string {
+	n, _ := d.denseLayers(cp)
+	kind := "a mixture of experts (mlp.gate and mlp.experts)"
+	if l < n {
+		kind = "dense (mlp.gate_proj, up_proj, down_proj)"
+	}
+	if _, ok, _ := cp.config.int("first_k_dense_replace", false); !ok {
+		return fmt.Sprintf("config.json: first_k_dense_replace is not given, so %d layers are dense: layer %d is %s", n, l, kind)
+	}
+	return fmt.Sprintf("config.json: first_k_dense_replace %d makes layer %d %s", n, l, kind)
+}
+
 func (d deepseek2) KVs(cp *Checkpoint, base []gguf.KV) ([]gguf.KV, error) {
 	a, c := cp.Arch.GGUF, cp.config
 	m, err := d.mla(cp)

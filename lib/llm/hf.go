@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/dtype"
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/tensor"
@@ -36,13 +38,9 @@ type Hparams struct {
 // config is a parsed config.json with typed lookups that name the field in errors.
 type config map[string]any
 
-func parseJSON(name string, b []byte) (map[string]any, error) {
-	var m map[string]any
-	if err := strictJSON(name, b, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
+// parseJSON reads a JSON object file of the checkpoint as Python's json.load does
+// (pythonJSON).
+func parseJSON(name string, b []byte) (map[string]any, error) { return pythonJSON(name, b) }
 
 func (c config) int(key string, required bool) (int, bool, error) {
 	v, ok := c[key]
@@ -65,12 +63,32 @@ func (c config) float(key string) (float64, bool, error) {
 	if !ok || v == nil {
 		return 0, false, nil
 	}
+	f, err := float32Field(strconv.Quote(key), v)
+	return f, err == nil, err
+}
+
+// float32Field is config.json's field name (as errors spell it), value v, as a number
+// within FLOAT32's range: the converter writes such fields as FLOAT32 keys or F32
+// tensors (or computes with them in float32), and stops on one beyond that range
+// (Python's struct.pack raises OverflowError, where apr wrote a Granite multiplier of
+// 1e39 as +Inf). A NaN or an infinity (Python's json reads NaN and Infinity) the
+// converter writes as it is, into a model that computes nothing: apr refuses those.
+func float32Field(name string, v any) (float64, error) {
 	n, ok := v.(json.Number)
-	f, err := n.Float64()
-	if !ok || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, false, fmt.Errorf("config.json: %q is %v, expected a number", key, v)
+	f, err := n.Float64() // "NaN" and "Infinity" parse; 1e400 is +Inf with ErrRange, as Python reads it
+	if !ok || err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("config.json: %s is %v, expected a number", name, v)
 	}
-	return f, true, nil
+	if math.IsNaN(f) || math.Abs(f) > math.MaxFloat32 {
+		return 0, fmt.Errorf("config.json: %s is %v, expected a finite number within FLOAT32's range (±3.4e38)", name, v)
+	}
+	return f, nil
+}
+
+// nonFiniteNumber reports a NaN, Infinity or -Infinity of a JSON file (pythonJSON).
+func nonFiniteNumber(v any) bool {
+	n, _ := v.(json.Number)
+	return n == "NaN" || n == "Infinity" || n == "-Infinity"
 }
 
 // floatOf is the first of keys config.json has, as the converter's find_hparam takes it.
@@ -121,7 +139,7 @@ func parseHparams(c config) (Hparams, error) {
 		return h, fmt.Errorf("config.json: vocab_size %d is over the cap of %d tokens (the largest published vocabularies hold about 260,000)", h.Vocab, MaxPieces)
 	}
 	if h.Heads == 0 || h.Hidden%h.Heads != 0 && !h.HasHeadDim {
-		return h, fmt.Errorf("config.json: hidden_size %d is not a multiple of num_attention_heads %d", h.Hidden, h.Heads)
+		return h, fmt.Errorf("config.json: hidden_size %d is not a multiple of num_attention_heads %d (head_dim is not given, so it is hidden_size / num_attention_heads)", h.Hidden, h.Heads)
 	}
 	if !hasKV {
 		h.KVHeads = h.Heads
@@ -129,14 +147,16 @@ func parseHparams(c config) (Hparams, error) {
 	if h.KVHeads == 0 || h.Heads%h.KVHeads != 0 {
 		return h, fmt.Errorf("config.json: num_attention_heads %d is not a multiple of num_key_value_heads %d", h.Heads, h.KVHeads)
 	}
+	from := "head_dim" // where the head dimension came from, for errors
 	if !h.HasHeadDim {
 		h.HeadDim = h.Hidden / h.Heads
+		from = fmt.Sprintf("hidden_size %d / num_attention_heads %d, as head_dim is not given", h.Hidden, h.Heads)
 	}
 	if h.Hidden == 0 || h.HeadDim == 0 {
-		return h, fmt.Errorf("config.json: hidden_size %d and the head dimension %d must not be 0", h.Hidden, h.HeadDim)
+		return h, fmt.Errorf("config.json: hidden_size %d and the head dimension %d (%s) must not be 0", h.Hidden, h.HeadDim, from)
 	}
 	if h.HeadDim%2 != 0 {
-		return h, fmt.Errorf("config.json: the head dimension %d is odd (rotary embeddings need pairs)", h.HeadDim)
+		return h, fmt.Errorf("config.json: the head dimension %d (%s) is odd (rotary embeddings need pairs)", h.HeadDim, from)
 	}
 	if h.rope, err = parseRope(c); err != nil {
 		return h, err
@@ -288,6 +308,13 @@ func FromCheckpointWith(files map[string][]byte, dir string, tensors []TensorSha
 		return nil, false, nil // imported as it is; apr-gguf export refuses it (Architecture)
 	}
 	h, err := parseHparams(c)
+	if _, isMap := m["text_config"].(map[string]any); err != nil && !isMap && strings.HasSuffix(name, "ForConditionalGeneration") {
+		what := "which it lacks"
+		if v, has := m["text_config"]; has {
+			what = fmt.Sprintf("which is %v, not an object", v)
+		}
+		return nil, false, fmt.Errorf("%w (%s is multimodal: config.json holds its text model's fields in text_config, %s)", err, name, what)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -410,7 +437,13 @@ func (cp *Checkpoint) check(tensors []TensorShape) (params int64, fileType uint3
 			cp.stackedParams += n
 			cp.stackedPerExpert += n / t.Shape[0]
 		}
-		if len(t.Shape) >= 2 {
+		cast, err := intToF32(container.TensorInfo{Name: t.Name, DType: t.DType})
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(t.Shape) >= 2 && cast {
+			types[dtype.F32]++ // as Convert casts it
+		} else if len(t.Shape) >= 2 {
 			types[t.DType]++
 		}
 		suffix := g

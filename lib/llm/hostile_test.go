@@ -126,7 +126,7 @@ func TestPhi3HostileConfig(t *testing.T) {
 		{"orig 0", map[string]any{"original_max_position_embeddings": 0}, "original_max_position_embeddings is 0"},
 		{"orig 1", map[string]any{"original_max_position_embeddings": 1}, "gives the attention factor"},
 		{"rotary negative", map[string]any{"partial_rotary_factor": -0.75, "rope_scaling": nil}, "partial_rotary_factor -0.75"},
-		{"rotary huge", map[string]any{"partial_rotary_factor": 1e300, "rope_scaling": nil}, "partial_rotary_factor 1e+300"},
+		{"rotary huge", map[string]any{"partial_rotary_factor": 1e300, "rope_scaling": nil}, "partial_rotary_factor is 1e+300, expected a finite number"},
 		{"rotary over the head", map[string]any{"partial_rotary_factor": 2, "rope_scaling": nil}, "want 0 to the head dimension 64"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

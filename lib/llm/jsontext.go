@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -14,11 +15,87 @@ import (
 // UTF-8, refuses it; encoding/json makes it U+FFFD), a \u escape of half a surrogate
 // pair alone (the tokenizers crate refuses it, and Python cannot write it into a
 // GGUF; encoding/json makes it U+FFFD), and anything after the value (Python's "Extra
-// data"; encoding/json's Decoder stops before it). Errors name the file and the byte
-// offset.
+// data"; encoding/json's Decoder stops before it). Python's NaN, Infinity and
+// -Infinity are refused too, naming the byte: strictJSON reads the files the
+// tokenizers crate reads, which takes JSON's numbers only. Errors name the file and
+// the byte offset.
 func strictJSON(name string, b []byte, v any) error {
+	if lits := nonFinite(b); len(lits) > 0 {
+		return fmt.Errorf("%s: byte %d: %s is not a JSON number (the tokenizers library, which reads this file, refuses it)", name, lits[0].off, lits[0].text)
+	}
+	return decodeJSON(name, b, v, nil)
+}
+
+// pythonJSON decodes the checkpoint file name (its bytes b) as Python's json.load
+// reads it, into a map with numbers as json.Number: as strictJSON, but NaN, Infinity
+// and -Infinity, which Python's json reads (and writes, for a float that is not
+// finite), are numbers, json.Number("NaN"), ("Infinity") and ("-Infinity").
+// strconv.ParseFloat reads them as such, and Int64 refuses them, so the typed
+// lookups (config.int, config.float) name a field that holds one, and a field apr
+// does not read holds one harmlessly.
+func pythonJSON(name string, b []byte) (map[string]any, error) {
+	lits := nonFinite(b)
+	if len(lits) == 0 {
+		var m map[string]any
+		return m, decodeJSON(name, b, &m, nil)
+	}
+	// Each literal becomes a number whose text the file holds nowhere (so no number
+	// of the file's own decodes to it), and is put back once decoded.
+	zeros := "0.0000000"
+	for bytes.Contains(b, []byte(zeros)) {
+		zeros += "0"
+	}
+	marks := map[string]string{}
+	var sub []byte
+	var moved []shift
+	last := 0
+	for i, l := range lits {
+		mark := zeros + strconv.Itoa(i%9+1)
+		if i >= 9 {
+			mark += "e" + strconv.Itoa(i/9)
+		}
+		marks[mark] = l.text
+		sub = append(append(sub, b[last:l.off]...), mark...)
+		last = l.off + len(l.text)
+		moved = append(moved, shift{len(sub), len(mark) - len(l.text)})
+	}
+	sub = append(sub, b[last:]...)
+	var m map[string]any
+	if err := decodeJSON(name, sub, &m, moved); err != nil {
+		return nil, err
+	}
+	restore(m, marks)
+	return m, nil
+}
+
+// shift records that the bytes after offset end of a rewritten file moved by delta.
+type shift struct{ end, delta int }
+
+// restore replaces, in place, each number of v that is a key of marks by the
+// literal it stands for.
+func restore(v any, marks map[string]string) any {
+	switch x := v.(type) {
+	case json.Number:
+		if lit, ok := marks[string(x)]; ok {
+			return json.Number(lit)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = restore(e, marks)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = restore(e, marks)
+		}
+	}
+	return v
+}
+
+// decodeJSON is strictJSON's decoding of b, whose offsets past the shifts moved
+// are mapped back to the file's.
+func decodeJSON(name string, b []byte, v any, moved []shift) error {
 	if off, msg := badText(b); off >= 0 {
-		return fmt.Errorf("%s: byte %d: %s", name, off, msg)
+		return fmt.Errorf("%s: byte %d: %s", name, fileOffset(off, moved), msg)
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
@@ -27,9 +104,53 @@ func strictJSON(name string, b []byte, v any) error {
 	}
 	rest := bytes.TrimLeft(b[d.InputOffset():], " \t\r\n") // JSON's white space
 	if len(rest) > 0 {
-		return fmt.Errorf("%s: byte %d: data after the JSON value", name, len(b)-len(rest))
+		return fmt.Errorf("%s: byte %d: data after the JSON value", name, fileOffset(len(b)-len(rest), moved))
 	}
 	return nil
+}
+
+// fileOffset maps offset off of a rewritten file back to the file's own.
+func fileOffset(off int, moved []shift) int {
+	d := 0
+	for _, s := range moved {
+		if s.end <= off {
+			d = s.delta + d
+		}
+	}
+	return off - d
+}
+
+// literal is a NaN, Infinity or -Infinity of a JSON file and its byte offset.
+type literal struct {
+	off  int
+	text string
+}
+
+// nonFinite returns Python's NaN, Infinity and -Infinity literals of b, outside
+// strings, in order: each where a value may stand, between JSON's punctuation or
+// white space ("-NaN", "1NaN" and "NaNe5" are no literal; they stay a syntax error).
+func nonFinite(b []byte) []literal {
+	var out []literal
+	inString := false
+	apart := func(i int) bool { return i < 0 || i >= len(b) || strings.IndexByte("[]{},: \t\r\n", b[i]) >= 0 }
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString || !apart(i-1):
+		default:
+			for _, lit := range []string{"NaN", "Infinity", "-Infinity"} {
+				if bytes.HasPrefix(b[i:], []byte(lit)) && apart(i+len(lit)) {
+					out = append(out, literal{i, lit})
+					i += len(lit) - 1
+					break
+				}
+			}
+		}
+	}
+	return out
 }
 
 // badText returns the offset of the first byte of b that is not UTF-8 or that starts

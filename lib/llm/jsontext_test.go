@@ -53,3 +53,35 @@ func TestJSONText(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonJSON: Python's NaN, Infinity and -Infinity were "invalid character"
+// errors in every file. The files Python's json reads take them as numbers, where a
+// value may stand only; tokenizer.json, which the tokenizers library reads, refuses
+// them naming the byte; offsets after them stay the file's own.
+func TestPythonJSON(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"a": NaN, "b": [Infinity,-Infinity], "c": "NaN", "d": {"e":NaN}}`, `map[a:NaN b:[Infinity -Infinity] c:NaN d:map[e:NaN]]`},
+		{`{"a": 0.0000000, "b": NaN, "c": 0.00000001}`, `map[a:0.0000000 b:NaN c:0.00000001]`}, // a file's own numbers stay
+		{"{\"a\":\tNaN\n}", `map[a:NaN]`},
+		{`{"a": -NaN}`, `invalid character 'N' in numeric literal`},
+		{`{"a": 1NaN}`, `invalid character 'N' after object key:value pair`},
+		{`{"a": NaNe5}`, `invalid character 'N' looking for beginning of value`},
+		{`{"a": nan}`, `invalid character 'a' in literal null`},
+		{`{"a": NaN} {`, `x.json: byte 11: data after the JSON value`},
+		{`{"a": -Infinity, "b": "` + "\xff" + `"}`, `x.json: byte 23: 0xff is not UTF-8`},
+	} {
+		m, err := pythonJSON("x.json", []byte(c.in))
+		got := fmt.Sprint(m)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: %s, want %s", c.in, got, c.want)
+		}
+	}
+	var v map[string]any
+	if err := strictJSON("tokenizer.json", []byte(`{"a": 1, "b": [Infinity]}`), &v); err == nil ||
+		!strings.Contains(err.Error(), "tokenizer.json: byte 15: Infinity is not a JSON number") {
+		t.Errorf("strictJSON: %v", err)
+	}
+}

@@ -204,6 +204,9 @@ func (s *expertSet) check(cp *Checkpoint, n int, want func(stacked string) ([]in
 					t.Name, t.DType, t.Shape, ref.Name, ref.DType, ref.Shape, g)
 			}
 		}
+		if !ref.DType.Info().Float {
+			return 0, 0, fmt.Errorf("tensor %q is %v: apr stacks float experts only into %s (llama.cpp's converter casts integer ones to float32)", ref.Name, ref.DType, g)
+		}
 		if len(ref.Shape) != 2 {
 			return 0, 0, fmt.Errorf("tensor %q has shape %v, expected a matrix (one expert's projection)", ref.Name, ref.Shape)
 		}
@@ -395,6 +398,12 @@ type shaper interface {
 	shapeOf(cp *Checkpoint, suffix string) (shape []int64, fields string, ok bool, err error)
 }
 
+// layerReasoner is a layered family that names the config.json field which gives a
+// layer its tensors, for checkLayers' errors.
+type layerReasoner interface {
+	layerWhy(cp *Checkpoint, l int) string
+}
+
 // checkLayers checks that every layer holds the tensors family f says it must.
 func (cp *Checkpoint) checkLayers(f layered, have map[string]bool) error {
 	any := map[string]bool{}
@@ -416,7 +425,11 @@ func (cp *Checkpoint) checkLayers(f layered, have map[string]bool) error {
 				if hf == "" {
 					hf = g
 				}
-				return fmt.Errorf("the checkpoint has no %q, which layer %d of this %s model has", hf, l, strings.Join(cp.Arch.HF, "/"))
+				why := ""
+				if r, ok := f.(layerReasoner); ok {
+					why = " (" + r.layerWhy(cp, l) + ")"
+				}
+				return fmt.Errorf("the checkpoint has no %q, which layer %d of this %s model has%s", hf, l, strings.Join(cp.Arch.HF, "/"), why)
 			}
 		}
 	}

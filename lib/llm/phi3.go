@@ -2,7 +2,6 @@ package llm
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 
@@ -139,10 +138,9 @@ func (p phi3) Generated(cp *Checkpoint) ([]tensor.Tensor, error) {
 		}
 		data := make([]byte, 4*len(list))
 		for i, x := range list {
-			n, ok := x.(json.Number)
-			v, err := n.Float64()
-			if !ok || err != nil {
-				return nil, fmt.Errorf("config.json: %s.%s[%d] is %v, expected a number", r.field, f.field, i, x)
+			v, err := float32Field(fmt.Sprintf("%s.%s[%d]", r.field, f.field, i), x)
+			if err != nil {
+				return nil, err
 			}
 			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(v)))
 		}

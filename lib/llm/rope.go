@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 
@@ -102,12 +101,8 @@ func (r rope) float(key string) (float64, bool, error) {
 	if v == nil {
 		return 0, false, nil
 	}
-	n, isNum := v.(json.Number)
-	f, err := n.Float64()
-	if !isNum || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, false, fmt.Errorf("config.json: %s is %v, expected a number", r.name(key), v)
-	}
-	return f, true, nil
+	f, err := float32Field(r.name(key), v)
+	return f, err == nil, err
 }
 
 // slidingTheta is the sliding-window layers' rotary base, when the config gives one.
@@ -154,14 +149,14 @@ func (r rope) scalingKVs(arch string, llama3, longrope bool) ([]gguf.KV, error) 
 	f32 := func(k string, v float64) {
 		kvs = append(kvs, gguf.KV{Key: arch + ".rope.scaling." + k, Value: gguf.Float32(float32(v))})
 	}
-	factor, hasFactor, err := r.float("factor")
-	if err != nil {
-		return nil, err
-	}
 	switch t {
 	case "", "default":
-		return nil, nil
+		return nil, nil // the converter reads no factor (a NaN there is harmless)
 	case "linear", "yarn":
+		factor, hasFactor, err := r.float("factor")
+		if err != nil {
+			return nil, err
+		}
 		if !hasFactor {
 			return nil, nil // the converter writes no scaling without a factor
 		}
@@ -201,6 +196,11 @@ func (r rope) scalingKVs(arch string, llama3, longrope bool) ([]gguf.KV, error) 
 	case "su", "longrope":
 		if longrope { // the family's own keys and tensors say it (Phi-3)
 			return nil, nil
+		}
+		if !truthy(r.params["long_factor"]) || !truthy(r.params["short_factor"]) {
+			// Phi-3's converter would write the model without them, and warn of nothing
+			return nil, fmt.Errorf("config.json: %s %q needs %s.long_factor and %s.short_factor, LongRoPE's per-frequency factors; they are missing or empty",
+				r.name("rope_type"), t, r.field, r.field)
 		}
 	}
 	return nil, fmt.Errorf("config.json: %s.rope_type %q is not a rope scaling apr converts for this family", r.field, t)

@@ -40,8 +40,8 @@ func samplingKVs(files map[string][]byte) ([]gguf.KV, error) {
 	if !ok {
 		return nil, nil
 	}
-	var gen map[string]any
-	if err := strictJSON("generation_config.json", raw, &gen); err != nil {
+	gen, err := parseJSON("generation_config.json", raw)
+	if err != nil {
 		return nil, nil // as Python's json.load fails on it (not UTF-8, data after the object)
 	}
 	var kvs []gguf.KV
@@ -50,7 +50,9 @@ func samplingKVs(files map[string][]byte) ([]gguf.KV, error) {
 		if v == nil && f.fallback != "" {
 			v, field = gen[f.fallback], f.fallback
 		}
-		if v == nil {
+		if v == nil || f.kind == 'f' && nonFiniteNumber(v) {
+			// A NaN or infinite sampling value is left out: the converter writes it,
+			// and llama.cpp would take it as the sampler's default.
 			continue
 		}
 		val, err := samplingValue(v, f.kind)
