@@ -98,14 +98,11 @@ func TestSignalsLeaveNothing(t *testing.T) {
 	}
 }
 
-// TestKillMidConversion kills apr-quant with SIGKILL while it writes the GGUF of a
+// TestSignalKillMidConversion kills apr-quant with SIGKILL while it writes the GGUF of a
 // 48 MiB F32 model given as a file (the output has started: its pending file holds
 // bytes), and checks that neither the output's directory nor TMPDIR holds anything.
-func TestKillMidConversion(t *testing.T) {
+func TestSignalKillMidConversion(t *testing.T) {
 	needPrograms(t, "apr-quant")
-	if testing.Short() {
-		t.Skip("writes a 48 MiB model")
-	}
 	src := filepath.Join(t.TempDir(), "big.f32.gguf")
 	writeF32GGUF(t, src, 12, 1024)
 	work, tmp := t.TempDir(), t.TempDir()
