@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,21 +22,42 @@ import (
 // canary is the plaintext pattern of the sealed model in TestNoPlaintextOnDisk.
 var canary = []byte("apr-plaintext-canary:0123456789abcdef;")
 
-// findCanary returns the files under dirs (recursively) that hold canary, except the
+// findCanary returns the files under dirs (recursively) that hold canary, and with pid
+// > 0 the files in dirs that process pid holds open, named or not (a spool removed at
+// once, an unnamed pending output: their bytes are on disk all the same), except the
 // paths skip accepts.
-func findCanary(t *testing.T, skip func(string) bool, dirs ...string) []string {
+func findCanary(t *testing.T, skip func(string) bool, pid int, dirs ...string) []string {
 	t.Helper()
 	var found []string
+	check := func(p, name string) {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, canary) {
+			found = append(found, name)
+		}
+	}
 	for _, d := range dirs {
 		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
-			if err != nil || !e.Type().IsRegular() || skip(p) {
-				return nil
-			}
-			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, canary) {
-				found = append(found, p)
+			if err == nil && e.Type().IsRegular() && !skip(p) {
+				check(p, p)
 			}
 			return nil
 		})
+	}
+	if pid <= 0 {
+		return found
+	}
+	fds := "/proc/" + strconv.Itoa(pid) + "/fd"
+	entries, _ := os.ReadDir(fds)
+	for _, e := range entries {
+		p := filepath.Join(fds, e.Name())
+		target, err := os.Readlink(p)
+		if err != nil || !strings.HasSuffix(target, " (deleted)") || skip(target) {
+			continue // a named file was walked above
+		}
+		for _, d := range dirs {
+			if strings.HasPrefix(target, d+"/") {
+				check(p, target)
+			}
+		}
 	}
 	return found
 }
@@ -43,8 +65,9 @@ func findCanary(t *testing.T, skip func(string) bool, dirs ...string) []string {
 // TestNoPlaintextOnDisk: a sealed model's decrypted tensor data never reaches the disk
 // unless the user names the output. Each program that reads a model gets a sealed one
 // whose only tensor is a recognizable pattern, from a pipe that delivers half of it and
-// then waits; the program is stopped there (SIGSTOP, after its spool appeared where it
-// makes one) and every file in TMPDIR and the working directory is scanned for the
+// then waits; the program is stopped there (SIGSTOP, after it opened its spool where it
+// makes one) and every file in TMPDIR and the working directory, and every unnamed one
+// there it holds open (spools and pending outputs have no name), is scanned for the
 // pattern, then again after the rest arrived and the program ended. The spool of
 // apr-sign verify --pass holds what was read (the ciphertext); the programs that take
 // no key (the exports, apr-quant, apr-decode, apr-encode) refuse a sealed tensor at
@@ -80,7 +103,7 @@ apr-sign -q -k k.key --passphrase-env PW sealed.apr -o sealed-signed.apr
 		t.Fatal(stderr)
 	}
 	for _, name := range []string{"sealed.apr", "sealed-signed.apr"} {
-		if found := findCanary(t, func(string) bool { return false }, filepath.Join(dir, name)); len(found) > 0 {
+		if found := findCanary(t, func(string) bool { return false }, 0, filepath.Join(dir, name)); len(found) > 0 {
 			t.Fatalf("%s holds the plaintext", name)
 		}
 	}
@@ -88,22 +111,22 @@ apr-sign -q -k k.key --passphrase-env PW sealed.apr -o sealed-signed.apr
 	cases := []struct {
 		name, input string
 		args        []string
-		spool       string // a file pattern in TMPDIR the program makes mid-stream, if any
+		spools      bool   // the program holds a spool in TMPDIR mid-stream
 		named       string // the output the user names (allowed to hold the plaintext)
 		wantFound   bool   // a control: the scan must find the pattern
 	}{
-		{"apr-sign verify --pass", "sealed-signed.apr", []string{"apr-sign", "verify", "--pass", "-p", "k.pub", "--passphrase-env", "PW"}, "apr-sign-verify-*.apr", "", false},
-		{"apr-sign verify -o", "sealed-signed.apr", []string{"apr-sign", "verify", "-p", "k.pub", "--passphrase-env", "PW", "-o", "out.apr"}, "", "out.apr", false},
-		{"apr-sign sign", "sealed.apr", []string{"apr-sign", "-k", "k.key", "--passphrase-env", "PW"}, "", "", false},
-		{"apr-seal -d", "sealed.apr", []string{"apr-seal", "-d", "--passphrase-env", "PW"}, "", "", false},
-		{"apr-gguf export", "sealed.apr", []string{"apr-gguf", "export"}, "", "", false},
-		{"apr-st export", "sealed.apr", []string{"apr-st", "export"}, "", "", false},
-		{"apr-quant", "sealed.apr", []string{"apr-quant", "q8_0"}, "", "", false},
-		{"apr-decode plain", "sealed.apr", []string{"apr-decode", "plain"}, "", "", false},
-		{"apr-decode extract", "sealed.apr", []string{"apr-decode", "extract"}, "", "", false},
-		{"apr-encode", "sealed.apr", []string{"apr-encode", "-c", "none"}, "", "", false},
-		{"control: apr-seal -d -o FILE", "sealed.apr", []string{"apr-seal", "-d", "--passphrase-env", "PW", "-o", "out.apr"}, "", "", true},
-		{"control: apr-sign verify --pass, not sealed", "plain-signed.apr", []string{"apr-sign", "verify", "--pass", "-p", "k.pub"}, "apr-sign-verify-*.apr", "", true},
+		{"apr-sign verify --pass", "sealed-signed.apr", []string{"apr-sign", "verify", "--pass", "-p", "k.pub", "--passphrase-env", "PW"}, true, "", false},
+		{"apr-sign verify -o", "sealed-signed.apr", []string{"apr-sign", "verify", "-p", "k.pub", "--passphrase-env", "PW", "-o", "out.apr"}, false, "out.apr", false},
+		{"apr-sign sign", "sealed.apr", []string{"apr-sign", "-k", "k.key", "--passphrase-env", "PW"}, false, "", false},
+		{"apr-seal -d", "sealed.apr", []string{"apr-seal", "-d", "--passphrase-env", "PW"}, false, "", false},
+		{"apr-gguf export", "sealed.apr", []string{"apr-gguf", "export"}, false, "", false},
+		{"apr-st export", "sealed.apr", []string{"apr-st", "export"}, false, "", false},
+		{"apr-quant", "sealed.apr", []string{"apr-quant", "q8_0"}, false, "", false},
+		{"apr-decode plain", "sealed.apr", []string{"apr-decode", "plain"}, false, "", false},
+		{"apr-decode extract", "sealed.apr", []string{"apr-decode", "extract"}, false, "", false},
+		{"apr-encode", "sealed.apr", []string{"apr-encode", "-c", "none"}, false, "", false},
+		{"control: apr-seal -d -o FILE", "sealed.apr", []string{"apr-seal", "-d", "--passphrase-env", "PW", "-o", "out.apr"}, false, "", true},
+		{"control: apr-sign verify --pass, not sealed", "plain-signed.apr", []string{"apr-sign", "verify", "--pass", "-p", "k.pub"}, true, "", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -116,9 +139,12 @@ apr-sign -q -k k.key --passphrase-env PW sealed.apr -o sealed-signed.apr
 				b, _ := os.ReadFile(filepath.Join(dir, k))
 				os.WriteFile(filepath.Join(work, k), b, 0o600)
 			}
+			// The named output, pending: .NAME.tmp-N, or unnamed in its directory
+			// (where nothing else is unnamed: spools go to TMPDIR).
 			skip := func(p string) bool {
 				b := filepath.Base(p)
-				return c.named != "" && (b == c.named || strings.HasPrefix(b, "."+c.named+".tmp-"))
+				pending := strings.HasPrefix(b, "."+c.named+".tmp-") || filepath.Dir(p) == work && strings.HasPrefix(b, "#") && strings.HasSuffix(b, " (deleted)")
+				return c.named != "" && (b == c.named || pending)
 			}
 			cmd := exec.Command(c.args[0], c.args[1:]...)
 			cmd.Dir = work
@@ -133,18 +159,18 @@ apr-sign -q -k k.key --passphrase-env PW sealed.apr -o sealed-signed.apr
 				t.Fatal(err)
 			}
 			stdin.Write(in[:len(in)/2]) // returns once the program has read most of it
-			if c.spool != "" && !appears(tmp, c.spool) {
+			if c.spools && !holdsFile(cmd.Process.Pid, tmp, 0) {
 				cmd.Process.Kill()
 				cmd.Wait()
-				t.Fatalf("%s never appeared in TMPDIR", c.spool)
+				t.Fatal("the spool never appeared in TMPDIR")
 			}
 			cmd.Process.Signal(syscall.SIGSTOP)
-			mid := findCanary(t, skip, tmp, work)
+			mid := findCanary(t, skip, cmd.Process.Pid, tmp, work)
 			cmd.Process.Signal(syscall.SIGCONT)
 			stdin.Write(in[len(in)/2:])
 			stdin.Close()
 			err = cmd.Wait()
-			after := findCanary(t, skip, tmp, work)
+			after := findCanary(t, skip, 0, tmp, work)
 			// The programs that hold the key succeed; the others refuse the sealed input.
 			wantOK := slices.Contains(c.args, "PW") || c.input == "plain-signed.apr"
 			if ee, ok := err.(*exec.ExitError); wantOK && err != nil || !wantOK && (!ok || ee.ExitCode() != 1) {

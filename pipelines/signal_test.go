@@ -3,24 +3,32 @@
 package pipelines
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apr-go/apr/lib/container"
+	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/stream"
 )
 
 // TestSignalsLeaveNothing stops programs in the middle of a stream (stdin is a pipe
-// that has delivered half a model) with SIGINT, SIGTERM and SIGHUP: each must remove
-// the temporary files it created (the pending -o output, an export's spool) and exit
-// 128+signal.
+// that has delivered half a model, so each holds its pending -o output or its
+// export's spool) with SIGINT, SIGTERM and SIGHUP, each of which must exit 128+signal,
+// and with SIGKILL, which no handler sees: in every case the output's directory and
+// TMPDIR hold nothing afterwards, as the pending output and the spools have no name.
 func TestSignalsLeaveNothing(t *testing.T) {
 	needPrograms(t, "apr-quant", "apr-gguf", "apr-st", "apr-encode")
 	dir := t.TempDir()
@@ -34,28 +42,29 @@ func TestSignalsLeaveNothing(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	cases := []struct {
-		name, input, leftover string
-		args                  []string
+		name, input string
+		inTmp       bool // the file held open is a spool in TMPDIR, else in the output's directory
+		args        []string
 	}{
-		{"apr-quant -o", "llama.apr", ".out.apr.tmp-*", []string{"apr-quant", "q8_0", "-o", "out.apr"}},
-		{"apr-quant GGUF -o gguf", "llama.f32.gguf", ".out.gguf.tmp-*", []string{"apr-quant", "q8_0", "-o", "out.gguf"}},
-		{"apr-quant GGUF -o split", "llama.f32.gguf", ".split-0000?-of-0000?.gguf.tmp-*", []string{"apr-quant", "q8_0", "--split-max-tensors", "8", "-o", "split"}},
-		{"apr-encode -o", "model.apr", ".out.apr.tmp-*", []string{"apr-encode", "-c", "zstd", "-o", "out.apr"}},
-		{"apr-gguf export spool", "llama-2.0.apr", "apr-gguf-*.spool", []string{"apr-gguf", "export", "-o", "out.gguf"}},
-		{"apr-gguf export streamed", "llama.apr", ".out.gguf.tmp-*", []string{"apr-gguf", "export", "-o", "out.gguf"}},
-		{"apr-st export spool", "llama.apr", "apr-st-spool-*", []string{"apr-st", "export", "-o", "out.safetensors"}},
+		{"apr-quant -o", "llama.apr", false, []string{"apr-quant", "q8_0", "-o", "out.apr"}},
+		{"apr-quant GGUF -o gguf", "llama.f32.gguf", false, []string{"apr-quant", "q8_0", "-o", "out.gguf"}},
+		{"apr-quant GGUF -o split", "llama.f32.gguf", false, []string{"apr-quant", "q8_0", "--split-max-tensors", "8", "-o", "split"}},
+		{"apr-encode -o", "model.apr", false, []string{"apr-encode", "-c", "zstd", "-o", "out.apr"}},
+		{"apr-gguf export spool", "llama-2.0.apr", true, []string{"apr-gguf", "export", "-o", "out.gguf"}},
+		{"apr-gguf export streamed", "llama.apr", false, []string{"apr-gguf", "export", "-o", "out.gguf"}},
+		{"apr-st export spool", "llama.apr", false, []string{"apr-st", "export", "-o", "out.safetensors"}}, // spooled beside the output
 	}
 	for _, c := range cases {
-		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGKILL} {
 			t.Run(c.name+"/"+sig.String(), func(t *testing.T) {
-				work := t.TempDir()
+				work, tmp := t.TempDir(), t.TempDir()
 				in, err := os.ReadFile(filepath.Join(dir, c.input))
 				if err != nil {
 					t.Fatal(err)
 				}
 				cmd := exec.Command(c.args[0], c.args[1:]...)
 				cmd.Dir = work
-				cmd.Env = append(os.Environ(), "TMPDIR="+work)
+				cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 				stdin, err := cmd.StdinPipe()
 				if err != nil {
 					t.Fatal(err)
@@ -65,35 +74,133 @@ func TestSignalsLeaveNothing(t *testing.T) {
 				}
 				defer stdin.Close()
 				stdin.Write(in[:len(in)/2]) // the rest never comes: the program waits mid-stream
-				if !appears(work, c.leftover) {
+				where := work
+				if c.inTmp {
+					where = tmp
+				}
+				if !holdsFile(cmd.Process.Pid, where, 0) {
 					cmd.Process.Kill()
 					cmd.Wait()
-					t.Fatalf("%s never appeared in the work directory", c.leftover)
+					t.Fatalf("the program never opened a file in %s", where)
 				}
 				cmd.Process.Signal(sig)
 				err = cmd.Wait()
-				ee, ok := err.(*exec.ExitError)
-				if !ok || ee.ExitCode() != 128+int(sig) {
+				if sig == syscall.SIGKILL {
+					if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != sig {
+						t.Errorf("%v, want death by SIGKILL", cmd.ProcessState)
+					}
+				} else if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(sig) {
 					t.Errorf("exit %v, want status %d", err, 128+int(sig))
 				}
-				if left, _ := filepath.Glob(filepath.Join(work, c.leftover)); len(left) > 0 {
-					t.Errorf("left behind: %v", left)
-				}
+				assertEmpty(t, work, tmp)
 			})
 		}
 	}
 }
 
-// appears waits (up to a minute, polling) for a file matching pattern in dir: the
-// program has reached the point where it holds a temporary file.
-func appears(dir, pattern string) bool {
-	for range 6000 {
-		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) > 0 {
-			return true
+// TestSignalKillMidConversion kills apr-quant with SIGKILL while it writes the GGUF of a
+// 48 MiB F32 model given as a file (the output has started: its pending file holds
+// bytes), and checks that neither the output's directory nor TMPDIR holds anything.
+func TestSignalKillMidConversion(t *testing.T) {
+	needPrograms(t, "apr-quant")
+	src := filepath.Join(t.TempDir(), "big.f32.gguf")
+	writeF32GGUF(t, src, 12, 1024)
+	work, tmp := t.TempDir(), t.TempDir()
+	cmd := exec.Command("apr-quant", "q4_k", src, "-o", "out.gguf")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !holdsFile(cmd.Process.Pid, work, 1) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("apr-quant ended before writing its output could be seen; the model is too small for this machine")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("%v: apr-quant was not killed (it ended first)", cmd.ProcessState)
+	}
+	assertEmpty(t, work, tmp)
+}
+
+// writeF32GGUF writes a llama-shaped GGUF of n F32 matrices of dim x dim, small
+// random weights.
+func writeF32GGUF(t *testing.T, path string, n, dim int) {
+	t.Helper()
+	h := &gguf.Header{KVs: []gguf.KV{
+		{Key: "general.architecture", Value: gguf.String("llama")},
+		{Key: "llama.block_count", Value: gguf.Uint32(uint32(n))},
+		{Key: "llama.embedding_length", Value: gguf.Uint32(uint32(dim))},
+		{Key: "general.file_type", Value: gguf.Uint32(0)},
+	}}
+	for i := range n {
+		h.Tensors = append(h.Tensors, gguf.TensorInfo{Name: fmt.Sprintf("blk.%d.ffn_up.weight", i), Dims: []int64{int64(dim), int64(dim)}, Type: 0})
+	}
+	if err := h.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w, err := gguf.NewWriter(bw, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	row := make([]byte, 4*dim)
+	for range n * dim {
+		for j := range dim {
+			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(float32(rng.NormFloat64()*0.02)))
 		}
-		time.Sleep(10 * time.Millisecond)
+		if _, err := w.Write(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holdsFile waits (up to a minute, polling /proc) until process pid has a file of
+// more than minSize bytes in dir open, named or not (an unnamed file's link reads
+// "DIR/#INODE (deleted)", a removed one's "DIR/NAME (deleted)").
+func holdsFile(pid int, dir string, minSize int64) bool {
+	fds := "/proc/" + strconv.Itoa(pid) + "/fd"
+	for range 60000 {
+		entries, _ := os.ReadDir(fds)
+		for _, e := range entries {
+			p := filepath.Join(fds, e.Name())
+			if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, dir+"/") {
+				if st, err := os.Stat(p); err == nil && st.Size() >= minSize {
+					return true
+				}
+			}
+		}
+		time.Sleep(time.Millisecond)
 	}
 	return false
+}
+
+// assertEmpty fails if any of dirs holds a file.
+func assertEmpty(t *testing.T, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if entries, _ := os.ReadDir(d); len(entries) > 0 {
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			t.Errorf("left behind in %s: %v", d, names)
+		}
+	}
 }
 
 // TestTerminalStdin: with stdin a terminal (a pseudo-terminal that script(1) makes), a

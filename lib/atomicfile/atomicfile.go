@@ -1,6 +1,17 @@
 // Package atomicfile writes files so that a failed run leaves nothing behind: data
-// goes to a temporary file beside the destination, which is renamed over it only when
-// the writer commits. A reader never sees a partial file at the destination path.
+// goes to a temporary file beside the destination, which gets the destination's name
+// only when the writer commits. A reader never sees a partial file at the destination
+// path.
+//
+// On Linux the temporary file has no name at all (open(2) with O_TMPFILE): a process
+// killed by SIGKILL, which no handler sees, leaves nothing, as the kernel frees an
+// unnamed file when its last descriptor closes. Commit links it in (linkat(2)) under
+// the destination's name, or, when that name exists, under a fresh name beside it
+// which is at once renamed over the destination: only a kill between these two
+// system calls leaves a (complete) .NAME.tmp-N file. Where the filesystem refuses
+// O_TMPFILE, and on other systems, the temporary file is named .NAME.tmp-N from the
+// start, renamed over the destination on Commit, and registered with package
+// cleanup so that SIGINT, SIGTERM and SIGHUP remove it.
 //
 // What is not a regular file is treated as every Unix tool treats it: an existing
 // character device, FIFO or socket (or a symlink to one) is opened and written in
@@ -29,6 +40,7 @@ import (
 type File struct {
 	*os.File
 	path    string
+	temp    string // the named temporary file; "" for an unnamed one
 	done    bool
 	inPlace bool   // a device, FIFO or socket written directly: nothing to rename or remove
 	forget  func() // unregisters the temporary file from package cleanup
@@ -88,7 +100,14 @@ func Create(path string, perm os.FileMode) (*File, error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := createTemp(dir, "."+base+".tmp-", perm)
+	if f := createUnnamed(dir, path, perm); f != nil {
+		return &File{File: f, path: path, forget: func() {}}, nil
+	}
+	var f *os.File
+	err = tempName(dir, base, func(name string) (err error) {
+		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		return err
+	})
 	if err != nil {
 		// Named by the path asked for, not the temporary file's name.
 		var pe *os.PathError
@@ -97,18 +116,19 @@ func Create(path string, perm os.FileMode) (*File, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &File{File: f, path: path, forget: cleanup.Register(f.Name())}, nil
+	return &File{File: f, path: path, temp: f.Name(), forget: cleanup.Register(f.Name())}, nil
 }
 
-// createTemp creates a new file named prefix and a random number in dir, with mode
-// perm less the umask: the kernel applies it (and a default ACL) at creation, as for
-// any new file; os.CreateTemp would make it 0600 whatever the umask.
-func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
+// tempName calls create with a new name .BASE.tmp-N in dir until it does not fail
+// with os.ErrExist. A file created so gets its mode (perm less the umask, a default
+// ACL) from the kernel, as any new file; os.CreateTemp would make it 0600 whatever
+// the umask.
+func tempName(dir, base string, create func(name string) error) error {
 	for try := 0; ; try++ {
-		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		name := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		err := create(name)
 		if err == nil || !errors.Is(err, os.ErrExist) || try == 10000 {
-			return f, err
+			return err
 		}
 	}
 }
@@ -122,15 +142,18 @@ func (f *File) Commit() error {
 	}
 	f.done = true
 	defer f.forget()
+	if !f.inPlace && f.temp == "" {
+		return linkUnnamed(f.File, f.path)
+	}
 	err := f.File.Close()
 	if f.inPlace {
 		return err
 	}
 	if err == nil {
-		err = os.Rename(f.File.Name(), f.path)
+		err = os.Rename(f.temp, f.path)
 	}
 	if err != nil {
-		os.Remove(f.File.Name())
+		os.Remove(f.temp)
 	}
 	return err
 }
@@ -143,8 +166,8 @@ func (f *File) Abort() {
 	f.done = true
 	defer f.forget()
 	f.File.Close()
-	if !f.inPlace {
-		os.Remove(f.File.Name())
+	if f.temp != "" {
+		os.Remove(f.temp)
 	}
 }
 

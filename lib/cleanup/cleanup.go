@@ -1,6 +1,6 @@
 // Package cleanup keeps the list of temporary files and directories a program has
-// created and not yet renamed into place or removed (the pending output of -o FILE,
-// export spools), so that a program stopped by a signal removes them before it exits
+// created and not yet renamed into place or removed (the pending output of -o FILE
+// where it has a name, a staged output directory), so that a program stopped by a signal removes them before it exits
 // instead of leaving them behind. A leaf: every package that creates such a file
 // registers it.
 package cleanup
@@ -48,12 +48,18 @@ func RemoveAll() {
 	}
 }
 
-// CreateTemp is os.CreateTemp with the file registered; remove closes and removes it
-// and forgets it (callers defer it).
+// CreateTemp is os.CreateTemp for a spool, a file read back through the returned
+// *os.File only: its name is removed at once, so the file lives as long as it is open
+// and even a process killed by SIGKILL leaves nothing (the kernel frees it). Where an
+// open file cannot be removed, it is registered instead. remove closes it (and removes
+// and forgets a registered one); callers defer it.
 func CreateTemp(dir, pattern string) (f *os.File, remove func(), err error) {
 	f, err = os.CreateTemp(dir, pattern)
 	if err != nil {
 		return nil, nil, err
+	}
+	if os.Remove(f.Name()) == nil {
+		return f, func() { f.Close() }, nil
 	}
 	done := Register(f.Name())
 	return f, func() { f.Close(); os.Remove(f.Name()); done() }, nil

@@ -29,3 +29,33 @@ func TestRemoveAll(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateTempUnnamed: a spool has no name from the start (a SIGKILL leaves nothing
+// in its directory) and is read back through its descriptor; remove closes it.
+func TestCreateTempUnnamed(t *testing.T) {
+	dir := t.TempDir()
+	f, remove, err := CreateTemp(dir, "spool-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the spool has a name: %v", entries)
+	}
+	if _, err := f.WriteString("tensor bytes"); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 5)
+	if _, err := f.ReadAt(b, 7); err != nil || string(b) != "bytes" {
+		t.Errorf("read back %q, %v", b, err)
+	}
+	mu.Lock()
+	n := len(pending)
+	mu.Unlock()
+	remove()
+	if n != 0 {
+		t.Errorf("%d registered paths for an unnamed spool", n)
+	}
+	if _, err := f.Write([]byte("x")); err == nil {
+		t.Error("remove left the spool open")
+	}
+}

@@ -1,10 +1,8 @@
 package ggufconv
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/stream"
@@ -24,15 +22,13 @@ import (
 // the footer (container.Patcher). Other outputs get the digest first. opts must not
 // seal (container.WithSealer): a seal authenticates the metadata.
 func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Option) error {
-	pf, ok := container.Patchable(w)
-	if !o.Digest || !ok {
-		s, err := OpenFile(path, o)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		return Import(w, s, opts...)
-	}
+	return stream.ImportDigested(w, o.Digest, func() (stream.Stream, error) { return OpenFile(path, o) },
+		func(pf container.PatchFile) error { return importPatched(pf, path, o, opts) }, opts...)
+}
+
+// importPatched converts the GGUF file (or split set) at path to pf with a
+// placeholder digest while the file is hashed, then patches the real digest in.
+func importPatched(pf container.PatchFile, path string, o ImportOptions, opts []container.Option) error {
 	if o.Name == "" {
 		o.Name = path
 	}
@@ -45,14 +41,13 @@ func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Opt
 	if err != nil {
 		return err
 	}
-	placeholder := strings.Repeat("0", 2*sha256.Size)
 	s, err := fileStream(f, o, nil)
 	if err != nil {
 		return err
 	}
 	s.file = f
 	defer s.Close()
-	set, ok, err := maybeSet(s, path, o, placeholder)
+	set, ok, err := maybeSet(s, path, o, stream.DigestPlaceholder)
 	if err != nil {
 		return err
 	}
@@ -60,7 +55,7 @@ func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Opt
 		defer set.Close()
 		return stream.ReencodePatched(pf, set, ProvFiles, set.(*setStream).digestParts, opts...)
 	}
-	s.hdr.Metadata.Provenance[ProvSHA256] = placeholder
+	s.hdr.Metadata.Provenance[ProvSHA256] = stream.DigestPlaceholder
 	s.hdr.Metadata.Provenance[ProvSize] = st.Size()
 	return stream.ReencodePatched(pf, s, ProvSHA256, func(stop <-chan struct{}) (any, error) {
 		d, err := hashFile(f, st.Size(), stop)

@@ -1,10 +1,8 @@
 package stconv
 
 import (
-	"crypto/sha256"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/apr-go/apr/lib/container"
 	"github.com/apr-go/apr/lib/safetensors"
@@ -25,41 +23,29 @@ import (
 // (container.Patcher). Other outputs, and imports without o.Digest, take Open's path. opts must not
 // seal (container.WithSealer): a seal authenticates the metadata.
 func ImportFile(w io.Writer, path string, o ImportOptions, opts ...container.Option) error {
-	pf, ok := container.Patchable(w)
-	if !o.Digest || !ok {
-		s, err := Open(path, o)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		return stream.Reencode(w, s, nil, false, opts...)
-	}
-	shards, files, closer, err := openSource(path, o)
-	if err != nil {
-		return err
-	}
-	return importPatched(pf, shards, files, closer, o, opts)
+	return stream.ImportDigested(w, o.Digest, func() (stream.Stream, error) { return Open(path, o) },
+		func(pf container.PatchFile) error {
+			shards, files, closer, err := openSource(path, o)
+			if err != nil {
+				return err
+			}
+			return importPatched(pf, shards, files, closer, o, opts)
+		}, opts...)
 }
 
 // ImportOpenFile is ImportFile for a SafeTensors file already open as f (a redirected
 // stdin, for example), as OpenFile takes it: it takes ownership of f, and name is used
 // in messages and the provenance.
 func ImportOpenFile(w io.Writer, f *os.File, name string, o ImportOptions, opts ...container.Option) error {
-	pf, ok := container.Patchable(w)
-	if !o.Digest || !ok {
-		s, err := OpenFile(f, name, o)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		return stream.Reencode(w, s, nil, false, opts...)
-	}
-	sf, err := safetensors.NewFile(f, name)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	return importPatched(pf, []*safetensors.File{sf}, nil, sf.Close, o, opts)
+	return stream.ImportDigested(w, o.Digest, func() (stream.Stream, error) { return OpenFile(f, name, o) },
+		func(pf container.PatchFile) error {
+			sf, err := safetensors.NewFile(f, name)
+			if err != nil {
+				f.Close()
+				return err
+			}
+			return importPatched(pf, []*safetensors.File{sf}, nil, sf.Close, o, opts)
+		}, opts...)
 }
 
 // importPatched converts shards to out with placeholder digests while they are
@@ -67,13 +53,12 @@ func ImportOpenFile(w io.Writer, f *os.File, name string, o ImportOptions, opts 
 // hashing has stopped.
 func importPatched(out container.PatchFile, shards []*safetensors.File, files map[string]any, closer func() error, o ImportOptions, opts []container.Option) error {
 	defer closer() // after ReencodePatched, which waits for the hashing
-	placeholder := strings.Repeat("0", 2*sha256.Size)
 	entries, err := digestFiles(shards, false, nil)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		e.(map[string]any)["sha256"] = placeholder
+		e.(map[string]any)["sha256"] = stream.DigestPlaceholder
 	}
 	s, err := newFileStreamDigests(shards, files, entries, o)
 	if err != nil {

@@ -1,12 +1,36 @@
 package stream
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"maps"
+	"strings"
 
 	"github.com/apr-go/apr/lib/container"
 )
+
+// DigestPlaceholder stands for a hex SHA-256 digest until ReencodePatched writes the
+// real one: the same length, so the metadata's encoded size does not change.
+var DigestPlaceholder = strings.Repeat("0", 2*sha256.Size)
+
+// ImportDigested writes to w the APR file of a source whose provenance carries its
+// digests when digest is true. Where w can be rewritten in place (container.Patchable)
+// patched converts at once with placeholders and patches the digests in
+// (ReencodePatched); otherwise the stream that open gives, which has read its digests
+// up front when asked, is written to w and closed.
+func ImportDigested(w io.Writer, digest bool, open func() (Stream, error), patched func(container.PatchFile) error, opts ...container.Option) error {
+	pf, ok := container.Patchable(w)
+	if digest && ok {
+		return patched(pf)
+	}
+	s, err := open()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return Reencode(w, s, nil, false, opts...)
+}
 
 // ReencodePatched is Reencode(out, s, nil, false, opts...) for an importer whose
 // metadata must carry a digest of its source, which would otherwise have to be read
