@@ -115,6 +115,7 @@ func Run(env *Env, description string, grammar any, args []string, opts ...kong.
 		kong.Exit(func(c int) { panic(exitCode(c)) }),
 		kong.Vars{"version": env.Name + " " + apr.Version + " (" + kernelsText() + ")"},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.KindMapper(reflect.String, rawString{}),
 	}, opts...)
 	parser, err := kong.New(grammar, opts...)
 	if err != nil {
