@@ -675,22 +675,8 @@ func importHeader(meta safetensors.Metadata, shards [][]safetensors.TensorInfo, 
 }
 
 // KeepFile reports whether a checkpoint directory's file is kept in the metadata of
-// an import: JSON files (config.json, generation_config.json, tokenizer.json,
-// tokenizer_config.json, special_tokens_map.json, added_tokens.json,
-// preprocessor_config.json, vocab.json, ...) other than the index, and the tokenizer
-// vocabularies (merges.txt, vocab.txt and other vocab.* files, SentencePiece *.model,
-// *.tiktoken, chat templates *.jinja). Weights in other formats, READMEs and licenses
-// are not kept.
-func KeepFile(name string) bool {
-	if name == safetensors.IndexFileName || strings.HasPrefix(name, ".") || !safetensors.ValidShardName(name) {
-		return false
-	}
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".json", ".model", ".tiktoken", ".jinja":
-		return true
-	}
-	return name == "merges.txt" || strings.HasPrefix(name, "vocab.")
-}
+// an import (safetensors.KeptFile).
+func KeepFile(name string) bool { return safetensors.KeptFile(name) }
 
 // readFiles reads the kept files of dir into a name -> bytes map. Links are followed
 // (the Hugging Face cache keeps a checkpoint as links into its blobs); directories

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/apr-go/apr/lib/safetensors"
 )
 
 // An output never replaces one of the run's inputs: apr-quant T SET-00001-of-00003.gguf
@@ -28,9 +30,9 @@ type input struct {
 }
 
 // Reads records the files behind path as inputs of the run: a regular file (a part
-// of a GGUF split set stands for every part of its set), or each regular file of a
-// directory (a checkpoint's shards, config and tokenizer; a model.safetensors.index.json
-// stands for its directory). Names that do not exist, stdin ("-") and what is not a
+// of a GGUF split set stands for every part of its set), or the files of a checkpoint
+// directory an import reads (readsDir; a model.safetensors.index.json stands for its
+// directory). Names that do not exist, stdin ("-") and what is not a
 // regular file (a FIFO, a device) are ignored: the program reports them when it opens
 // them, and writing one does not replace it.
 func (e *Env) Reads(path string) {
@@ -64,15 +66,19 @@ func (e *Env) readsFile(p, of string) {
 	}
 }
 
-// readsDir records the regular files of dir (symlinks followed, as a Hugging Face
-// cache's snapshot links its blobs).
+// readsDir records the files of the checkpoint directory dir an import may read
+// (its shards, index, config and tokenizer files; symlinks followed, as a Hugging
+// Face cache's snapshot links its blobs), not the others: an earlier output written
+// beside them (DIR/model.f16.gguf) may be written again.
 func (e *Env) readsDir(dir, of string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, ent := range ents {
-		e.readsFile(filepath.Join(dir, ent.Name()), of)
+		if safetensors.CheckpointFile(ent.Name()) {
+			e.readsFile(filepath.Join(dir, ent.Name()), of)
+		}
 	}
 }
 

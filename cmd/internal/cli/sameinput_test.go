@@ -37,12 +37,13 @@ func (c *copyCmd) Run(env *Env) error {
 // ./ spelling, symlink, hard link; a part of the split set given by its first part,
 // a file of the checkpoint directory or of an index's directory, a file of a reads:""
 // flag; a split set's part) is refused with exit 1, naming both, and the input is left
-// as it was; other outputs are written.
+// as it was; other outputs are written (a file beside a checkpoint that its import
+// does not read too).
 func TestNotInput(t *testing.T) {
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
 	for _, f := range []string{"in.bin", "set-00001-of-00002.gguf", "set-00002-of-00002.gguf", "x.txt",
-		"ckpt/model-00001-of-00002.safetensors", "ckpt/model.safetensors.index.json", "ckpt/config.json"} {
+		"ckpt/model-00001-of-00002.safetensors", "ckpt/model.safetensors.index.json", "ckpt/config.json", "ckpt/model.f16.gguf"} {
 		if err := os.MkdirAll(filepath.Dir(p(f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -72,8 +73,9 @@ func TestNotInput(t *testing.T) {
 		{[]string{p("set-00002-of-00002.gguf"), "--set", p("set")}, 1, p("set-00002-of-00002.gguf")},
 		{[]string{p("in.bin"), "--set", p("set")}, 0, ""},
 		{[]string{p("in.bin"), "-o", p("new.bin")}, 0, ""},
-		{[]string{"-o", p("in.bin")}, 0, ""},                       // stdin
-		{[]string{p("in.bin"), "-o", p("in.bin")}, 1, p("in.bin")}, // the last case wrote in.bin
+		{[]string{p("ckpt"), "-o", p("ckpt/model.f16.gguf")}, 0, ""}, // an earlier output beside the checkpoint
+		{[]string{"-o", p("in.bin")}, 0, ""},                         // stdin
+		{[]string{p("in.bin"), "-o", p("in.bin")}, 1, p("in.bin")},   // the last case wrote in.bin
 	} {
 		var out, errb bytes.Buffer
 		env := &Env{Name: "apr-test", Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}
