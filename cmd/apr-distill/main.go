@@ -30,9 +30,9 @@ type distillCLI struct {
 
 // dataFlags are the data and output options of every command.
 type dataFlags struct {
-	Data        string  `required:"" placeholder:"FILE" help:"Training data: CSV (optionally gzip, header optional), .npy (features; --labels for labels) or .npz (X and optional y)."`
+	Data        string  `required:"" placeholder:"FILE" reads:"" help:"Training data: CSV (optionally gzip, header optional), .npy (features; --labels for labels) or .npz (X and optional y)."`
 	LabelColumn string  `default:"-1" placeholder:"COL" help:"CSV label column: index from 0 (negative from the end), header name, or 'none' (default: the last column)."`
-	Labels      string  `placeholder:"FILE" help:"Labels (or fit-moe's regression targets), one per row: .npy for a .npy feature file, a one-column CSV/text file for a CSV one (whose columns are then all features)."`
+	Labels      string  `placeholder:"FILE" reads:"" help:"Labels (or fit-moe's regression targets), one per row: .npy for a .npy feature file, a one-column CSV/text file for a CSV one (whose columns are then all features)."`
 	Scale       float64 `default:"1" help:"Multiply every feature by this factor first (e.g. 0.0625 for pixels 0..16); use the same value for teacher and student."`
 	cli.OutputFlag
 	ValSplit         float64 `default:"0.2" placeholder:"FRACTION" help:"Fraction of the rows held out for validation (stratified by label)."`
@@ -57,7 +57,7 @@ type trainFlags struct {
 }
 
 type distillCmd struct {
-	Teachers []string `arg:"" name:"teacher" help:"Teacher model files (.apr): NeuralSequential classifiers or LogisticRegression."`
+	Teachers []string `arg:"" name:"teacher" reads:"" help:"Teacher model files (.apr): NeuralSequential classifiers or LogisticRegression."`
 	trainFlags
 	Method      string    `default:"standard" enum:"standard,progressive,ensemble" help:"standard, progressive (hidden layers matched by --layer-map first) or ensemble (several teachers)."`
 	Alpha       float64   `default:"0.7" help:"Weight of the soft-target term (1-alpha weighs the hard labels)."`

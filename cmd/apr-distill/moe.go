@@ -17,7 +17,7 @@ import (
 // experts alike.
 type moeCmd struct {
 	dataFlags
-	Expert  []string `placeholder:"FILE" help:"An expert model (.apr): LinearRegression, LogisticRegression or NeuralSequential, all of one kind, taking the data's features (repeatable, in order); only the gate is fitted."`
+	Expert  []string `placeholder:"FILE" reads:"" help:"An expert model (.apr): LinearRegression, LogisticRegression or NeuralSequential, all of one kind, taking the data's features (repeatable, in order); only the gate is fitted."`
 	Experts int      `default:"4" placeholder:"N" help:"Without --expert: the number of LinearRegression experts trained together with the gate (regression)."`
 	TopK    int      `name:"top-k" default:"2" placeholder:"K" help:"Experts that predict each row: the K the gate weighs most (1 to the number of experts)."`
 	Epochs  int      `default:"300" help:"Full-batch Adam steps of the gate (per round)."`

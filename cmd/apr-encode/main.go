@@ -18,7 +18,7 @@ var run = cli.Program{Name: "apr-encode", Help: "Build an APR model from NumPy .
 
 type encodeCmd struct {
 	cli.Globals
-	Inputs []string `arg:"" optional:"" help:"NumPy .npy/.npz files to build a model from, or one APR (or aprender) file to re-encode; none or '-' re-encodes stdin."`
+	Inputs []string `arg:"" optional:"" reads:"" help:"NumPy .npy/.npz files to build a model from, or one APR (or aprender) file to re-encode; none or '-' re-encodes stdin."`
 	cli.OutputFlag
 	Type               string   `short:"t" placeholder:"TYPE" help:"Model type of a new model: a name such as LinearRegression, or a code such as 0x0002 (default Custom); on re-encode, must match the input."`
 	Name               *string  `help:"Set the model name."`

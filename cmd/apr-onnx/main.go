@@ -40,7 +40,7 @@ type exportCmd struct {
 }
 
 type importCmd struct {
-	Input string `arg:"" optional:"" default:"-" help:"The ONNX file ('-': stdin)."`
+	Input string `arg:"" optional:"" default:"-" reads:"" help:"The ONNX file ('-': stdin)."`
 	cli.OutputFlag
 	cli.CompressFlag `set:"compress=zstd"`
 	Name             string `help:"Model name in the metadata (default: the ONNX file's own, if it has one)."`

@@ -55,8 +55,8 @@ request and writes its predictions (age -d -i USER_KEY opens it too, unchecked).
 
 type predictCmd struct {
 	cli.Globals
-	Model               string        `arg:"" optional:"" placeholder:"MODEL" help:"The model: APR v2 file (or aprender). With --open-reply, the reply (default: stdin)."`
-	Features            string        `arg:"" optional:"" default:"-" placeholder:"FEATURES" help:"Feature rows: CSV, .npy or .npz ('-': stdin)."`
+	Model               string        `arg:"" optional:"" placeholder:"MODEL" reads:"" help:"The model: APR v2 file (or aprender). With --open-reply, the reply (default: stdin)."`
+	Features            string        `arg:"" optional:"" default:"-" placeholder:"FEATURES" reads:"" help:"Feature rows: CSV, .npy or .npz ('-': stdin)."`
 	Output              string        `short:"o" placeholder:"FILE" help:"Write the predictions to FILE (atomically; nothing is left behind on failure) instead of stdout."`
 	Format              string        `default:"auto" enum:"auto,csv,npy,npz" help:"Format of the predictions: csv, npy, npz, or auto: -o FILE's extension, else the features' format (default: auto)."`
 	Proba               bool          `help:"Write class probabilities (one column per class) instead of predictions; classifiers only."`

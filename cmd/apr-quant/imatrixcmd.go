@@ -38,7 +38,7 @@ type imatrixCmd struct {
 }
 
 type imatrixConvertCmd struct {
-	In        string `arg:"" name:"in" help:"llama-imatrix's matrix, GGUF or .dat ('-': stdin)."`
+	In        string `arg:"" name:"in" reads:"" help:"llama-imatrix's matrix, GGUF or .dat ('-': stdin)."`
 	Out       string `arg:"" name:"out" help:"The converted matrix ('-': stdout); written only when whole."`
 	To        string `enum:"gguf,dat,other" default:"other" help:"The output format: gguf, dat, or other (the one IN is not in)."`
 	ChunkSize int32  `default:"512" placeholder:"N" help:"Tokens a chunk, as llama-imatrix's -c (default: its 512)."`

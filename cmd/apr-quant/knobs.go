@@ -14,15 +14,15 @@ import (
 // knobFlags are llama-quantize's per-tensor flags, spelled as it spells them, and
 // --dry-run.
 type knobFlags struct {
-	OutputTensorType   string   `placeholder:"TYPE" help:"Quantize output.weight to TYPE (a ggml type name: q8_0, q6_k, iq4_xs, f16, ...), as llama-quantize --output-tensor-type."`
-	TokenEmbeddingType string   `placeholder:"TYPE" help:"Quantize the token embeddings to TYPE, as llama-quantize --token-embedding-type."`
+	OutputTensorType   string   `placeholder:"TYPE" nonempty:"" help:"Quantize output.weight to TYPE (a ggml type name: q8_0, q6_k, iq4_xs, f16, ...), as llama-quantize --output-tensor-type."`
+	TokenEmbeddingType string   `placeholder:"TYPE" nonempty:"" help:"Quantize the token embeddings to TYPE, as llama-quantize --token-embedding-type."`
 	TensorType         []string `sep:"none" placeholder:"PATTERN=TYPE" help:"Quantize the tensors whose name PATTERN (a regular expression, searched anywhere in the name) matches to TYPE, also under --pure (repeatable; the first match wins), as llama-quantize --tensor-type."`
-	TensorTypeFile     string   `placeholder:"FILE" help:"Read more PATTERN=TYPE from FILE (separated by spaces or newlines), after the --tensor-type flags, as llama-quantize --tensor-type-file."`
+	TensorTypeFile     string   `placeholder:"FILE" reads:"" help:"Read more PATTERN=TYPE from FILE (separated by spaces or newlines), after the --tensor-type flags, as llama-quantize --tensor-type-file."`
 	LeaveOutputTensor  bool     `help:"Keep output.weight as it is, as llama-quantize --leave-output-tensor."`
 	IncludeWeights     []string `sep:"none" placeholder:"NAME" help:"Use the importance matrix only for the tensors whose name contains NAME (repeatable), as llama-quantize --include-weights."`
 	ExcludeWeights     []string `sep:"none" placeholder:"NAME" help:"Do not use the importance matrix for the tensors whose name contains NAME (repeatable), as llama-quantize --exclude-weights."`
 	OverrideKV         []string `name:"override-kv" sep:"none" placeholder:"KEY=TYPE:VALUE" help:"Set the GGUF key-value KEY of the output (TYPE int, float, bool or str: a UINT32, FLOAT32, BOOL or STRING; repeatable; after general.file_type, in order), as llama-quantize --override-kv."`
-	PruneLayers        string   `placeholder:"L0,L1,..." help:"Drop these layers (blk.N) and renumber the others, setting block_count, as llama-quantize --prune-layers."`
+	PruneLayers        string   `placeholder:"L0,L1,..." nonempty:"" help:"Drop these layers (blk.N) and renumber the others, setting block_count, as llama-quantize --prune-layers."`
 	DryRun             bool     `help:"Print each tensor's type, size and reason and the total sizes, and write nothing (as llama-quantize --dry-run; --json for JSON)."`
 }
 

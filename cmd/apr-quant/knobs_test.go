@@ -48,6 +48,10 @@ func TestKnobFlags(t *testing.T) {
 		{"q4_k", "--override-kv", "a=bool:1"},
 		{"q4_k", "--prune-layers", "1,x"},
 		{"copy", "--imatrix", mat},
+		{"q4_k", "--tensor-type-file", ""},
+		{"q4_k", "--prune-layers", ""},
+		{"q4_k", "--output-tensor-type", ""},
+		{"q4_k", "--split-max-tensors", "0", "-o", filepath.Join(t.TempDir(), "x")},
 	} {
 		if r := runCLI(in, args...); r.code != 2 || r.stdout != "" {
 			t.Errorf("%q: exit %d, stderr %q", args, r.code, r.stderr)

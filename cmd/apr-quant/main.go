@@ -118,7 +118,7 @@ type quantCmd struct {
 	Stats           bool     `help:"Report per tensor: type, bits per weight, size before and after, RMS and max error (on stderr)."`
 	JSON            bool     `help:"Write the --stats report as JSON (implies --stats)."`
 	StatsFile       string   `placeholder:"FILE" help:"Write the --stats report to FILE instead of stderr ('-': stdout, with -o)."`
-	Imatrix         string   `placeholder:"FILE" help:"Weight the quantizers by llama-imatrix's importance matrix FILE (GGUF or .dat), as llama-quantize --imatrix."`
+	Imatrix         string   `placeholder:"FILE" reads:"" help:"Weight the quantizers by llama-imatrix's importance matrix FILE (GGUF or .dat), as llama-quantize --imatrix."`
 	knobFlags
 	stcmd.ImportFlags
 	cli.WorkersFlag
@@ -148,6 +148,9 @@ func (c *quantCmd) Run(env *cli.Env) error {
 	stats := c.Stats || c.JSON || c.StatsFile != ""
 	if c.StatsFile == "-" && (c.Output == "" || c.Output == "-") {
 		return cli.Usagef("--stats-file - and the model would both go to stdout; use -o FILE")
+	}
+	if err := env.NotInput(c.Output, c.StatsFile); err != nil { // the report is written after the model
+		return err
 	}
 	preset, _ := quant.Preset(c.Type)
 	o := quant.Options{Type: t, Preset: preset, Pure: c.Pure, Include: c.Include, Exclude: c.Exclude, AllowRequantize: c.AllowRequantize,

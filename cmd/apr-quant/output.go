@@ -16,8 +16,8 @@ import (
 // apr-gguf export would write the APR stream apr-quant writes, or that APR stream.
 type outputFlags struct {
 	To              string `enum:",apr,gguf" default:"" placeholder:"FORMAT" help:"Output format: apr or gguf (default: gguf when -o FILE ends in .gguf or a --split flag is given, else apr). For stdout, or a name that does not say."`
-	SplitMaxTensors int    `placeholder:"N" help:"Write a GGUF split set (-o PREFIX: PREFIX-00001-of-0000K.gguf, ...) of at most N tensors a part, as apr-gguf export and llama-gguf-split --split-max-tensors N do."`
-	SplitMaxSize    string `placeholder:"SIZE" help:"Write a GGUF split set (-o PREFIX) of at most SIZE bytes of tensor data a part (a whole number of M or G), as apr-gguf export and llama-gguf-split --split-max-size SIZE do."`
+	SplitMaxTensors int    `placeholder:"N" nonempty:"" help:"Write a GGUF split set (-o PREFIX: PREFIX-00001-of-0000K.gguf, ...) of at most N tensors a part, as apr-gguf export and llama-gguf-split --split-max-tensors N do."`
+	SplitMaxSize    string `placeholder:"SIZE" nonempty:"" help:"Write a GGUF split set (-o PREFIX) of at most SIZE bytes of tensor data a part (a whole number of M or G), as apr-gguf export and llama-gguf-split --split-max-size SIZE do."`
 	KeepSplit       bool   `help:"Write the parts of a GGUF split set input as the parts of the output, with the same tensors each (-o OUT.gguf: OUT-00001-of-0000K.gguf, ...; a whole GGUF gives OUT-00001-of-00001.gguf), as llama-quantize --keep-split."`
 	Generic         bool   `help:"GGUF output: write a Hugging Face model that is not in llama.cpp's form as a generic GGUF of its tensors instead of refusing it, as apr-gguf export --generic."`
 	cli.TempDirFlag `set:"temp_dir_help=GGUF output to stdout of a preset that llama-quantize orders otherwise: where to spool the tensors (default: $TMPDIR or /tmp)."`
@@ -117,6 +117,9 @@ func (c *quantCmd) writeGGUF(env *cli.Env, src apr.Stream, name string, o quant.
 	}
 	eo := ggufconv.ExportOptions{TempDir: c.TempDir, Generic: c.Generic, Spooling: func(why string) { env.Notef("%s", why) }}
 	if split {
+		if err := env.NotInputSet(prefix); err != nil {
+			return nil, err
+		}
 		res, err := ggufconv.ExportSplit(prefix, ps, eo, so)
 		ggufcmd.NoteSplit(env, res)
 		if err != nil {

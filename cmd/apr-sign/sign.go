@@ -53,6 +53,9 @@ func (c *signCmd) detached(env *cli.Env, key *sign.PrivateKey) error {
 		}
 		sigPath = c.Input + ".minisig"
 	}
+	if err := env.NotInput(sigPath); err != nil { // written by atomicfile, not env.Create
+		return err
+	}
 	in, name, err := env.Input(c.Input)
 	if err != nil {
 		return err

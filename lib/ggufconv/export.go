@@ -161,12 +161,14 @@ func setFileType(gh *gguf.Header, prov map[string]any, tensors []container.Tenso
 	if !ok {
 		return
 	}
-	if ft <= 1 || ft == 32 { // F32, F16, BF16 with MXFP4 experts kept: llama.cpp's MOSTLY_MXFP4_MOE
-		for _, t := range tensors {
-			if t.DType == dtype.MXFP4 {
-				ft = 38
-				break
-			}
+	// F32, F16, BF16 with MXFP4 experts kept: llama.cpp's MOSTLY_MXFP4_MOE where the file
+	// was that already; the converter writes it only for a checkpoint whose
+	// quantization_config says mxfp4 (conversion/base.py, prepare_tensors), and the
+	// outtype's file type for MXFP4 experts without one.
+	if was, _ := gh.Get(KeyFileType); ft <= 1 || ft == 32 {
+		n, _ := was.AsUint64()
+		if n == 38 && slices.ContainsFunc(tensors, func(t container.TensorInfo) bool { return t.DType == dtype.MXFP4 }) {
+			ft = 38
 		}
 	}
 	found := false

@@ -110,6 +110,9 @@ func readGGUF(r *reader) (*Matrix, error) {
 			return nil, err
 		}
 	}
+	if err := r.dataEnd(h.DataOffset + h.DataSize()); err != nil {
+		return nil, err
+	}
 	for _, name := range slices.Sorted(maps.Keys(pairs)) {
 		p := pairs[name]
 		sums, fc := data[p.sums], data[p.counts]
@@ -129,6 +132,19 @@ func readGGUF(r *reader) (*Matrix, error) {
 		m.Names = append(m.Names, name) // sorted, as llama.cpp's std::map keeps them
 	}
 	return m, nil
+}
+
+// dataEnd reads on to end, the end of the data section with the last tensor's padding:
+// llama-quantize loads a matrix with the tensor data (gguf_init_from_file without
+// no_alloc, ggml/src/gguf.cpp), which reads the whole section and refuses a file cut
+// anywhere in it, its last padding bytes too.
+func (r *reader) dataEnd(end int64) error {
+	n, err := io.CopyN(io.Discard, r.r, end-r.off)
+	r.off += n
+	if err != nil && r.off < end {
+		return r.errf(r.off, "the file ends inside its data section, which runs to offset %d with the last tensor's padding (llama-quantize reads it whole and refuses a shorter file)", end)
+	}
+	return err
 }
 
 // normalize is llama-quantize's load_imatrix for a GGUF: each expert's sums divided

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -202,6 +203,12 @@ func TestGGUFErrors(t *testing.T) {
 		}
 	}
 	nan := math.Float32bits(float32(math.NaN()))
+	// llama-imatrix's file ends with the last tensor's padding, which llama-quantize
+	// reads (gguf_init_from_file loads the whole data section): cut, it refuses the file
+	fixture, err := os.ReadFile(ggufFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -209,6 +216,7 @@ func TestGGUFErrors(t *testing.T) {
 	}{
 		{"truncated header", good[:20], "e.gguf: gguf: offset "},
 		{"truncated data", good[:len(good)-40], `"blk.0.attn_q.weight.in_sum2": 32 values`},
+		{"last byte cut", fixture[:len(fixture)-1], fmt.Sprintf("e.gguf: offset %d: malformed importance matrix: the file ends inside its data section, which runs to offset %d", len(fixture)-1, len(fixture))},
 		{"no chunk size", build(dropKey(KeyChunkSize)), "e.gguf: GGUF header: malformed importance matrix: no key imatrix.chunk_size"},
 		{"no datasets", build(dropKey(KeyDatasets)), "no key imatrix.datasets"},
 		{"counts alone", build(func(h *gguf.Header, d [][]byte) [][]byte {

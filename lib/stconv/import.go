@@ -167,11 +167,14 @@ func containerInfo(t safetensors.TensorInfo) container.TensorInfo {
 type fileStream struct {
 	h      container.Header
 	shards []*safetensors.File
-	shard  int // current shard
-	next   int // next tensor of the current shard
-	seen   map[string]string
-	closer func() error
-	llm    *llm.Checkpoint // a language model imported in llama.cpp's form, or nil
+	// tensors are each shard's tensors in the order they come out: the data's, or by
+	// name for a language model, as the converter reads them (byName)
+	tensors [][]safetensors.TensorInfo
+	shard   int // current shard
+	next    int // next tensor of the current shard
+	seen    map[string]string
+	closer  func() error
+	llm     *llm.Checkpoint // a language model imported in llama.cpp's form, or nil
 	// generated counts the tensors of llm.Generated already given out
 	generated int
 	// walk places the tensors made of several (stacked experts) in the stream; parts
@@ -216,12 +219,13 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 	if err != nil {
 		return nil, err
 	}
-	s := &fileStream{h: h, shards: shards, seen: map[string]string{}}
+	s := &fileStream{h: h, shards: shards, tensors: tensors, seen: map[string]string{}}
 	if files != nil && !opts.HFLayout {
 		if s.llm, err = describeLLM(files, shards, llm.Options{TokenizerPre: opts.TokenizerPre}); err != nil {
 			return nil, err
 		}
 		if s.llm != nil {
+			s.tensors = byName(tensors)
 			s.llm.SetMetadata(&s.h.Metadata)
 			s.walk = s.llm.Walk()
 			s.byName = map[string]planSource{}
@@ -237,7 +241,7 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 	}
 	plan, planned := s.llm.Plan()
 	if !planned {
-		s.h.Table = tableOf(tensors, s.llm)
+		s.h.Table = tableOf(s.tensors, s.llm)
 		return s, nil
 	}
 	s.h.Table = []container.TensorInfo{}
@@ -323,6 +327,19 @@ func tableOf(shards [][]safetensors.TensorInfo, cp *llm.Checkpoint) []container.
 		}
 	}
 	return table
+}
+
+// byName returns each shard's tensors sorted by name: the order of today's converter,
+// which reads the shards in file name order (those the index names, sorted:
+// conversion/base.py, index_tensors) and each shard's tensors by name (gguf-py's
+// SafetensorsLocal sorts them), whatever the order of the data or of the index's
+// weight_map.
+func byName(shards [][]safetensors.TensorInfo) [][]safetensors.TensorInfo {
+	sorted := make([][]safetensors.TensorInfo, len(shards))
+	for i, ts := range shards {
+		sorted[i] = slices.SortedStableFunc(slices.Values(ts), func(a, b safetensors.TensorInfo) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return sorted
 }
 
 // describeLLM returns the description of a checkpoint whose config.json names an
@@ -434,7 +451,7 @@ func tensorReader(f *safetensors.File, t safetensors.TensorInfo) (io.Reader, err
 }
 
 func (s *fileStream) next1() (container.TensorInfo, io.Reader, error) {
-	for s.shard < len(s.shards) && s.next == len(s.shards[s.shard].Header().Tensors) {
+	for s.shard < len(s.shards) && s.next == len(s.tensors[s.shard]) {
 		s.shard++
 		s.next = 0
 	}
@@ -442,7 +459,7 @@ func (s *fileStream) next1() (container.TensorInfo, io.Reader, error) {
 		return container.TensorInfo{}, nil, io.EOF
 	}
 	f := s.shards[s.shard]
-	t := f.Header().Tensors[s.next]
+	t := s.tensors[s.shard][s.next]
 	s.next++
 	if prev, dup := s.seen[t.Name]; dup {
 		return container.TensorInfo{}, nil, fmt.Errorf("%s: tensor %q is also in %s", f.Path(), t.Name, prev)
@@ -658,22 +675,8 @@ func importHeader(meta safetensors.Metadata, shards [][]safetensors.TensorInfo, 
 }
 
 // KeepFile reports whether a checkpoint directory's file is kept in the metadata of
-// an import: JSON files (config.json, generation_config.json, tokenizer.json,
-// tokenizer_config.json, special_tokens_map.json, added_tokens.json,
-// preprocessor_config.json, vocab.json, ...) other than the index, and the tokenizer
-// vocabularies (merges.txt, vocab.txt and other vocab.* files, SentencePiece *.model,
-// *.tiktoken, chat templates *.jinja). Weights in other formats, READMEs and licenses
-// are not kept.
-func KeepFile(name string) bool {
-	if name == safetensors.IndexFileName || strings.HasPrefix(name, ".") || !safetensors.ValidShardName(name) {
-		return false
-	}
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".json", ".model", ".tiktoken", ".jinja":
-		return true
-	}
-	return name == "merges.txt" || strings.HasPrefix(name, "vocab.")
-}
+// an import (safetensors.KeptFile).
+func KeepFile(name string) bool { return safetensors.KeptFile(name) }
 
 // readFiles reads the kept files of dir into a name -> bytes map. Links are followed
 // (the Hugging Face cache keeps a checkpoint as links into its blobs); directories

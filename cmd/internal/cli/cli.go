@@ -41,7 +41,8 @@ type Env struct {
 	// still print. ForceProgress (--progress) shows progress on a non-terminal.
 	Quiet, ForceProgress bool
 
-	meter atomic.Pointer[Meter] // the meter on stderr, if any
+	meter  atomic.Pointer[Meter] // the meter on stderr, if any
+	inputs []input               // the files the run reads, which no output may replace (sameinput.go)
 }
 
 // write prints on stderr, clearing a meter's line first.
@@ -114,6 +115,7 @@ func Run(env *Env, description string, grammar any, args []string, opts ...kong.
 		kong.Exit(func(c int) { panic(exitCode(c)) }),
 		kong.Vars{"version": env.Name + " " + apr.Version + " (" + kernelsText() + ")"},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.KindMapper(reflect.String, rawString{}),
 	}, opts...)
 	parser, err := kong.New(grammar, opts...)
 	if err != nil {
@@ -195,6 +197,7 @@ func applyGlobals(env *Env, ctx *kong.Context) error {
 	if err := checkEmptyNames(ctx); err != nil {
 		return err
 	}
+	env.readsTagged(ctx)
 	return applyDeprecated(env, ctx)
 }
 
@@ -203,23 +206,29 @@ var nameFlags = map[string]bool{
 	"output": true, "temp-dir": true, "tmp-dir": true, "identity": true, "recipient": true,
 	"key": true, "pubkey": true, "sig-file": true, "passphrase-file": true, "passphrase-env": true,
 	"key-passphrase-file": true, "key-passphrase-env": true, "password-file": true, "password-env": true,
-	"imatrix": true,
+	"imatrix": true, "tensor-type-file": true, "stats-file": true,
 	// apr-sign oms, spelled as model_signing spells them.
 	"signature": true, "private-key": true, "public-key": true, "signing-certificate": true,
 	"certificate-chain": true, "ignore-paths": true, "trust-config": true,
 }
 
 // checkEmptyNames refuses a naming flag given as "": -o "$OUT" with OUT unset would
-// otherwise write the model to stdout, and --temp-dir "" spool to $TMPDIR.
+// otherwise write the model to stdout, and --temp-dir "" spool to $TMPDIR. A flag
+// tagged nonempty:"" is refused given as "" or 0 too: its zero value would mean "not
+// given" (apr-quant --prune-layers "" would prune nothing, --split-max-tensors 0 write
+// no split set).
 func checkEmptyNames(ctx *kong.Context) error {
 	given := map[*kong.Flag]int{}
 	for _, p := range ctx.Path {
-		if p.Flag != nil && nameFlags[p.Flag.Name] {
+		if p.Flag != nil && (nameFlags[p.Flag.Name] || p.Flag.Tag.Has("nonempty")) {
 			given[p.Flag]++
 		}
 	}
 	for f, n := range given {
 		v := f.Target
+		if v.Kind() == reflect.Int && v.Int() == 0 {
+			return Usagef("--%s 0: give a number of 1 or more", f.Name)
+		}
 		empty := v.Kind() == reflect.String && v.String() == ""
 		if v.Kind() == reflect.Slice {
 			// kong makes no element of "": a flag given more often than it has
@@ -229,8 +238,11 @@ func checkEmptyNames(ctx *kong.Context) error {
 				empty = empty || v.Index(i).Kind() == reflect.String && v.Index(i).String() == ""
 			}
 		}
-		if empty {
+		switch {
+		case empty && nameFlags[f.Name]:
 			return Usagef("--%s is empty: give a name (an unset variable?)", f.Name)
+		case empty:
+			return Usagef("--%s is empty: give a value (an unset variable?)", f.Name)
 		}
 	}
 	return nil
@@ -295,6 +307,7 @@ func (e *Env) Input(path string) (io.ReadCloser, string, error) {
 	if err != nil {
 		return nil, path, err
 	}
+	e.Reads(path)
 	return f, path, nil
 }
 
@@ -307,7 +320,8 @@ type Output struct {
 }
 
 // Create opens the output: path "" or "-" is stdout, refused when stdout is a terminal
-// and binary is true (model bytes would garble it).
+// and binary is true (model bytes would garble it); a file that is one of the run's
+// inputs is refused (NotInput).
 func (e *Env) Create(path string, binary bool) (*Output, error) {
 	if path == "" || path == "-" {
 		if binary && IsTerminal(e.Stdout) {
@@ -317,6 +331,9 @@ func (e *Env) Create(path string, binary bool) (*Output, error) {
 			e.Warnf("stdout looks closed (>&-: the null device, opened read-write), so the output is discarded; use -o FILE or a pipe to keep it")
 		}
 		return &Output{Writer: e.Stdout, Name: "stdout"}, nil
+	}
+	if err := e.NotInput(path); err != nil {
+		return nil, err
 	}
 	f, err := atomicfile.Create(path, 0o666)
 	if err != nil {

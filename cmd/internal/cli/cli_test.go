@@ -235,13 +235,15 @@ type namesCmd struct {
 	OutputFlag
 	IdentityFlag
 	TempDirFlag
+	Layers string `nonempty:""`
+	Max    int    `nonempty:""`
 }
 
 func (c *namesCmd) Run(env *Env) error { return nil }
 
 // TestEmptyNames: a flag that names a file or a key given as "" (-o "$OUT" with OUT
 // unset) is a usage error, never stdout or the default directory; not giving it, or
-// giving "-", is fine.
+// giving "-", is fine. A flag tagged nonempty:"" given as "" or 0 is one too.
 func TestEmptyNames(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -255,11 +257,14 @@ func TestEmptyNames(t *testing.T) {
 		{[]string{"-i", ""}, 2},
 		{[]string{"-i", "id", "-i", ""}, 2},
 		{[]string{"--temp-dir", ""}, 2},
+		{[]string{"--layers", "1", "--max", "3"}, 0},
+		{[]string{"--layers", ""}, 2},
+		{[]string{"--max", "0"}, 2},
 	} {
 		var out, errb bytes.Buffer
 		env := &Env{Name: "apr-test", Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}
 		code := Run(env, "a test program", &namesCmd{}, c.args)
-		if code != c.code || c.code == 2 && !strings.Contains(errb.String(), "is empty") {
+		if code != c.code || c.code == 2 && !strings.Contains(errb.String(), "is empty") && !strings.Contains(errb.String(), " 0: give a number of 1 or more") {
 			t.Errorf("%q: exit %d, %q; want %d", c.args, code, errb.String(), c.code)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 
 // InputFlag is the input file argument; "-" (the default) is stdin.
 type InputFlag struct {
-	Input string `arg:"" optional:"" default:"-" help:"${input_help=APR or aprender file ('-': stdin).}"`
+	Input string `arg:"" optional:"" default:"-" reads:"" help:"${input_help=APR or aprender file ('-': stdin).}"`
 }
 
 // OutputFlag is -o/--output: a file written atomically, or stdout.

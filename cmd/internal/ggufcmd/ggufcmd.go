@@ -111,8 +111,8 @@ type ExportCmd struct {
 	cli.OutputFlag
 	cli.TempDirFlag `set:"temp_dir_help=Where to spool tensors read from stdin without a tensor table (default: $TMPDIR or /tmp)."`
 	Generic         bool   `help:"Write a Hugging Face language model that is not in llama.cpp's form (an architecture apr does not convert, or imported with --hf-layout) as a generic GGUF of its tensors, which llama.cpp cannot run, instead of refusing it."`
-	SplitMaxTensors int    `placeholder:"N" help:"Write a split set (-o PREFIX: PREFIX-00001-of-0000K.gguf, ...) of at most N tensors a part, as llama-gguf-split --split --split-max-tensors N does."`
-	SplitMaxSize    string `placeholder:"SIZE" help:"Write a split set (-o PREFIX) of at most SIZE bytes of tensor data a part: a whole number of M (10^6 bytes) or G (10^9), as llama-gguf-split --split --split-max-size SIZE does."`
+	SplitMaxTensors int    `placeholder:"N" nonempty:"" help:"Write a split set (-o PREFIX: PREFIX-00001-of-0000K.gguf, ...) of at most N tensors a part, as llama-gguf-split --split --split-max-tensors N does."`
+	SplitMaxSize    string `placeholder:"SIZE" nonempty:"" help:"Write a split set (-o PREFIX) of at most SIZE bytes of tensor data a part: a whole number of M (10^6 bytes) or G (10^9), as llama-gguf-split --split --split-max-size SIZE does."`
 }
 
 // Run implements the command.
@@ -153,6 +153,9 @@ func (c *ExportCmd) Run(env *cli.Env) error {
 func (c *ExportCmd) split(env *cli.Env, o ggufconv.ExportOptions) error {
 	so, err := SplitOptions(c.SplitMaxTensors, c.SplitMaxSize, c.Output)
 	if err != nil {
+		return err
+	}
+	if err := env.NotInputSet(c.Output); err != nil {
 		return err
 	}
 	var res *ggufconv.SplitResult
@@ -211,9 +214,9 @@ func NoteSplit(env *cli.Env, res *ggufconv.SplitResult) {
 
 // ModelfileCmd is `apr-gguf modelfile`.
 type ModelfileCmd struct {
-	Model string `arg:"" placeholder:"MODEL.gguf" help:"GGUF file; FROM names it as given (Ollama resolves a relative path against the Modelfile's directory)."`
+	Model string `arg:"" placeholder:"MODEL.gguf" reads:"" help:"GGUF file; FROM names it as given (Ollama resolves a relative path against the Modelfile's directory)."`
 	cli.OutputFlag
-	Template   string `placeholder:"FILE" help:"Use the Ollama template in FILE as TEMPLATE instead of translating the GGUF's chat template."`
+	Template   string `placeholder:"FILE" reads:"" help:"Use the Ollama template in FILE as TEMPLATE instead of translating the GGUF's chat template."`
 	NoTemplate bool   `help:"Write no TEMPLATE (Ollama's default applies), for a chat template apr does not know."`
 }
 
