@@ -11,7 +11,7 @@ PKGS_LIB := ./lib/... ./kernels/...
 PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
-.PHONY: all build test test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
+.PHONY: all build test test-all test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
         test-docs test-ollama test-oms test-browser test-synth1g golden lint demo models browser bench bench-llm bench-giant bench-giant-moe fuzz install clean
 
 all: build
@@ -51,12 +51,21 @@ lint:
 	$(GO) vet ./...
 	cd $(BROWSER_E2E) && $(GO) vet ./...
 
-# Every leg of the test suite: native (with race detector on the concurrent packages, and
-# the kernels' fast paths against their reference: the assembly in the plain build, and
-# under GOEXPERIMENT=simd), pure Go, arm64 under qemu-user, js/wasm under node, wasip1
-# under wazero, brief fuzzing. The whole-pipeline tests (./pipelines) are part of
-# test-native; they build the programs themselves.
-test: lint test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-ollama test-oms test-browser
+# make test: a newcomer's check, a few minutes on 2 cores: gofmt and vet, then every
+# package's tests natively, the long cases in short mode (-short: whole-pipeline builds
+# such as the demo and the Make build, every preset of every checkpoint, the peers that
+# need npm or PyTorch).
+test: lint
+	$(GO) test -short ./...
+
+# make test-all: every other leg, which .ci/run runs after make test: every package's
+# tests in full (with the race detector on the concurrent packages, and the kernels' fast
+# paths against their reference: the assembly in the plain build, and under
+# GOEXPERIMENT=simd), pure Go, arm64 under qemu, js/wasm under node, wasip1 under
+# wazero, brief fuzzing, Ollama's parsers, sigstore-go on OMS bundles, the browser page,
+# llama.cpp on apr's files (test-peers) and the 1 GiB synth against llama-quantize's sums.
+# The legs and their times on 2 cores: docs/DESIGN.md, "Tests".
+test-all: lint test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-ollama test-oms test-browser test-peers test-synth1g
 
 test-native:
 	$(GO) test ./...

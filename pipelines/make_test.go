@@ -25,6 +25,7 @@ import (
 //     its products and no temporary files, and leaves the build out of date; in a
 //     build that had them, the previous products stay as they were, still out of date.
 func TestMakeBuild(t *testing.T) {
+	long(t, "runs pipelines/Makefile twice, as make models does")
 	needPrograms(t, "apr-st", "apr-quant", "apr-gguf", "apr-sign", "apr-seal", "apr-distill")
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("make is not installed")

@@ -50,6 +50,15 @@ func needPrograms(t *testing.T, names ...string) {
 	}
 }
 
+// long skips a whole-pipeline case that takes a minute or more in short mode (make
+// test): make test-all runs it.
+func long(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("short mode: " + why + "; make test-all runs it")
+	}
+}
+
 // sh runs a bash script with pipefail in dir and returns its stdout, stderr and exit code.
 func sh(t *testing.T, dir, script string) (string, string, int) {
 	t.Helper()
@@ -68,6 +77,7 @@ func sh(t *testing.T, dir, script string) (string, string, int) {
 }
 
 func TestDemo(t *testing.T) {
+	long(t, "trains two models and runs demo.sh, as make demo does")
 	needPrograms(t, "apr-encode", "apr-decode")
 	dir := t.TempDir()
 	cmd := exec.Command("bash", "demo.sh")

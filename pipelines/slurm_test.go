@@ -32,6 +32,7 @@ import (
 // skipped, or fails where the packages must be there (APR_REQUIRE_PEERS=1, as .ci/run
 // sets, or CI=true).
 func TestSlurmBuild(t *testing.T) {
+	long(t, "starts a single-node Slurm and runs the Make build as its jobs")
 	needPrograms(t, "apr-st", "apr-quant", "apr-gguf", "apr-sign", "apr-seal", "apr-distill")
 	needSlurm(t)
 

@@ -55,7 +55,7 @@ func TestDocs(t *testing.T) {
 // skips are the doc commands that do not run here, with the reason.
 var skips = []struct{ file, command, reason string }{
 	{"README.md", "make demo", "builds and runs pipelines/demo.sh, which pipelines' TestDemo runs"},
-	{"README.md", "make test", "runs every test leg, this test included"},
+	{"README.md", "make test", "runs the tests (make test-all every leg), this one included"},
 	{"README.md", "make models", "builds the programs and runs pipelines/Makefile, which pipelines' TestMakeBuild runs"},
 	{"README.md", "make -f pipelines/Makefile", "runs pipelines/Makefile from the repository's root, which pipelines' TestMakeBuild runs"},
 	{"README.md", "./pipelines/embedded", "builds pipelines/embedded from the repository's root, which pipelines' TestEmbeddedBinary builds and runs"},
