@@ -97,8 +97,8 @@ LinearRegression's "coefficients" is quantized); --exclude keeps them, and wins.
 Rows must be whole blocks (32 values; 64 for nvfp4 and q2_0, 128 for q1_0, 256 for the
 K-quants, the i-quants but iq4_nl, and the ternary types). Those types fall back with a
 warning (-q silences it), as llama.cpp does (i-quants->iq4_nl, q4_k->q5_0, q5_k->q5_1,
-q6_k->q8_0, q2_k/q3_k/q2_0/tq1_0/tq2_0->q4_0, then f16; in a language model's preset a
-32-value type goes to f16); for the other types such a tensor is an error. NaN,
+q6_k->q8_0, q2_k/q3_k/q2_0/tq1_0/tq2_0->q4_0, then f16; in a language model a
+32-value type, q8_0 too, goes to f16); for the other types such a tensor is an error. NaN,
 infinite values, values whose block scale would overflow f16, and nvfp4 values beyond
 2688 (which ggml would clamp) are errors naming the tensor and position. On any error
 nothing is written (-o FILE is created atomically) and the exit status is 1.

@@ -54,11 +54,14 @@ func Plan(h container.Header, tensors []container.TensorInfo) (*gguf.Header, err
 		}
 		gh.Version, gh.KVs = ver, kvs
 		setFileType(gh, md.Provenance, tensors)
+		blocks, pruned := prunedBlockCount(gh, md.Provenance) // before the overrides are set once more
 		if err := setKVOverrides(gh, md.Provenance); err != nil {
 			return nil, err
 		}
 		setImatrix(gh, md.Provenance)
-		setPrunedBlockCount(gh, md.Provenance)
+		if pruned {
+			gh.KVs = quant.SetKV(gh.KVs, blocks.Key, blocks.Value)
+		}
 	} else {
 		arch := Arch(h.Type)
 		gh.KVs = []gguf.KV{{Key: KeyArchitecture, Value: gguf.String(arch)}}

@@ -112,18 +112,19 @@ func setKVOverrides(gh *gguf.Header, prov map[string]any) error {
 	return nil
 }
 
-// setPrunedBlockCount moves ARCH.block_count (apr-quant --prune-layers set it in the
-// key-values) after the other keys, where llama-quantize sets it after pruning.
-func setPrunedBlockCount(gh *gguf.Header, prov map[string]any) {
+// prunedBlockCount is ARCH.block_count as apr-quant --prune-layers set it in the
+// key-values, and whether it did. The export sets it after the other keys, where
+// llama-quantize sets it after pruning, and after the --override-kv keys: an
+// override of block_count is replaced by the count pruning leaves, as there.
+func prunedBlockCount(gh *gguf.Header, prov map[string]any) (gguf.KV, bool) {
 	q, _ := prov["quantization"].(map[string]any)
 	if _, ok := q["prune_layers"]; !ok {
-		return
+		return gguf.KV{}, false
 	}
 	v, _ := gh.Get(KeyArchitecture)
 	arch, _ := v.AsString()
-	if n, ok := gh.Get(arch + ".block_count"); ok {
-		gh.KVs = quant.SetKV(gh.KVs, arch+".block_count", n)
-	}
+	n, ok := gh.Get(arch + ".block_count")
+	return gguf.KV{Key: arch + ".block_count", Value: n}, ok
 }
 
 // llama-quantize's keys for the importance matrix a file was quantized with.

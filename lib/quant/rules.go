@@ -129,6 +129,11 @@ type Options struct {
 	// ggufForm: the stream is a model in llama.cpp's form (GGUF key-values in its
 	// metadata), whose MXFP4 tensors stay as llama.cpp's converter keeps them; set by New
 	ggufForm bool
+	// lm: the stream is a language model (its GGUF key-values name an architecture
+	// with layers), preset or not: llama.cpp's selection holds under --pure, and a
+	// 32-value type falls back to F16, as llama-quantize's Q8_0 and the converter's
+	// --outtype q8_0 do; set by New
+	lm bool
 }
 
 // Validate checks the options without an input.
@@ -221,7 +226,7 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 		d.Reason = "f32 dequantizes every float tensor"
 	} else if p, ok := match(o.Include, t.Name); ok {
 		d.Reason = "included by " + p
-	} else if o.Pure && o.llm == nil { // a language model's --pure keeps llama.cpp's selection, as llama-quantize's does
+	} else if o.Pure && !o.lm { // a language model's --pure keeps llama.cpp's selection, as llama-quantize's does
 		if len(t.Shape) < 2 {
 			d.Reason = fmt.Sprintf("%d-D (--pure converts 2-D and larger; --include it to convert)", len(t.Shape))
 			return d, nil
@@ -245,7 +250,7 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 		var why string
 		to, why = o.presetFor(p, t)
 		d.Reason += "; " + why
-	} else if o.Pure && o.llm != nil {
+	} else if o.Pure && o.lm {
 		d.Reason += "; --pure: " + to.String()
 	}
 	if !kernels.CanDequantize(t.DType) {
@@ -253,9 +258,9 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 	}
 	if bs := int64(to.Info().BlockElems); row%bs != 0 {
 		fb, ok := fallback(to)
-		if fb == dtype.F16 && o.llm == nil {
-			// a 32-value type goes to F16 in llama-quantize; apr keeps that for the
-			// language models its presets apply to, and refuses the tensor elsewhere
+		if fb == dtype.F16 && !o.lm {
+			// a 32-value type goes to F16 in llama-quantize (and the converter);
+			// apr keeps that for language models, and refuses the tensor elsewhere
 			ok = false
 		}
 		if !ok || !canFallBack {
