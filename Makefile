@@ -55,8 +55,10 @@ lint:
 # package's tests natively, the long cases in short mode (-short: whole-pipeline builds
 # such as the demo and the Make build, every preset of every checkpoint, the peers that
 # need npm or PyTorch).
+# The programs are built once for both whole-pipeline test packages (APR_TEST_BIN).
 test: lint
-	$(GO) test -short ./...
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/test/ ./cmd/...
+	APR_TEST_BIN=$(BIN)/test $(GO) test -short ./...
 
 # make test-all: every other leg, which .ci/run runs after make test: every package's
 # tests in full (with the race detector on the concurrent packages, and the kernels' fast

@@ -11,29 +11,24 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/apr-go/apr/pipelines/internal/progbin"
 )
 
-// TestMain builds the current programs into a temporary bin directory and puts it
-// first on PATH, so the scripts run exactly the code under test.
+// TestMain puts the current programs (progbin: built now, or by make test) first on
+// PATH, so the scripts run exactly the code under test.
 func TestMain(m *testing.M) {
 	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
 		os.Exit(m.Run()) // no processes: every test skips
 	}
-	bin, err := os.MkdirTemp("", "apr-bin-")
+	bin, done, err := progbin.Dir("..")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "../cmd/...")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build does (Makefile)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the programs:", err)
-		os.Exit(1)
-	}
 	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	code := m.Run()
-	os.RemoveAll(bin)
+	done()
 	os.Exit(code)
 }
 

@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/apr-go/apr/pipelines/internal/progbin"
 )
 
 // update is the repository's one convention for golden files: -update rewrites them
@@ -33,9 +35,8 @@ var programs = []string{
 	"apr-distill", "apr-predict", "apr-onnx",
 }
 
-// TestMain builds the current programs into a temporary bin directory and puts it
-// first on PATH (as ../pipelines_test.go does), so scripts and doc commands run
-// exactly the code under test.
+// TestMain puts the current programs (progbin: built now, or by make test) first on
+// PATH, so scripts and doc commands run exactly the code under test.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
@@ -47,23 +48,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testdata = filepath.Join(root, "testdata")
-	bin, err := os.MkdirTemp("", "apr-doctest-bin-")
+	bin, done, err := progbin.Dir(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "./cmd/...")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build does (Makefile)
-	build.Dir = root
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the programs:", err)
-		os.RemoveAll(bin)
-		os.Exit(1)
-	}
 	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	code := m.Run()
-	os.RemoveAll(bin)
+	done()
 	os.Exit(code)
 }
 

@@ -43,4 +43,6 @@ var Layer = map[string]int{
 	// page's server and its WebAssembly half).
 	"pipelines/gen": 9, "pipelines/train": 9, "pipelines/embedded": 9,
 	"pipelines/browser": 9, "pipelines/browser/wasm": 9,
+	// The whole-pipeline tests' kit (the programs under test, built once).
+	"pipelines/internal/progbin": 9,
 }
