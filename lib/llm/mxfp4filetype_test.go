@@ -1,8 +1,6 @@
 package llm_test
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
 )
@@ -16,31 +14,16 @@ import (
 // tiny-gptoss-mxfp4 without that line, in a directory named "noqc"
 // (LLAMA_TOKPRE=qwen2, as for the fixture's references); apr wrote 38 before.
 func TestMXFP4WithoutQuantizationConfig(t *testing.T) {
-	src := "../../testdata/hf/tiny-gptoss-mxfp4"
-	dir := filepath.Join(t.TempDir(), "noqc")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
+	qc := regexp.MustCompile(`(?m)^ *"quantization_config": .*\n`)
+	dir := copyCheckpointWith(t, "../../testdata/hf/tiny-gptoss-mxfp4", "noqc", func(file string, b []byte) []byte {
+		if file != "config.json" {
+			return b
 		}
-		if e.Name() == "config.json" {
-			qc := regexp.MustCompile(`(?m)^ *"quantization_config": .*\n`)
-			if !qc.Match(b) {
-				t.Fatal("config.json has no quantization_config line")
-			}
-			b = qc.ReplaceAll(b, nil)
+		if !qc.Match(b) {
+			t.Fatal("config.json has no quantization_config line")
 		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return qc.ReplaceAll(b, nil)
+	})
 	for typ, want := range map[string]string{
 		"f32": "92f11b268bb719549371243492518b3b4268825b166521b613cf28efc48d7129",
 		"f16": "42cefabd553876e9d1704f8bc131263f5cb85741807c1b3c5cc625eee7202747",
