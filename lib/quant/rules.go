@@ -129,6 +129,9 @@ type Options struct {
 	// ggufForm: the stream is a model in llama.cpp's form (GGUF key-values in its
 	// metadata), whose MXFP4 tensors stay as llama.cpp's converter keeps them; set by New
 	ggufForm bool
+	// projector: the stream is a vision projector (general.architecture clip), whose
+	// patch embedding and merger the converter keeps in F32 but for f16; set by New
+	projector bool
 }
 
 // Validate checks the options without an input.
@@ -221,6 +224,9 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 		d.Reason = "f32 dequantizes every float tensor"
 	} else if p, ok := match(o.Include, t.Name); ok {
 		d.Reason = "included by " + p
+	} else if o.projector && projectorF32(t.Name) && o.Type != dtype.F16 {
+		d.Reason = "a projector's patch embedding or merger: F32 but for f16, as llama.cpp's converter keeps it (MmprojModel.tensor_force_quant)"
+		return d, nil
 	} else if o.Pure && o.llm == nil { // a language model's --pure keeps llama.cpp's selection, as llama-quantize's does
 		if len(t.Shape) < 2 {
 			d.Reason = fmt.Sprintf("%d-D (--pure converts 2-D and larger; --include it to convert)", len(t.Shape))
@@ -318,6 +324,13 @@ func match(patterns []string, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// projectorF32 names the tensors of a vision projector that llama.cpp's converter
+// writes in F16 for --outtype f16 and in F32 for every other type
+// (conversion/base.py, MmprojModel.tensor_force_quant).
+func projectorF32(name string) bool {
+	return strings.Contains(name, ".patch_embd.weight") || strings.Contains(name, ".patch_merger.weight")
 }
 
 // llamaRule is llama.cpp's choice of the tensors to quantize: names ending in

@@ -331,6 +331,7 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 // plan whether it has output.weight.
 func (o *Options) setModel(h container.Header) {
 	_, o.ggufForm = h.Metadata.Extra[gguf.MetadataKey]
+	o.projector = ggufArchitecture(h) == "clip"
 	if _, ok := lookupPreset(o.Preset); !ok {
 		return
 	}
