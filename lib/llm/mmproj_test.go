@@ -202,6 +202,12 @@ func TestProjectorRefused(t *testing.T) {
 			}
 			return b
 		}), "[IMG_BREAK]"},
+		{"vision model type", copyCheckpointWith(t, mistral3, "tiny-mistral3", func(file string, b []byte) []byte {
+			if file == "config.json" {
+				return bytes.Replace(b, []byte(`"model_type": "pixtral"`), []byte(`"model_type": "siglip_vision_model"`), 1)
+			}
+			return b
+		}), "vision_config.model_type"},
 		{"unknown tensor", copyCheckpointWith(t, mistral3, "tiny-mistral3", func(file string, b []byte) []byte {
 			if file != "model.safetensors" {
 				return b

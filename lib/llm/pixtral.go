@@ -93,6 +93,9 @@ func (pixtral) Permuted(p *Projection, hf string) int {
 }
 
 func (pixtral) KVs(p *Projection) ([]gguf.KV, error) {
+	if mt, _ := p.Vision["model_type"].(string); mt != "pixtral" { // LlavaVisionModel refuses the others
+		return nil, fmt.Errorf("config.json: vision_config.model_type is %v, expected \"pixtral\" (apr writes no other projector of this class)", p.Vision["model_type"])
+	}
 	eps := 1e-5 // hard-coded in transformers' modeling_pixtral.py, as the converter notes
 	if v, ok, err := p.Vision.float("layer_norm_eps"); err != nil {
 		return nil, fmt.Errorf("vision_config: %w", err)
