@@ -12,6 +12,7 @@ import (
 
 	"github.com/apr-go/apr/lib/gguf"
 	"github.com/apr-go/apr/lib/ggufconv"
+	"github.com/apr-go/apr/lib/internal/ggufdrop"
 	"github.com/apr-go/apr/lib/quant"
 	"github.com/apr-go/apr/lib/stconv"
 )
@@ -39,46 +40,14 @@ func mmprojGGUF(t *testing.T, dir, typ string) ([]byte, error) {
 	return out.Bytes(), err
 }
 
-// without returns GGUF file b without tensor name: the same key-values, the other
-// tensors' bytes laid out again in their order.
+// without is ggufdrop.Without, failing the test on an error.
 func without(t *testing.T, b []byte, name string) []byte {
 	t.Helper()
-	f, err := gguf.NewFile(bytes.NewReader(b), int64(len(b)))
+	out, err := ggufdrop.Without(b, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &gguf.Header{Version: f.Version, KVs: f.KVs}
-	var keep []int
-	for i, ti := range f.Tensors {
-		if ti.Name != name {
-			h.Tensors = append(h.Tensors, gguf.TensorInfo{Name: ti.Name, Dims: ti.Dims, Type: ti.Type})
-			keep = append(keep, i)
-		}
-	}
-	if len(keep) != len(f.Tensors)-1 {
-		t.Fatalf("the file has %d tensors named %s, want 1", len(f.Tensors)-len(keep), name)
-	}
-	if err := h.Layout(); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	w, err := gguf.NewWriter(&out, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, i := range keep {
-		data, err := f.TensorData(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.WriteTensor(data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
+	return out
 }
 
 // TestPixtralProjector: apr's projector of tiny-mistral3 is today's converter's
