@@ -27,12 +27,18 @@ type Projector interface {
 	// Permuted reports the heads over which a tensor's rows are permuted as Llama's
 	// Q and K are (0: none).
 	Permuted(p *Projection, hf string) int
-	// Extra returns the tensors the family takes from elsewhere in the checkpoint
-	// (Pixtral's [IMG_BREAK] embedding row), in llama.cpp's form, written first.
-	Extra(p *Projection) ([]Planned, error)
-	// Needs lists the tensors llama.cpp's clip loader requires of the family.
-	Needs(p *Projection) []string
+	// Derived returns the tensors the family makes of checkpoint tensor hf, one it
+	// otherwise drops (Pixtral's [IMG_BREAK] row of the text model's embeddings), in
+	// llama.cpp's form, written in hf's place as the converter's modify_tensors yields
+	// them.
+	Derived(p *Projection, hf string) ([]Planned, error)
+	// Needs lists the tensors llama.cpp's clip loader (or its encoder) requires of the
+	// family.
+	Needs(p *Projection) []Need
 }
+
+// Need is a tensor a projector needs, and what it is made of (for errors).
+type Need struct{ Tensor, From string }
 
 // projectors are the families apr writes a projector of, by config.json's architecture.
 var projectors = map[string]Projector{
@@ -82,12 +88,12 @@ func FromCheckpointProjector(files map[string][]byte, dir string, tensors []Tens
 		p.shapes[t.Name] = t
 	}
 	var plan []Planned
-	extra, err := fam.Extra(p)
-	if err != nil {
-		return nil, err
-	}
-	plan = append(plan, extra...)
 	for _, t := range tensors {
+		derived, err := fam.Derived(p, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		plan = append(plan, derived...)
 		g, skip, err := fam.Name(p, t.Name)
 		if err != nil {
 			return nil, err
@@ -99,13 +105,16 @@ func FromCheckpointProjector(files map[string][]byte, dir string, tensors []Tens
 	have := map[string]bool{}
 	var params int64
 	for _, pl := range plan {
+		if have[pl.Info.Name] {
+			return nil, fmt.Errorf("--mmproj: the checkpoint gives %s twice", pl.Info.Name)
+		}
 		have[pl.Info.Name] = true
 		n, _ := dtype.Elems(pl.Info.Shape)
 		params += n
 	}
 	for _, need := range fam.Needs(p) {
-		if !have[need] {
-			return nil, fmt.Errorf("--mmproj: the checkpoint gives no %s, which llama.cpp's clip loader needs of a %s projector", need, name)
+		if !have[need.Tensor] {
+			return nil, fmt.Errorf("--mmproj: the checkpoint gives no %s (%s), which llama.cpp needs of a %s projector", need.Tensor, need.From, name)
 		}
 	}
 	kvs, err := p.commonKVs(dir, params, plan)

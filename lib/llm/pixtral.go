@@ -120,23 +120,28 @@ func (pixtral) KVs(p *Projection) ([]gguf.KV, error) {
 	return kvs, nil
 }
 
-func (pixtral) Needs(p *Projection) []string {
-	need := []string{"v.token_embd.img_break", "v.patch_embd.weight", "mm.1.weight", "mm.2.weight"}
+func (pixtral) Needs(p *Projection) []Need {
+	need := []Need{{"v.token_embd.img_break", "the [IMG_BREAK] row of the text model's embed_tokens.weight"},
+		{"v.patch_embd.weight", "vision_tower.patch_conv.weight"}, {"mm.1.weight", "multi_modal_projector.linear_1.weight"},
+		{"mm.2.weight", "multi_modal_projector.linear_2.weight"}}
 	n, _, _ := p.Vision.int("num_hidden_layers", true)
 	for i := range n {
 		for _, t := range []string{"attn_q", "attn_k", "attn_v", "attn_out", "ln1", "ln2", "ffn_gate", "ffn_up", "ffn_down"} {
-			need = append(need, fmt.Sprintf("v.blk.%d.%s.weight", i, t))
+			need = append(need, Need{Tensor: fmt.Sprintf("v.blk.%d.%s.weight", i, t), From: "vision_config.num_hidden_layers layers"})
 		}
 	}
 	return need
 }
 
-// Extra is the [IMG_BREAK] token's row of the text model's token embeddings, in F32
-// (a 1-D tensor), named v.token_embd.img_break. The token's id is the one
-// LlavaVisionModel.get_token_id finds: tokenizer_config.json's added_tokens_decoder,
-// else tokenizer.json's added_tokens; the embeddings are the tensor whose name holds
-// "embed_tokens.weight", as its modify_tensors looks for them.
-func (pixtral) Extra(p *Projection) ([]Planned, error) {
+// Derived is, for the text model's token embeddings (the tensor whose name holds
+// "embed_tokens.weight", as LlavaVisionModel.modify_tensors looks for it), their
+// [IMG_BREAK] row in F32 (a 1-D tensor) named v.token_embd.img_break. The token's id
+// is the one its get_token_id finds: tokenizer_config.json's added_tokens_decoder,
+// else tokenizer.json's added_tokens.
+func (pixtral) Derived(p *Projection, hf string) ([]Planned, error) {
+	if !strings.Contains(hf, "embed_tokens.weight") || slices.ContainsFunc(pixtralPrefixes, func(pre string) bool { return strings.HasPrefix(hf, pre) }) {
+		return nil, nil
+	}
 	id, err := addedTokenID(p.files, "[IMG_BREAK]")
 	if err != nil {
 		return nil, err
@@ -144,17 +149,7 @@ func (pixtral) Extra(p *Projection) ([]Planned, error) {
 	if id <= 0 { // the converter takes the row only for an id above 0
 		return nil, nil
 	}
-	var names []string
-	for n := range p.shapes {
-		if strings.Contains(n, "embed_tokens.weight") {
-			names = append(names, n)
-		}
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("--mmproj: the checkpoint has no text embeddings (a tensor named *embed_tokens.weight) to take the [IMG_BREAK] row from")
-	}
-	sort.Strings(names)
-	t := p.shapes[names[0]]
+	t := p.shapes[hf]
 	if len(t.Shape) != 2 || !t.DType.Info().Float || t.DType.Info().Quantized() {
 		return nil, fmt.Errorf("--mmproj: tensor %q is %v of shape %v, expected a 2-D float table of token embeddings", t.Name, t.DType, t.Shape)
 	}
