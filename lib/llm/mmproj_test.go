@@ -192,3 +192,12 @@ func TestProjectorRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPixtralTextModel: without --mmproj, tiny-mistral3 converts to the text model's
+// GGUF today's converter writes of it: the vision tower and projector left out.
+func TestPixtralTextModel(t *testing.T) {
+	want := refSums(t, "tiny-mistral3")["ref/tiny-mistral3.f32.gguf"]
+	if got := sha256Hex(toGGUF(t, mistral3, "f32")); got != want {
+		t.Errorf("SHA-256 %s, the converter's %s", got, want)
+	}
+}

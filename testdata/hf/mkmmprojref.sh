@@ -3,7 +3,8 @@
 # files (as mkmistral3.py wrote them) and of the projector files today's
 # convert_hf_to_gguf.py --mmproj writes of it for f32, f16, bf16 and q8_0
 # (ref/mmproj-NAME.TYPE.gguf; the converter's, which llama.cpp refuses for want of
-# v.token_embd.img_break: docs/GGUF.md). CONVERT is the command that runs the
+# v.token_embd.img_break: docs/GGUF.md), and of its text model's f32 file
+# (ref/NAME.f32.gguf). CONVERT is the command that runs the
 # converter with its arguments appended (README.md, "References").
 set -euo pipefail
 : "${CONVERT:?set CONVERT to the converter command}"
@@ -18,5 +19,6 @@ for name in "$@"; do
 		$CONVERT "$name" --mmproj --outtype "$t" --outfile "ref/mmproj-$name.$t.gguf" >"$name.$t.log" 2>&1 ||
 			{ cat "$name.$t.log"; exit 1; }
 	done
-	{ (cd "$here" && sha256sum "$name"/*); sha256sum ref/mmproj-"$name".*.gguf; } >"$here/$name.sha256"
+	$CONVERT "$name" --outtype f32 --outfile "ref/$name.f32.gguf" >"$name.text.log" 2>&1 || { cat "$name.text.log"; exit 1; }
+	{ (cd "$here" && sha256sum "$name"/*); sha256sum ref/mmproj-"$name".*.gguf "ref/$name.f32.gguf"; } >"$here/$name.sha256"
 done
