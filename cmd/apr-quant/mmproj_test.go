@@ -46,7 +46,9 @@ func TestMMProjOneCommand(t *testing.T) {
 }
 
 // TestMMProjRefused: --mmproj of a checkpoint without a vision tower is an error (exit
-// 1, nothing written), and of a GGUF input a usage error, as apr-st import's other flags.
+// 1, nothing written), as is a llama-quantize preset of a projector (llama-quantize's
+// rules for one are not apr's yet), and of a GGUF input a usage error, as apr-st
+// import's other flags.
 func TestMMProjRefused(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mmproj.gguf")
 	for _, c := range []struct {
@@ -57,6 +59,7 @@ func TestMMProjRefused(t *testing.T) {
 		{[]string{"f16", tinyQwen3, "--mmproj"}, 1, "no vision_config"},
 		{[]string{"f16", tinyMistral3, "--mmproj", "--hf-layout"}, 1, "--mmproj needs a checkpoint directory"},
 		{[]string{"q8_0", tinyGGUF, "--mmproj"}, 2, "--mmproj: apr-st import's flags"},
+		{[]string{"q4_k_m", tinyMistral3, "--mmproj"}, 1, "q4_k_m is a llama-quantize preset, which apr does not apply to a vision projector"},
 	} {
 		r := runCLI(nil, append(c.args, "-o", out)...)
 		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
