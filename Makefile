@@ -184,12 +184,15 @@ bench: build
 
 # Peers too large or slow for every CI run: llama.cpp (npm's node-llama-cpp) loads and
 # runs a model after apr-gguf import | apr-quant q8_0 | apr-gguf export, and its logits
-# on apr's conversions of the test checkpoints match a NumPy forward pass of them, and it
-# loads and runs conversions at the edge values apr's loader checks accept.
+# on apr's conversions of the test checkpoints match a NumPy forward pass of them, it
+# loads and runs conversions at the edge values apr's loader checks accept, and its mtmd
+# (compiled from the package's source with g++) loads apr's vision projector and refuses
+# the converter's.
 test-peers: build
 	PATH="$(BIN):$$PATH" .ci/test-peers-gguf
 	PATH="$(BIN):$$PATH" .ci/test-peers-forward
 	PATH="$(BIN):$$PATH" .ci/test-peers-loader
+	PATH="$(BIN):$$PATH" .ci/test-peers-mmproj
 
 # apr-quant's one command on the 1 GiB synth, every i-quant, ternary, MXFP4 and Q2_K_S
 # preset with and without an importance matrix, against today's llama-quantize's sums

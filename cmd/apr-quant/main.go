@@ -41,7 +41,7 @@ else APR; --to gguf|apr says it for stdout. The bytes are those of the pipe apr-
 TYPE | apr-gguf export, made in one process: apr-quant f16 DIR -o model.f16.gguf is
 convert_hf_to_gguf.py's job, apr-quant q4_k_m DIR -o model.Q4_K_M.gguf llama-quantize's
 on top of it. apr-st import's flags that decide what is read from a SafeTensors file or
-checkpoint directory (--name, --no-files, --hf-layout, --tokenizer-pre, --digest) apply
+checkpoint directory (--name, --no-files, --hf-layout, --tokenizer-pre, --digest, --mmproj) apply
 to such an input as they do in the pipe, and are a usage error with any other input.
 
 TYPE is one of q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, nvfp4, q1_0,

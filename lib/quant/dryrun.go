@@ -33,7 +33,9 @@ func DryRun(h container.Header, tensors []container.TensorInfo, o Options) (*Dry
 		return nil, err
 	}
 	o.Plan = tensors
-	o.setModel(h) // the input's hyperparameters, with the overrides llama.cpp's loader takes
+	if err := o.setModel(h); err != nil { // the input's hyperparameters, with the overrides llama.cpp's loader takes
+		return nil, err
+	}
 	if err := o.applyKVOverrides(&h); err != nil {
 		return nil, err
 	}

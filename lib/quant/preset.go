@@ -84,6 +84,23 @@ type llmModel struct {
 	ffnDown                         int  // ffn_down tensors the iq1/iq2 rules have seen (llama.cpp's i_ffn_down)
 }
 
+// ggufArchitecture is the general.architecture of a stream in llama.cpp's form, "" for
+// any other.
+func ggufArchitecture(h container.Header) string {
+	x, ok := h.Metadata.Extra[gguf.MetadataKey]
+	if !ok {
+		return ""
+	}
+	_, kvs, err := gguf.DecodeKVs(x)
+	if err != nil {
+		return ""
+	}
+	gh := gguf.Header{KVs: kvs}
+	v, _ := gh.Get("general.architecture")
+	s, _ := v.AsString()
+	return s
+}
+
 // llmFromHeader reads the model's description from the metadata's GGUF key-values,
 // with the int overrides of its hyperparameters (see KVOverride); nil when there is
 // none or it names no architecture with layers.

@@ -134,6 +134,9 @@ type Options struct {
 	// 32-value type falls back to F16, as llama-quantize's Q8_0 and the converter's
 	// --outtype q8_0 do; set by New
 	lm bool
+	// projector: the stream is a vision projector (general.architecture clip), whose
+	// patch embedding and merger the converter keeps in F32 but for f16; set by New
+	projector bool
 }
 
 // Validate checks the options without an input.
@@ -226,6 +229,9 @@ func (o *Options) decide(t container.TensorInfo, plan bool) (Decision, error) {
 		d.Reason = "f32 dequantizes every float tensor"
 	} else if p, ok := match(o.Include, t.Name); ok {
 		d.Reason = "included by " + p
+	} else if o.projector && projectorF32(t.Name) && o.Type != dtype.F16 {
+		d.Reason = "a projector's patch embedding or merger: F32 but for f16, as llama.cpp's converter keeps it (MmprojModel.tensor_force_quant)"
+		return d, nil
 	} else if o.Pure && !o.lm { // a language model's --pure keeps llama.cpp's selection, as llama-quantize's does
 		if len(t.Shape) < 2 {
 			d.Reason = fmt.Sprintf("%d-D (--pure converts 2-D and larger; --include it to convert)", len(t.Shape))
@@ -323,6 +329,13 @@ func match(patterns []string, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// projectorF32 names the tensors of a vision projector that llama.cpp's converter
+// writes in F16 for --outtype f16 and in F32 for every other type
+// (conversion/base.py, MmprojModel.tensor_force_quant).
+func projectorF32(name string) bool {
+	return strings.Contains(name, ".patch_embd.weight") || strings.Contains(name, ".patch_merger.weight")
 }
 
 // llamaRule is llama.cpp's choice of the tensors to quantize: names ending in

@@ -197,7 +197,9 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	for range cap(s.free) {
 		s.free <- &job{}
 	}
-	o.setModel(src.Header())
+	if err := o.setModel(src.Header()); err != nil {
+		return nil, err
+	}
 	// The output's header: the --override-kv keys, then --prune-layers' block_count,
 	// as llama-quantize sets them.
 	h := src.Header()
@@ -328,12 +330,18 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 }
 
 // setModel finds the language model a preset's rules apply to (o.llm), and from the
-// plan whether it has output.weight.
-func (o *Options) setModel(h container.Header) {
+// plan whether it has output.weight. A preset of a vision projector is refused:
+// llama-quantize's rules for one are not apr's yet.
+func (o *Options) setModel(h container.Header) error {
 	_, o.ggufForm = h.Metadata.Extra[gguf.MetadataKey]
 	o.lm = llmFromHeader(h, o.KVOverrides) != nil
+	o.projector = ggufArchitecture(h) == "clip"
 	if _, ok := lookupPreset(o.Preset); !ok {
-		return
+		return nil
+	}
+	if o.projector {
+		return fmt.Errorf("%s is a llama-quantize preset, which apr does not apply to a vision projector (general.architecture clip) yet: "+
+			"use f32, f16, bf16 or q8_0, the types llama.cpp's converter writes of one", o.Preset)
 	}
 	if o.llm = llmFromHeader(h, o.KVOverrides); o.llm != nil {
 		o.llm.imatrix = o.Imatrix != nil
@@ -344,6 +352,7 @@ func (o *Options) setModel(h container.Header) {
 			o.llm.hasOutput = o.llm.hasOutput || t.Name == "output.weight"
 		}
 	}
+	return nil
 }
 
 func inc(v any) any {

@@ -49,6 +49,10 @@ type ImportOptions struct {
 	// TokenizerPre names llama.cpp's pre-tokenizer of a BPE tokenizer.json that lib/llm's
 	// table does not recognize (llm.Options).
 	TokenizerPre string
+	// MMProj imports a multimodal checkpoint's vision projector in llama.cpp's form
+	// (the file convert_hf_to_gguf.py --mmproj writes, with what llama.cpp's loader
+	// needs beyond it: llm.FromCheckpointProjector) instead of its text model.
+	MMProj bool
 }
 
 // Caps on the checkpoint files kept in the metadata; the container's metadata cap is
@@ -130,6 +134,9 @@ func OpenFile(f *os.File, name string, opts ImportOptions) (stream.Stream, error
 // reports io.EOF. No digest of the source is recorded: it would only be known at the
 // end, after the APR metadata has gone out.
 func NewStream(r io.Reader, opts ImportOptions) (stream.Stream, error) {
+	if opts.MMProj {
+		return nil, fmt.Errorf("--mmproj needs a checkpoint directory with its config files, not a SafeTensors stream")
+	}
 	sr, err := safetensors.NewReader(r)
 	if err != nil {
 		return nil, err
@@ -220,8 +227,16 @@ func newFileStreamDigests(shards []*safetensors.File, files map[string]any, dige
 		return nil, err
 	}
 	s := &fileStream{h: h, shards: shards, tensors: tensors, seen: map[string]string{}}
+	if opts.MMProj && (files == nil || opts.HFLayout) {
+		return nil, fmt.Errorf("--mmproj needs a checkpoint directory with its config files (not a single .safetensors file, --no-files or --hf-layout)")
+	}
 	if files != nil && !opts.HFLayout {
-		if s.llm, err = describeLLM(files, shards, llm.Options{TokenizerPre: opts.TokenizerPre}); err != nil {
+		if opts.MMProj {
+			s.llm, err = describeProjector(files, shards)
+		} else {
+			s.llm, err = describeLLM(files, shards, llm.Options{TokenizerPre: opts.TokenizerPre})
+		}
+		if err != nil {
 			return nil, err
 		}
 		if s.llm != nil {
@@ -342,9 +357,27 @@ func byName(shards [][]safetensors.TensorInfo) [][]safetensors.TensorInfo {
 	return sorted
 }
 
+// describeProjector returns the description of a multimodal checkpoint's projector
+// file (llm.FromCheckpointProjector).
+func describeProjector(files map[string]any, shards []*safetensors.File) (*llm.Checkpoint, error) {
+	raw, shapes, dir := llmInputs(files, shards)
+	return llm.FromCheckpointProjector(raw, dir, shapes)
+}
+
 // describeLLM returns the description of a checkpoint whose config.json names an
 // architecture lib/llm converts, nil for any other checkpoint.
 func describeLLM(files map[string]any, shards []*safetensors.File, lo llm.Options) (*llm.Checkpoint, error) {
+	raw, shapes, dir := llmInputs(files, shards)
+	cp, ok, err := llm.FromCheckpointWith(raw, dir, shapes, lo)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// llmInputs are lib/llm's inputs of a checkpoint: its kept files, its tensors and
+// the directory's name.
+func llmInputs(files map[string]any, shards []*safetensors.File) (map[string][]byte, []llm.TensorShape, string) {
 	raw := make(map[string][]byte, len(files))
 	for name, b := range files {
 		raw[name], _ = b.([]byte)
@@ -364,11 +397,7 @@ func describeLLM(files map[string]any, shards []*safetensors.File, lo llm.Option
 	if len(shards) > 0 {
 		dir = filepath.Base(filepath.Dir(shards[0].Path()))
 	}
-	cp, ok, err := llm.FromCheckpointWith(raw, dir, shapes, lo)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return cp, nil
+	return raw, shapes, dir
 }
 
 func (s *fileStream) Header() container.Header { return s.h }

@@ -59,12 +59,13 @@ type ImportFlags struct {
 	NoFiles      bool   `help:"Do not keep a checkpoint directory's config and tokenizer files in the metadata."`
 	HFLayout     bool   `name:"hf-layout" help:"Keep a language model's tensors as the checkpoint names and lays them out. By default a checkpoint whose config.json names an architecture apr converts (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, ...) is imported in llama.cpp's form, ready for apr-gguf export."`
 	TokenizerPre string `name:"tokenizer-pre" placeholder:"NAME" help:"llama.cpp's pre-tokenizer (tokenizer.ggml.pre) of a BPE tokenizer.json whose pre-tokenizer apr does not recognize (docs/SAFETENSORS.md lists those it does)."`
+	MMProj       bool   `name:"mmproj" help:"Import a multimodal checkpoint's vision projector (the mmproj file llama.cpp's mtmd loads, as convert_hf_to_gguf.py --mmproj writes it, with the [IMG_BREAK] row llama.cpp needs: docs/GGUF.md) instead of its text model. Pixtral (Mistral3ForConditionalGeneration) only."`
 	Digest       bool   `help:"Record the SHA-256 of each source file in the provenance (one more read of the input, hashed beside the conversion into a file; SHA-256 runs at about 1.3 GB/s per core, slower than the import). Not for a pipe."`
 }
 
 // ImportOptions returns the importer's options of the flags.
 func (f ImportFlags) ImportOptions() stconv.ImportOptions {
-	return stconv.ImportOptions{Name: f.Name, SkipFiles: f.NoFiles, Digest: f.Digest, HFLayout: f.HFLayout, TokenizerPre: f.TokenizerPre}
+	return stconv.ImportOptions{Name: f.Name, SkipFiles: f.NoFiles, Digest: f.Digest, HFLayout: f.HFLayout, TokenizerPre: f.TokenizerPre, MMProj: f.MMProj}
 }
 
 // Given lists the flags set, as spelled on the command line.
@@ -73,7 +74,7 @@ func (f ImportFlags) Given() []string {
 	for _, g := range []struct {
 		set  bool
 		flag string
-	}{{f.Name != "", "--name"}, {f.NoFiles, "--no-files"}, {f.HFLayout, "--hf-layout"}, {f.TokenizerPre != "", "--tokenizer-pre"}, {f.Digest, "--digest"}} {
+	}{{f.Name != "", "--name"}, {f.NoFiles, "--no-files"}, {f.HFLayout, "--hf-layout"}, {f.TokenizerPre != "", "--tokenizer-pre"}, {f.Digest, "--digest"}, {f.MMProj, "--mmproj"}} {
 		if g.set {
 			given = append(given, g.flag)
 		}
