@@ -394,16 +394,19 @@ func fmtDims(d ...int64) string {
 func TestLoaderCheckAttnOutput(t *testing.T) {
 	head := "hidden_size/num_attention_heads x head_dim"
 	noHead := "hidden_size/num_attention_heads (llama.cpp's head is hidden_size / num_attention_heads: the file has no head_dim)"
+	wide := func(arch string) string {
+		return "hidden_size (both sides: llama.cpp's " + arch + " takes the attention as hidden_size wide)"
+	}
 	for _, c := range []struct {
 		fixture    string
 		rows, cols int64
 		fields     string
 	}{
 		{"tiny-llama", 256, 256, noHead}, {"tiny-qwen3", 256, 384, head}, {"tiny-gemma", 256, 256, head},
-		{"tiny-gemma2", 256, 256, head}, {"tiny-gemma3", 256, 384, head}, {"tiny-phi3", 256, 256, "hidden_size/hidden_size"},
-		{"tiny-granite", 256, 256, noHead}, {"tiny-starcoder2", 256, 256, "hidden_size/hidden_size"}, {"tiny-glm4", 256, 256, head},
-		{"tiny-smollm3", 256, 256, noHead}, {"tiny-qwen2moe", 256, 256, "hidden_size/hidden_size"}, {"tiny-qwen3moe", 256, 256, head},
-		{"tiny-granitemoe", 256, 256, noHead}, {"tiny-olmoe", 256, 256, "hidden_size/hidden_size"}, {"tiny-olmo2", 256, 256, "hidden_size/hidden_size"},
+		{"tiny-gemma2", 256, 256, head}, {"tiny-gemma3", 256, 384, head}, {"tiny-phi3", 256, 256, wide("phi3")},
+		{"tiny-granite", 256, 256, noHead}, {"tiny-starcoder2", 256, 256, wide("starcoder2")}, {"tiny-glm4", 256, 256, head},
+		{"tiny-smollm3", 256, 256, noHead}, {"tiny-qwen2moe", 256, 256, wide("qwen2moe")}, {"tiny-qwen3moe", 256, 256, head},
+		{"tiny-granitemoe", 256, 256, noHead}, {"tiny-olmoe", 256, 256, wide("olmoe")}, {"tiny-olmo2", 256, 256, wide("olmo2")},
 		{"tiny-gptoss", 256, 256, "hidden_size/num_attention_heads x head_dim"},
 		{"tiny-deepseek3", 256, 128, "hidden_size/num_attention_heads/v_head_dim"},
 	} {

@@ -69,7 +69,11 @@ var layerShapes = loaderRule{"models/*.cpp load_arch_tensors", func(v *loaderVie
 		{"post_ffw_norm.weight", []int64{embd}, "hidden_size"},
 	}
 	if cols > 0 {
-		kinds = append(kinds, kind{"attn_output.weight", []int64{embd, cols}, "hidden_size/" + colFields})
+		fields := "hidden_size/" + colFields
+		if slices.Contains(qRowsHiddenArchs, v.arch()) {
+			fields = "hidden_size (both sides: llama.cpp's " + v.arch() + " takes the attention as hidden_size wide)"
+		}
+		kinds = append(kinds, kind{"attn_output.weight", []int64{embd, cols}, fields})
 	}
 	if h.HasFFN && !v.cp.Arch.FusedUp {
 		ff := int64(h.FFN)
