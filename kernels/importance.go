@@ -162,8 +162,8 @@ func makeQXQuantsW(nmax int32, x []float32, L []int8, qw []float32) float32 {
 // makeQPQuants is ggml's make_qp_quants: a fit of non-negative x (sub-block scales
 // or mins) to levels 0..nmax with weights qw, then single levels moved while the fit
 // improves. L is uint8 as in ggml, which matters only for the (unexpected) negative x.
-// Where b4747 gives a number this gives the same; where it divides 0 by 0, later
-// ggml's 0.
+// It follows today's ggml (ggml-quants.c:1076-1146): all x below GROUP_MAX_EPS gives
+// 0, and so does a weighted sum of squares that is not positive (b4747 divided by it).
 func makeQPQuants(nmax int32, x []float32, L []uint8, qw []float32) float32 {
 	var maxv float32
 	for _, v := range x {
@@ -171,7 +171,7 @@ func makeQPQuants(nmax int32, x []float32, L []uint8, qw []float32) float32 {
 			maxv = v
 		}
 	}
-	if maxv == 0 {
+	if maxv < groupMaxEps {
 		clear(L[:len(x)])
 		return 0
 	}
@@ -233,11 +233,11 @@ func makeQPQuants(nmax int32, x []float32, L []uint8, qw []float32) float32 {
 			break
 		}
 	}
-	if suml2 == 0 {
+	if !(suml2 > 0) {
 		// The weights vanish wherever a level is not 0 (a super-block whose
-		// importances are all zero): b4747 divides 0 by 0, a NaN scale that
-		// llama-quantize then refuses; ggml since llama.cpp PR 15379 returns 0 (so
-		// the block's scales are 0), and so does this, byte for byte.
+		// importances are all zero), or negative importances (which llama-imatrix
+		// never writes) outweigh the rest: b4747 divided by the sum; today's ggml
+		// returns 0 (ggml-quants.c:1146), so the block's scales are 0.
 		return 0
 	}
 	return sumlx / suml2

@@ -173,3 +173,52 @@ func TestImatrixZeroBlocksBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestImatrixNegativeBytes: negative importances (which llama-imatrix never writes:
+// its values are sums of squares) make IQ2_XXS's weighted sums of squares negative,
+// where today's make_qp_quants returns 0 (ggml-quants.c:1146) and b4747 divided by
+// them. The matrix is the fixture's with blk.0.attn_q.weight's values negated and
+// blk.1.attn_q.weight's first 128 of 256; the sums are of those tensors' data in
+// `llama-quantize --imatrix MATRIX tiny-llama.f32.gguf OUT IQ2_XXS 2` of today's
+// llama.cpp (2026-09-28), printed by testdata/hf/mknegimatrix.py.
+func TestImatrixNegativeBytes(t *testing.T) {
+	m, err := imatrix.Load("../../testdata/hf/ref/tiny-llama.imatrix.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range m.Entries["blk.0.attn_q.weight"] {
+		m.Entries["blk.0.attn_q.weight"][i] = -v
+	}
+	for i, v := range m.Entries["blk.1.attn_q.weight"][:128] {
+		m.Entries["blk.1.attn_q.weight"][i] = -v
+	}
+	file := filepath.Join(t.TempDir(), "negative.dat")
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := imatrixGGUF(t, "IQ2_XXS", file, false, false)
+	f, err := gguf.NewFile(bytes.NewReader(out), int64(len(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, sum := range map[string]string{
+		"blk.0.attn_q.weight": "f57511198cd295e9187ab5e6153bd837c4ee91d0217ea593d6b767ca37fa74c2",
+		"blk.1.attn_q.weight": "f41337bb7cdc47a7fcf2e2bd2bf52c4ba3e3fa6489e60d3798d9b81d15b4f5d2",
+	} {
+		i := f.Header.Tensor(name)
+		if i < 0 {
+			t.Fatalf("no tensor %s", name)
+		}
+		data, err := f.TensorData(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sha256Hex(data); got != sum {
+			t.Errorf("%s: SHA-256 %s, llama-quantize's %s", name, got, sum)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -100,7 +101,14 @@ func decodeJSON(name string, b []byte, v any, moved []shift) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	if err := d.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if _, isMap := v.(*map[string]any); isMap && errors.As(err, &te) && te.Field == "" {
+			return fmt.Errorf("%s: expected a JSON object, found %s", name, jsonKind(te.Value))
+		}
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if m, isMap := v.(*map[string]any); isMap && *m == nil {
+		return fmt.Errorf("%s: expected a JSON object, found null", name)
 	}
 	rest := bytes.TrimLeft(b[d.InputOffset():], " \t\r\n") // JSON's white space
 	if len(rest) > 0 {
@@ -194,4 +202,16 @@ func badText(b []byte) (int, string) {
 		}
 	}
 	return -1, ""
+}
+
+// jsonKind names a JSON value kind as encoding/json's type errors give it
+// ("array", "string", "number", "bool").
+func jsonKind(v string) string {
+	switch v {
+	case "array":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + v
 }

@@ -98,7 +98,11 @@ func (cp *Checkpoint) loaderCheck(kvs []gguf.KV) error {
 			}
 		}
 	}
-	for _, r := range loaderRules[cp.Arch.GGUF] {
+	rules, ok := loaderRules[cp.Arch.GGUF]
+	if !ok {
+		return nil
+	}
+	for _, r := range append(slices.Clone(rules), layerShapes) {
 		if err := r.check(v); err != nil {
 			return err
 		}
@@ -141,6 +145,16 @@ func (v *loaderView) layerTensor(suffix string) (TensorShape, bool) {
 // as llama.cpp's loader compares them (llama-model-loader.cpp:880): dimensions past
 // want's must be 1. fields names the config.json fields that give want.
 func (v *loaderView) shape(suffix string, want []int64, fields string) error {
+	return v.shapeCmp(suffix, want, fields, false)
+}
+
+// shapeExact is shape without the leading 1s llama.cpp lets through, as the
+// conversion's own check (Checkpoint.check) compares the tensors it covers.
+func (v *loaderView) shapeExact(suffix string, want []int64, fields string) error {
+	return v.shapeCmp(suffix, want, fields, true)
+}
+
+func (v *loaderView) shapeCmp(suffix string, want []int64, fields string, exact bool) error {
 	var names []string
 	if _, ok := v.byGGUF[suffix]; ok {
 		names = []string{suffix}
@@ -157,7 +171,7 @@ func (v *loaderView) shape(suffix string, want []int64, fields string) error {
 		slices.Reverse(ne)
 		w := slices.Clone(want)
 		slices.Reverse(w)
-		same := len(ne) >= len(w)
+		same := len(ne) >= len(w) && (!exact || len(ne) == len(w))
 		for i := 0; same && i < len(ne); i++ {
 			same = i < len(w) && ne[i] == w[i] || i >= len(w) && ne[i] == 1
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -357,5 +358,89 @@ func TestLoaderCheckGptOss(t *testing.T) {
 		{name: "router bias rows", at: "models/openai-moe.cpp:51", tensors: map[string][]int64{"model.layers.1.mlp.router.bias": {3}}, want: `"model.layers.1.mlp.router.bias"`},
 		{name: "output bias rows", at: "models/openai-moe.cpp:49", tensors: map[string][]int64{"model.layers.1.self_attn.o_proj.bias": {255}}, want: `"model.layers.1.self_attn.o_proj.bias"`},
 		{name: "eps missing", at: "models/openai-moe.cpp:4", set: map[string]any{"rms_norm_eps": nil}, want: "rms_norm_eps is missing"},
+	})
+}
+
+// oProjCases are the attention output of a family given shapes llama.cpp refuses
+// (transposed, or half as wide where that is the same shape; a 0 dimension), rows
+// and cols as the fixture has it; and a leading 1, which llama.cpp accepts (the
+// file's ne gains a trailing 1, llama-model-loader.cpp:907-908) and apr refuses as
+// its conversion check refuses it on every other weight.
+func oProjCases(rows, cols int64, fields string) []loaderCase {
+	o := "model.layers.1.self_attn.o_proj.weight"
+	wrong, what := []int64{cols, rows}, "transposed"
+	if rows == cols {
+		wrong, what = []int64{rows, cols / 2}, "half as wide"
+	}
+	shape := ` give tensor "` + o + `" the shape [` + fmtDims(rows, cols) + `]`
+	return []loaderCase{
+		{name: "as is"},
+		{name: "o_proj " + what, at: "llama-model-loader.cpp:907", tensors: map[string][]int64{o: wrong}, want: fields + shape},
+		{name: "o_proj [0,n]", at: "llama-model-loader.cpp:907", tensors: map[string][]int64{o: {0, cols}}, want: fields + shape},
+		{name: "o_proj [1,n,m]", at: "llama-model-loader.cpp:908", tensors: map[string][]int64{o: {1, rows, cols}}, want: fields + shape},
+	}
+}
+
+func fmtDims(d ...int64) string {
+	s := make([]string, len(d))
+	for i, x := range d {
+		s[i] = strconv.FormatInt(x, 10)
+	}
+	return strings.Join(s, " ")
+}
+
+// TestLoaderCheckAttnOutput: every family's attention output against the shape its
+// loader creates (models/*.cpp: wo).
+func TestLoaderCheckAttnOutput(t *testing.T) {
+	head := "hidden_size/num_attention_heads x head_dim"
+	noHead := "hidden_size/num_attention_heads (llama.cpp's head is hidden_size / num_attention_heads: the file has no head_dim)"
+	wide := func(arch string) string {
+		return "hidden_size (both sides: llama.cpp's " + arch + " takes the attention as hidden_size wide)"
+	}
+	for _, c := range []struct {
+		fixture    string
+		rows, cols int64
+		fields     string
+	}{
+		{"tiny-llama", 256, 256, noHead}, {"tiny-qwen3", 256, 384, head}, {"tiny-gemma", 256, 256, head},
+		{"tiny-gemma2", 256, 256, head}, {"tiny-gemma3", 256, 384, head}, {"tiny-phi3", 256, 256, wide("phi3")},
+		{"tiny-granite", 256, 256, noHead}, {"tiny-starcoder2", 256, 256, wide("starcoder2")}, {"tiny-glm4", 256, 256, head},
+		{"tiny-smollm3", 256, 256, noHead}, {"tiny-qwen2moe", 256, 256, wide("qwen2moe")}, {"tiny-qwen3moe", 256, 256, head},
+		{"tiny-granitemoe", 256, 256, noHead}, {"tiny-olmoe", 256, 256, wide("olmoe")}, {"tiny-olmo2", 256, 256, wide("olmo2")},
+		{"tiny-gptoss", 256, 256, "hidden_size/num_attention_heads x head_dim"},
+		{"tiny-deepseek3", 256, 128, "hidden_size/num_attention_heads/v_head_dim"},
+	} {
+		t.Run(c.fixture, func(t *testing.T) { runLoaderCases(t, c.fixture, oProjCases(c.rows, c.cols, c.fields)) })
+	}
+}
+
+// TestLoaderCheckLayerKinds: tensors llama.cpp does not create in their layer, and
+// the biases and router shapes the conversion's check leaves to the loader rules.
+func TestLoaderCheckLayerKinds(t *testing.T) {
+	runLoaderCases(t, "tiny-deepseek3", []loaderCase{
+		{name: "router in a dense layer", at: "models/deepseek2.cpp:72", tensors: map[string][]int64{"model.layers.0.mlp.gate.weight": {4, 256}},
+			want: `tensor "model.layers.0.mlp.gate.weight": layer 0 is one of the 1 leading dense layers`},
+		{name: "shared expert in a dense layer", at: "models/deepseek2.cpp:72", tensors: map[string][]int64{"model.layers.0.mlp.shared_experts.up_proj.weight": {128, 256}},
+			want: `"model.layers.0.mlp.shared_experts.up_proj.weight"`},
+		{name: "router transposed", at: "models/deepseek2.cpp:77", tensors: map[string][]int64{"model.layers.1.mlp.gate.weight": {256, 4}},
+			want: `"model.layers.1.mlp.gate.weight" the shape [4 256]`},
+		{name: "router [1,n,m]", at: "llama-model-loader.cpp:908", tensors: map[string][]int64{"model.layers.1.mlp.gate.weight": {1, 4, 256}},
+			want: `"model.layers.1.mlp.gate.weight" the shape [4 256]`},
+	})
+	runLoaderCases(t, "tiny-granitemoe", []loaderCase{
+		{name: "shared down columns", at: "models/granite-moe.cpp:55", tensors: map[string][]int64{"model.layers.1.shared_mlp.output_linear.weight": {256, 128}},
+			want: `hidden_size/shared_intermediate_size give tensor "model.layers.1.shared_mlp.output_linear.weight" the shape [256 256]`},
+		{name: "shared down [0,n]", at: "models/granite-moe.cpp:55", tensors: map[string][]int64{"model.layers.1.shared_mlp.output_linear.weight": {0, 256}},
+			want: `"model.layers.1.shared_mlp.output_linear.weight"`},
+		{name: "o_proj bias rows", at: "models/granite-moe.cpp:24", tensors: map[string][]int64{"model.layers.0.self_attn.o_proj.bias": {255}},
+			want: `"model.layers.0.self_attn.o_proj.bias"`},
+	})
+	runLoaderCases(t, "tiny-mixtral", []loaderCase{
+		{name: "dense MLP beside the experts", at: "models/llama.cpp:70", tensors: map[string][]int64{"model.layers.0.mlp.up_proj.weight": {128, 256}},
+			want: `"model.layers.0.mlp.up_proj.weight"`},
+	})
+	runLoaderCases(t, "tiny-llama", []loaderCase{
+		{name: "MLP bias rows", at: "models/llama.cpp:75", tensors: map[string][]int64{"model.layers.0.mlp.up_proj.bias": {255}},
+			want: `"model.layers.0.mlp.up_proj.bias"`},
 	})
 }

@@ -210,6 +210,9 @@ func New(src stream.Stream, o Options) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := o.checkOverriddenHparams(h); err != nil {
+		return nil, err
+	}
 	if pr != nil {
 		s.src = &prunedStream{Stream: src, p: pr}
 	}

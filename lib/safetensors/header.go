@@ -186,6 +186,9 @@ func parseHeaderJSON(hdr []byte, base int64) (Metadata, []*rawTensor, error) {
 		if c == 0 {
 			return nil, nil, p.errAt(p.i, "EOF while parsing the header: expected a JSON object")
 		}
+		if bytes.HasPrefix(hdr[p.i:], []byte("\xef\xbb\xbf")) {
+			return nil, nil, p.errAt(p.i, "the header starts with a UTF-8 byte order mark, not '{' (the safetensors crate refuses it too)")
+		}
 		return nil, nil, p.errAt(p.i, "invalid type: %s, expected the header object", p.describe(p.i))
 	}
 	err := p.object("the header", func(key string, keyOff int) error {

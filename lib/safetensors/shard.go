@@ -259,7 +259,14 @@ func OpenCheckpoint(path string) (*Checkpoint, error) {
 				return nil, err
 			}
 			indexPath = ""
-			path = filepath.Join(path, SingleFileName)
+			single := filepath.Join(path, SingleFileName)
+			if _, err := os.Lstat(single); errors.Is(err, os.ErrNotExist) {
+				if pickle := pickleIn(path); pickle != "" {
+					return nil, fmt.Errorf("%s: the checkpoint's weights are %s, a PyTorch pickle, which apr does not read (it reads SafeTensors only: %s or %s)",
+						path, pickle, SingleFileName, IndexFileName)
+				}
+			}
+			path = single
 		}
 	case strings.HasSuffix(path, ".json"):
 		dir, indexPath = filepath.Dir(path), path
@@ -490,4 +497,15 @@ func writeAtomic(path string, fill func(io.Writer) error) error {
 		return err
 	}
 	return f.Commit()
+}
+
+// pickleIn names the PyTorch weights a checkpoint directory holds in place of
+// SafeTensors (the names transformers saves), or "".
+func pickleIn(dir string) string {
+	for _, name := range []string{"pytorch_model.bin", "pytorch_model.bin.index.json", "model.pt", "model.pth", "consolidated.00.pth"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return name
+		}
+	}
+	return ""
 }

@@ -14,6 +14,7 @@ package source
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -50,20 +51,26 @@ func (k Kind) String() string {
 	return "APR"
 }
 
-// SniffLen is how many leading bytes Sniff looks at.
-const SniffLen = 10
+// SniffLen is how many leading bytes Sniff looks at: room for white space before a
+// SafeTensors header's '{'.
+const SniffLen = 64
 
 // Sniff tells the format of a file or stream from its first bytes (up to SniffLen;
 // fewer when it is shorter): "GGUF" is a GGUF file; a little-endian header length
-// below 1 GiB followed by '{' is SafeTensors' JSON header; anything else is left to
+// below 1 GiB followed by '{' is SafeTensors' JSON header, after JSON white space
+// (which the safetensors crate's JSON parser skips) or a UTF-8 byte order mark
+// (which it refuses; the SafeTensors reader then says so); anything else is left to
 // the APR reader, which reads APR and aprender's files and names what it finds when
 // it is neither (a NumPy file, a zip).
 func Sniff(b []byte) Kind {
 	switch {
 	case len(b) >= 4 && string(b[:4]) == "GGUF":
 		return GGUF
-	case len(b) >= 9 && binary.LittleEndian.Uint64(b) < 1<<30 && b[8] == '{':
-		return SafeTensors
+	case len(b) >= 9 && binary.LittleEndian.Uint64(b) < 1<<30:
+		json := bytes.TrimLeft(b[8:], " \t\r\n")
+		if len(json) > 0 && json[0] == '{' || bytes.HasPrefix(b[8:], []byte("\xef\xbb\xbf")) {
+			return SafeTensors
+		}
 	}
 	return APR
 }

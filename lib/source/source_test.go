@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"os"
 	"path/filepath"
@@ -132,3 +133,25 @@ func TestOpenReader(t *testing.T) {
 }
 
 func openST(path string) (stream.Stream, error) { return stconv.Open(path, stconv.ImportOptions{}) }
+
+// TestSniffHeaderStart: a SafeTensors header after JSON white space (which the
+// safetensors crate's parser skips) or a byte order mark (which the SafeTensors
+// reader then names) is SafeTensors, not a bad APR magic.
+func TestSniffHeaderStart(t *testing.T) {
+	head := func(prefix string) []byte {
+		b := binary.LittleEndian.AppendUint64(nil, 100)
+		return append(append(b, prefix...), `{"a":`...)
+	}
+	for _, c := range []struct {
+		b    []byte
+		want Kind
+	}{
+		{head(""), SafeTensors}, {head(" "), SafeTensors}, {head("\r\n\t "), SafeTensors},
+		{head("\xef\xbb\xbf"), SafeTensors}, {head("x"), APR}, {[]byte("APRN\x02\x00\x00\x00{"), APR},
+		{[]byte("GGUF\x03\x00\x00\x00"), GGUF},
+	} {
+		if got := Sniff(c.b); got != c.want {
+			t.Errorf("Sniff(%q) = %v, want %v", c.b, got, c.want)
+		}
+	}
+}

@@ -720,12 +720,18 @@ func readFiles(dir string) (map[string]any, error) {
 	var total int64
 	var names []string
 	for _, e := range entries {
+		if e.Name() == "config.json" && e.IsDir() {
+			return nil, fmt.Errorf("%s is a directory; a checkpoint's config.json is a JSON file", filepath.Join(dir, e.Name()))
+		}
 		if e.IsDir() || !KeepFile(e.Name()) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
 		f, err := regfile.Open(path)
 		if nr := (*regfile.NotRegularError)(nil); errors.As(err, &nr) && nr.Mode.IsDir() {
+			if e.Name() == "config.json" {
+				return nil, fmt.Errorf("%s links to a directory; a checkpoint's config.json is a JSON file", path)
+			}
 			continue // a link to a directory
 		}
 		if err != nil {
