@@ -24,6 +24,8 @@ var Layer = map[string]int{
 	"lib/model": 2,
 	// 3: the one tensor stream (open, inspect, check, re-encode, dequantize).
 	"lib/stream": 3, "lib/ggufconv/internal/gengguf": 3,
+	// A GGUF without one tensor (tests and the mtmd peer: the converter's projector).
+	"lib/internal/ggufdrop": 3, "lib/internal/ggufdrop/strip": 4,
 	// llama-imatrix's matrices, in its .dat form and in GGUF (on lib/gguf).
 	"lib/imatrix": 3,
 	// 4: transforms of a stream, and models to and from files.
