@@ -11,7 +11,7 @@ PKGS_LIB := ./lib/... ./kernels/...
 PKGS_WASM := $(PKGS_LIB) ./cmd/...
 FUZZTIME ?= 3s
 
-.PHONY: all build test test-all test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
+.PHONY: all build fmt vet test test-all test-native test-purego test-arm64 test-wasm test-wasip1 test-fuzz test-pipelines test-peers \
         test-docs test-ollama test-oms test-browser test-synth1g golden lint demo models browser bench bench-llm bench-giant bench-giant-moe fuzz install clean
 
 all: build
@@ -45,18 +45,23 @@ install: build
 		$$p --completion=fish > $(SHARE)/fish/vendor_completions.d/$$n.fish || exit 1; \
 	done
 
-lint:
+# lint: gofmt (make test) and go vet (make test-all; go test runs vet's quickest checks).
+lint: fmt vet
+
+fmt:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+vet:
 	$(GO) vet ./...
 	cd $(BROWSER_E2E) && $(GO) vet ./...
 
-# make test: a newcomer's check, a few minutes on 2 cores: gofmt and vet, then every
+# make test: a newcomer's check, a few minutes on 2 cores: gofmt, then every
 # package's tests natively, the long cases in short mode (-short: whole-pipeline builds
 # such as the demo and the Make build, every preset of every checkpoint, the peers that
 # need npm or PyTorch).
 # The programs are built once for both whole-pipeline test packages (APR_TEST_BIN).
-test: lint
+test: fmt
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/test/ ./cmd/...
 	APR_TEST_BIN=$(BIN)/test $(GO) test -short ./...
 
