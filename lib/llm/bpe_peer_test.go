@@ -183,7 +183,8 @@ func TestBPEPeer(t *testing.T) {
 		vocab := (len(bpe.Tokens) + 127) / 128 * 128
 		files := map[string][]byte{"tokenizer.json": b, "tokenizer_config.json": tc}
 		files["config.json"] = []byte(fmt.Sprintf(`{"architectures":[%q],"vocab_size":%d,"hidden_size":8,
-			"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1}`, arch, vocab))
+			"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,
+			"max_position_embeddings":64,"rms_norm_eps":1e-5}`, arch, vocab))
 		shapes := qwenShapes(int64(vocab), arch == "Qwen2ForCausalLM")
 		cp, ok, err := FromCheckpoint(files, "peer", shapes)
 		if err != nil || !ok {
