@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -96,13 +97,16 @@ func TestOMSNamesQuotedOnTheTerminal(t *testing.T) {
 	}
 	clean("changed", errs)
 
-	// A name that is not UTF-8: refused, quoted.
-	os.WriteFile(filepath.Join(model, "bad\xff\x1b.bin"), []byte("x"), 0o644)
-	_, errs, code = runIt(t, nil, "oms", "sign", "key", "--private-key", priv, "--signature", sig, model)
-	if code != 1 || !strings.Contains(errs, `bad\xff\x1b.bin`) || !strings.Contains(errs, "not valid UTF-8") {
-		t.Fatalf("not UTF-8: exit %d %q", code, errs)
+	// A name that is not UTF-8: refused, quoted. (Under js and wasip1 the host takes
+	// file names as UTF-8 strings: no such name can be made there.)
+	if runtime.GOOS != "js" && runtime.GOOS != "wasip1" {
+		os.WriteFile(filepath.Join(model, "bad\xff\x1b.bin"), []byte("x"), 0o644)
+		_, errs, code = runIt(t, nil, "oms", "sign", "key", "--private-key", priv, "--signature", sig, model)
+		if code != 1 || !strings.Contains(errs, `bad\xff\x1b.bin`) || !strings.Contains(errs, "not valid UTF-8") {
+			t.Fatalf("not UTF-8: exit %d %q", code, errs)
+		}
+		clean("not UTF-8", errs)
 	}
-	clean("not UTF-8", errs)
 
 	// A bundle whose key hint carries an escape sequence.
 	os.Remove(filepath.Join(model, "bad\xff\x1b.bin"))

@@ -40,12 +40,13 @@ func TestImportDigested(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	_, patchable := container.Patchable(f) // not where the platform cannot tell O_APPEND (js, wasip1)
 	for _, c := range []struct {
 		name        string
 		out         io.Writer
 		digest      bool
 		wantPatched bool
-	}{{"buffer, digest", new(bytes.Buffer), true, false}, {"file, digest", f, true, true}, {"file, no digest", f, false, false}} {
+	}{{"buffer, digest", new(bytes.Buffer), true, false}, {"file, digest", f, true, patchable}, {"file, no digest", f, false, false}} {
 		var opened, closed, patched int
 		open := func() (Stream, error) {
 			opened++
