@@ -152,25 +152,31 @@ func TestImatrixZeroBlocksBytes(t *testing.T) {
 	}
 	for typ, sums := range want {
 		t.Run(typ, func(t *testing.T) {
-			out := imatrixGGUF(t, typ, file, true, false)
-			f, err := gguf.NewFile(bytes.NewReader(out), int64(len(out)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, sum := range sums {
-				i := f.Header.Tensor(name)
-				if i < 0 {
-					t.Fatalf("no tensor %s", name)
-				}
-				data, err := f.TensorData(i)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := sha256Hex(data); got != sum {
-					t.Errorf("%s: SHA-256 %s, llama-quantize's %s", name, got, sum)
-				}
-			}
+			tensorSums(t, imatrixGGUF(t, typ, file, true, false), sums)
 		})
+	}
+}
+
+// tensorSums checks the SHA-256 of the data of each named tensor of GGUF file out
+// against llama-quantize's.
+func tensorSums(t *testing.T, out []byte, sums map[string]string) {
+	t.Helper()
+	f, err := gguf.NewFile(bytes.NewReader(out), int64(len(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, sum := range sums {
+		i := f.Header.Tensor(name)
+		if i < 0 {
+			t.Fatalf("no tensor %s", name)
+		}
+		data, err := f.TensorData(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sha256Hex(data); got != sum {
+			t.Errorf("%s: SHA-256 %s, llama-quantize's %s", name, got, sum)
+		}
 	}
 }
 
@@ -200,25 +206,8 @@ func TestImatrixNegativeBytes(t *testing.T) {
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := imatrixGGUF(t, "IQ2_XXS", file, false, false)
-	f, err := gguf.NewFile(bytes.NewReader(out), int64(len(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, sum := range map[string]string{
+	tensorSums(t, imatrixGGUF(t, "IQ2_XXS", file, false, false), map[string]string{
 		"blk.0.attn_q.weight": "f57511198cd295e9187ab5e6153bd837c4ee91d0217ea593d6b767ca37fa74c2",
 		"blk.1.attn_q.weight": "f41337bb7cdc47a7fcf2e2bd2bf52c4ba3e3fa6489e60d3798d9b81d15b4f5d2",
-	} {
-		i := f.Header.Tensor(name)
-		if i < 0 {
-			t.Fatalf("no tensor %s", name)
-		}
-		data, err := f.TensorData(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := sha256Hex(data); got != sum {
-			t.Errorf("%s: SHA-256 %s, llama-quantize's %s", name, got, sum)
-		}
-	}
+	})
 }
