@@ -17,31 +17,43 @@ const tinyQwen3 = "../../testdata/hf/tiny-qwen3"
 // converts only with --tokenizer-pre.
 func unknownPreCheckpoint(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "ckpt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	return copyCheckpoint(t, tinyQwen3, filepath.Join(t.TempDir(), "ckpt"), func(file string, b []byte) []byte {
+		if file != "tokenizer.json" {
+			return b
+		}
+		n := len(b)
+		b = bytes.Replace(b, []byte(`\\p{N}|`), []byte(`\\p{N}{1,2}|`), 1)
+		if len(b) == n {
+			t.Fatal("tiny-qwen3's tokenizer.json has no \\p{N}| to change")
+		}
+		return b
+	})
+}
+
+// copyCheckpoint copies the files of checkpoint src into a new directory dst, each
+// through edit (which gets the file's name; nil keeps the bytes), and returns dst.
+func copyCheckpoint(t *testing.T, src, dst string, edit func(file string, b []byte) []byte) string {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ents, err := os.ReadDir(tinyQwen3)
+	ents, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(tinyQwen3, e.Name()))
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Name() == "tokenizer.json" {
-			n := len(b)
-			b = bytes.Replace(b, []byte(`\\p{N}|`), []byte(`\\p{N}{1,2}|`), 1)
-			if len(b) == n {
-				t.Fatal("tiny-qwen3's tokenizer.json has no \\p{N}| to change")
-			}
+		if edit != nil {
+			b = edit(e.Name(), b)
 		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return dir
+	return dst
 }
 
 // TestImportFlagsOneCommand: apr-st import's flags that decide what is read from a

@@ -15,23 +15,7 @@ import (
 func TestInputKindErrors(t *testing.T) {
 	dir := t.TempDir()
 	ckpt := func(name string, edit func(d string)) string {
-		d := filepath.Join(dir, name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		entries, err := os.ReadDir(tinyCkpt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			b, err := os.ReadFile(filepath.Join(tinyCkpt, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(d, e.Name()), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		d := copyCheckpoint(t, tinyCkpt, filepath.Join(dir, name), nil)
 		edit(d)
 		return d
 	}

@@ -256,22 +256,12 @@ func TestOneCommandRefuses(t *testing.T) {
 // refused for GGUF before any output, naming it, as apr-gguf export refuses it; with
 // --generic it is the generic GGUF apr-gguf export --generic writes.
 func TestOneCommandGeneric(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "gpt2")
-	os.Mkdir(dir, 0o755)
-	entries, err := os.ReadDir(tinyCkpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(tinyCkpt, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Name() == "config.json" {
+	dir := copyCheckpoint(t, tinyCkpt, filepath.Join(t.TempDir(), "gpt2"), func(file string, b []byte) []byte {
+		if file == "config.json" {
 			b = bytes.Replace(b, []byte(`"LlamaForCausalLM"`), []byte(`"GPT2LMHeadModel"`), 1)
 		}
-		os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644)
-	}
+		return b
+	})
 	work := t.TempDir()
 	one, pipe := filepath.Join(work, "one.gguf"), filepath.Join(work, "pipe.gguf")
 	r := runCLI(nil, "q8_0", dir, "-o", one)
